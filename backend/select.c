@@ -1,0 +1,46 @@
+/*
+** select.c -- choose the store implementation for a table: the CUDA one when
+** a usable device is present, the host one otherwise.
+*/
+#include "gpuds_backend.h"
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#ifndef GPUDS_HAVE_CUDA
+/* Host-only build: report why there is no device. */
+int gpudsCudaDevice(char *zName, size_t nName, uint64_t *pnFree,
+                    uint64_t *pnTotal){
+  if( nName ) snprintf(zName, nName, "built without CUDA");
+  if( pnFree ) *pnFree = 0;
+  if( pnTotal ) *pnTotal = 0;
+  return 0;
+}
+#endif
+
+/* True when GPUDS_BACKEND=host asks for the host backend. */
+static int forceHost(void){
+  const char *z = getenv("GPUDS_BACKEND");
+  return z && strcmp(z, "host")==0;
+}
+
+/* The ops for a store of kind GPUDS_ORDERED or GPUDS_HASH; never NULL for a
+** valid kind. */
+const gpuds_store_ops *gpudsStoreOps(int kind){
+  char zDev[128];
+  int bGpu = !forceHost() && gpudsCudaDevice(zDev, sizeof(zDev), 0, 0);
+  if( kind==GPUDS_ORDERED ){
+#ifdef GPUDS_HAVE_CUDA_ORDERED
+    if( bGpu ) return &gpudsCudaOrderedOps;
+#endif
+    return &gpudsHostOrderedOps;
+  }
+  if( kind==GPUDS_HASH ){
+#ifdef GPUDS_HAVE_CUDA_HASH
+    if( bGpu ) return &gpudsCudaHashOps;
+#endif
+    return &gpudsHostHashOps;
+  }
+  (void)bGpu;
+  return 0;
+}

@@ -1,0 +1,61 @@
+# Everything ctest runs.  Conventions (add a file, get a test):
+#   tests/test_*.c        host unit tests, linked with gpuds_core
+#   tests/gpu/test_*.cu   GPU tests (label gpu); exit 77 = SKIPPED (no GPU)
+#   tests/test_*.py       SQL-level tests through Python's sqlite3, given the
+#                         path of gpuds.so in GPUDS_EXT; exit 77 = SKIPPED
+#   tests/sql/*.sql       shell scripts, run by tests/run_sql.sh (differential)
+
+# A Python whose sqlite3 can load extensions (Debian's /usr/bin/python3 here;
+# the pyenv one first on PATH cannot).
+find_program(GPUDS_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT GPUDS_PYTHON)
+  find_program(GPUDS_PYTHON NAMES python3)
+endif()
+find_program(GPUDS_SQLITE3_SHELL NAMES sqlite3)
+
+file(GLOB GPUDS_C_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
+foreach(src ${GPUDS_C_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_link_libraries(${name} PRIVATE gpuds_core)
+  if(GPUDS_WITH_CUDA)
+    set_target_properties(${name} PROPERTIES LINKER_LANGUAGE CUDA)
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS host SKIP_RETURN_CODE 77)
+endforeach()
+
+file(GLOB GPUDS_GPU_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/test_*.cu)
+foreach(src ${GPUDS_GPU_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  set(name gpu_${name})
+  if(GPUDS_WITH_CUDA)
+    add_executable(${name} ${src})
+    target_link_libraries(${name} PRIVATE gpuds_core)
+    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/kernels ${CMAKE_SOURCE_DIR}/tests)
+    target_compile_options(${name} PRIVATE --expt-relaxed-constexpr -lineinfo)
+    set_target_properties(${name} PROPERTIES CUDA_RUNTIME_LIBRARY Static)
+    add_test(NAME ${name} COMMAND ${name})
+  else()
+    # Host-only build: the test exists and reports SKIPPED, never passed.
+    add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -E echo "SKIPPED: built without CUDA")
+    set_tests_properties(${name} PROPERTIES SKIP_REGULAR_EXPRESSION "SKIPPED")
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+endforeach()
+
+file(GLOB GPUDS_PY_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.py)
+foreach(src ${GPUDS_PY_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_test(NAME ${name} COMMAND ${GPUDS_PYTHON} ${src})
+  set_tests_properties(${name} PROPERTIES LABELS sql SKIP_RETURN_CODE 77
+    ENVIRONMENT "GPUDS_EXT=$<TARGET_FILE:gpuds>;PYTHONDONTWRITEBYTECODE=1")
+endforeach()
+
+file(GLOB GPUDS_SQL_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/sql/*.sql)
+foreach(src ${GPUDS_SQL_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_test(NAME sql_${name} COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_sql.sh
+           ${GPUDS_SQLITE3_SHELL} $<TARGET_FILE:gpuds> ${src})
+  set_tests_properties(sql_${name} PROPERTIES LABELS sql SKIP_RETURN_CODE 77)
+endforeach()
