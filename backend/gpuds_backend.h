@@ -123,7 +123,7 @@ typedef struct gpuds_store_ops {
 extern const gpuds_store_ops gpudsHostOrderedOps;
 extern const gpuds_store_ops gpudsHostHashOps;
 
-/* CUDA implementations (kernels/*.cu): present when built with CUDA. */
+/* CUDA implementations (in kernels/): present when built with CUDA. */
 extern const gpuds_store_ops gpudsCudaOrderedOps;
 extern const gpuds_store_ops gpudsCudaHashOps;
 

@@ -1,0 +1,153 @@
+/*
+** gpuds_int.h -- declarations shared by the files of the SQLite side.
+**
+** Data model of one table:
+**
+**   pStore   the backend store (GPU or host): key -> row handle, holding the
+**            committed rows plus whatever the open transaction has flushed.
+**   wbuf     the write buffer of the open transaction: an ordered host map
+**            key -> row handle (0 = deleted) that every xUpdate writes into,
+**            and an undo log that makes ROLLBACK, ROLLBACK TO and statement
+**            rollback exact.  It is applied to pStore as one batch in xSync,
+**            or earlier when it grows past GPUDS_FLUSH_ROWS.
+**   rows     each row's non-key columns live on the host in one record
+**            (GpudsRow), whose address is the row handle.
+**
+** Reads see pStore overlaid with the write buffer, so a transaction reads its
+** own writes.
+*/
+#ifndef GPUDS_INT_H
+#define GPUDS_INT_H
+
+#include "sqlite3ext.h"
+#include "gpuds_backend.h"
+
+#ifndef SQLITE_CORE
+extern const sqlite3_api_routines *sqlite3_api;
+#endif
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifndef GPUDS_VERSION
+# define GPUDS_VERSION "0.0.0"
+#endif
+
+/* Flush the write buffer to the store once it holds this many keys. */
+#ifndef GPUDS_FLUSH_ROWS
+# define GPUDS_FLUSH_ROWS (1<<20)
+#endif
+
+/* Module kinds */
+#define GPUDS_MOD_GFSL    GPUDS_ORDERED
+#define GPUDS_MOD_GPUHASH GPUDS_HASH
+
+/* ------------------------------------------------------------------ rows */
+/* A row record: the non-key columns of one row, SQLite types preserved.
+** Layout: u32 nCol; then nCol (u8 type, u32 offset) pairs; then payload. */
+typedef struct GpudsRow GpudsRow;
+
+GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal);
+void gpudsRowFree(GpudsRow *p);
+void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
+size_t gpudsRowBytes(const GpudsRow *p);
+
+/* ------------------------------------------------------------ key filter */
+/* A Bloom filter over the keys of the store: "might this key exist?" without
+** a device round trip.  Never a false "no". */
+typedef struct GpudsFilter {
+  uint64_t *aBit;       /* 2^nLog2 bits */
+  int nLog2;            /* log2 of the number of bits */
+  int64_t nAdded;       /* keys added since the last rebuild */
+  int64_t nCap;         /* keys the filter is sized for */
+  int64_t nStale;       /* keys deleted from the store since the last rebuild */
+} GpudsFilter;
+
+int gpudsFilterMaybe(const GpudsFilter *p, int64_t k);
+int gpudsFilterAdd(GpudsFilter *p, int64_t k);   /* 1 if the filter is full */
+int gpudsFilterReset(GpudsFilter *p, int64_t nCap);
+void gpudsFilterFree(GpudsFilter *p);
+
+/* ----------------------------------------------------------- the table */
+typedef struct GpudsTable GpudsTable;
+typedef struct GpudsUndo GpudsUndo;
+typedef struct GpudsFlush GpudsFlush;
+
+/* The write buffer of the open transaction. */
+typedef struct GpudsWbuf {
+  gpuds_store *pOver;     /* host ordered map key -> row handle (0 = deleted) */
+  int64_t nOver;          /* keys in pOver */
+  GpudsUndo *aUndo;       /* undo log */
+  int64_t nUndo, nUndoAlloc;
+  int64_t *aMark;         /* aMark[i]: nUndo when savepoint i began */
+  int nMark, nMarkAlloc;
+  GpudsRow **aGarbage;    /* rows to free once no cursor can see them */
+  int64_t nGarbage, nGarbageAlloc;
+} GpudsWbuf;
+
+struct GpudsTable {
+  sqlite3_vtab base;
+  sqlite3 *db;
+  char *zDb;                  /* schema name, e.g. "main" */
+  char *zName;                /* table name */
+  int eKind;                  /* GPUDS_ORDERED (gfsl) or GPUDS_HASH (gpuhash) */
+  int nCol;                   /* columns including the key (column 0) */
+  char **azCol;               /* column names */
+  unsigned char *aNotNull;    /* column declared NOT NULL */
+  GpudsTable *pNextTable;     /* list of all tables (info.c) */
+  const gpuds_store_ops *pOps;
+  gpuds_store *pStore;        /* committed (and flushed) rows */
+  GpudsWbuf wb;               /* write buffer of the open transaction */
+  GpudsFilter filter;         /* keys that might be in pStore */
+  int nCursor;                /* open cursors on this table */
+  int64_t nFlush;             /* batches applied to the store (statistics) */
+  int64_t nRowBytes;          /* bytes of row records held */
+};
+
+/* Error helper: set the vtab error message (printf-style), return rc. */
+int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...);
+
+/* Write buffer (wbuf.c) */
+int gpudsWbufInit(GpudsTable *p);
+void gpudsWbufClear(GpudsTable *p);
+int gpudsWbufGet(GpudsTable *p, int64_t k, int *pbHit, uint64_t *pVal);
+int gpudsWbufPut(GpudsTable *p, int64_t k, uint64_t v);
+int gpudsWbufPut2(GpudsTable *p, int64_t k1, uint64_t v1, int64_t k2, uint64_t v2);
+int gpudsOverlayLookup(GpudsTable *p, size_t n, const int64_t *aKey,
+                       uint8_t *aHit, uint64_t *aVal);
+int gpudsOverlayScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
+                     int64_t *aKey, uint64_t *aVal, size_t *pnOut);
+int gpudsWbufFlush(GpudsTable *p, int bForce);
+int gpudsWbufSavepoint(GpudsTable *p, int iSavepoint);
+int gpudsWbufRelease(GpudsTable *p, int iSavepoint);
+int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint);
+int gpudsWbufRollback(GpudsTable *p);
+void gpudsWbufCommit(GpudsTable *p);
+void gpudsRowGarbage(GpudsTable *p, uint64_t hRow);
+void gpudsCollectGarbage(GpudsTable *p);
+
+/* Lookups through the overlay (read.c) */
+int gpudsLookupOne(GpudsTable *p, int64_t k, int *pbFound, uint64_t *pRow);
+int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,
+                    uint8_t *aFound, uint64_t *aRow);
+int gpudsMaxKey(GpudsTable *p, int *pbAny, int64_t *pMax);
+int gpudsKeyExists(GpudsTable *p, int64_t k, int *pbExists);
+
+/* Merged scans (scan.c): store + write buffer, one page at a time. */
+typedef struct GpudsMerge GpudsMerge;
+int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
+                   int64_t nHint, GpudsMerge **pp);
+int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow);
+void gpudsMergeClose(GpudsMerge *m);
+
+/* Module registration (vtab.c) and gpuds_info() (info.c) */
+int gpudsRegisterModules(sqlite3 *db);
+int gpudsRegisterFunctions(sqlite3 *db);
+void gpudsTableListAdd(GpudsTable *p);
+void gpudsTableListRemove(GpudsTable *p);
+
+/* Convert a value to an integer key the way an INTEGER PRIMARY KEY compares:
+** returns 1 and sets *pk if v equals exactly one integer key, else 0. */
+int gpudsValueToKey(sqlite3_value *v, int64_t *pk);
+
+#endif /* GPUDS_INT_H */

@@ -1,0 +1,84 @@
+/*
+** info.c -- the SQL function gpuds_info(): a JSON description of the
+** extension, the backend in use, the GPU and every gfsl/gpuhash table of the
+** calling connection.
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include <string.h>
+#include <pthread.h>
+
+static pthread_mutex_t tableListMutex = PTHREAD_MUTEX_INITIALIZER;
+static GpudsTable *pTableList = 0;
+
+/* Add p to the list of live tables. */
+void gpudsTableListAdd(GpudsTable *p){
+  pthread_mutex_lock(&tableListMutex);
+  p->pNextTable = pTableList;
+  pTableList = p;
+  pthread_mutex_unlock(&tableListMutex);
+}
+
+/* Remove p from the list (no-op if absent). */
+void gpudsTableListRemove(GpudsTable *p){
+  GpudsTable **pp;
+  pthread_mutex_lock(&tableListMutex);
+  for(pp=&pTableList; *pp; pp=&(*pp)->pNextTable){
+    if( *pp==p ){ *pp = p->pNextTable; break; }
+  }
+  pthread_mutex_unlock(&tableListMutex);
+}
+
+/* gpuds_info(): JSON text. */
+static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  char zDev[256];
+  uint64_t nFree = 0, nTotal = 0;
+  int bGpu = gpudsCudaDevice(zDev, sizeof(zDev), &nFree, &nTotal);
+  const gpuds_store_ops *pOrd = gpudsStoreOps(GPUDS_ORDERED);
+  const gpuds_store_ops *pHash = gpudsStoreOps(GPUDS_HASH);
+  sqlite3_str *s = sqlite3_str_new(0);
+  GpudsTable *p;
+  int nTab = 0;
+  char *zStore;
+
+  sqlite3_str_appendf(s, "{\"version\":\"%s\",", GPUDS_VERSION);
+  sqlite3_str_appendf(s, "\"backend\":\"%s\",",
+      (strcmp(pOrd->zBackend, "cuda")==0 || strcmp(pHash->zBackend, "cuda")==0)
+      ? "cuda" : "host");
+  sqlite3_str_appendf(s, "\"backends\":{\"gfsl\":\"%s\",\"gpuhash\":\"%s\"},",
+                      pOrd->zBackend, pHash->zBackend);
+  sqlite3_str_appendf(s, "\"device\":\"%s\",", bGpu ? zDev : "none");
+  if( !bGpu ) sqlite3_str_appendf(s, "\"why_no_gpu\":\"%s\",", zDev);
+  sqlite3_str_appendf(s, "\"gpu_memory_total\":%llu,\"gpu_memory_free\":%llu,",
+                      (unsigned long long)nTotal, (unsigned long long)nFree);
+  sqlite3_str_appendf(s, "\"sqlite\":\"%s\",\"tables\":[", sqlite3_libversion());
+  zStore = sqlite3_malloc(4096);
+  pthread_mutex_lock(&tableListMutex);
+  for(p=pTableList; p; p=p->pNextTable){
+    if( p->db!=db ) continue;
+    if( zStore ) p->pOps->xInfo(p->pStore, zStore, 4096);
+    sqlite3_str_appendf(s, "%s{\"name\":\"%s.%s\",\"module\":\"%s\",\"backend\":\"%s\","
+        "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s}",
+        nTab++ ? "," : "", p->zDb, p->zName,
+        p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", p->pOps->zBackend,
+        (long long)p->pOps->xCount(p->pStore), (long long)p->wb.nOver,
+        (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}");
+  }
+  pthread_mutex_unlock(&tableListMutex);
+  sqlite3_free(zStore);
+  sqlite3_str_appendf(s, "]}");
+  {
+    int n = sqlite3_str_length(s);
+    char *z = sqlite3_str_finish(s);
+    if( z==0 ){ sqlite3_result_error_nomem(ctx); return; }
+    sqlite3_result_text(ctx, z, n, sqlite3_free);
+  }
+  (void)argc; (void)argv;
+}
+
+/* Register gpuds_info() on db. */
+int gpudsRegisterFunctions(sqlite3 *db){
+  return sqlite3_create_function(db, "gpuds_info", 0, SQLITE_UTF8, 0,
+                                 infoFunc, 0, 0);
+}

@@ -1,0 +1,479 @@
+/*
+** vtab.c -- the gfsl and gpuhash virtual-table modules: table lifecycle,
+** cursors, xUpdate with exact constraint semantics, and the transaction
+** hooks that drive the write buffer (wbuf.c).
+**
+** Both modules share every method; they differ only in the kind of store
+** (ordered or hash) and therefore in what xBestIndex offers (plan.c).
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include "schema.h"
+#include "plan.h"
+#include <string.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+typedef struct GpudsCursor {
+  sqlite3_vtab_cursor base;
+  int bEof;
+  int64_t iKey;              /* current row's key */
+  uint64_t hRow;             /* current row's record */
+  /* EQ/IN plans: the found rows, in the order they are returned */
+  int64_t *aKey;
+  uint64_t *aRow;
+  int64_t nList, iList;
+  /* scans */
+  GpudsMerge *pMerge;
+  int64_t nLeft;             /* rows still wanted (LIMIT+OFFSET), -1: all */
+  int bList;                 /* holds a list: counted in nCursor */
+} GpudsCursor;
+
+/* Set p's error message from a printf-style format; returns rc. */
+int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...){
+  va_list ap;
+  va_start(ap, zFmt);
+  sqlite3_free(p->base.zErrMsg);
+  p->base.zErrMsg = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Free the rows of the store (teardown): scan it and free every record. */
+static void freeStoreRows(GpudsTable *p){
+  gpuds_scan s;
+  size_t nPage = 65536, nOut, i;
+  int64_t *aK = sqlite3_malloc64(nPage*8);
+  uint64_t *aV = sqlite3_malloc64(nPage*8);
+  if( aK && aV && p->pStore ){
+    memset(&s, 0, sizeof(s));
+    s.lo = INT64_MIN; s.hi = INT64_MAX;
+    while( !s.done ){
+      if( p->pOps->xScan(p->pStore, &s, nPage, aK, aV, &nOut) ) break;
+      for(i=0; i<nOut; i++) gpudsRowFree((GpudsRow*)(uintptr_t)aV[i]);
+    }
+  }
+  sqlite3_free(aK); sqlite3_free(aV);
+}
+
+/* Free a table object and everything it holds. */
+static void tableFree(GpudsTable *p){
+  int i;
+  if( p==0 ) return;
+  gpudsTableListRemove(p);
+  if( p->wb.pOver ) gpudsWbufRollback(p);   /* frees uncommitted rows */
+  gpudsWbufClear(p);
+  freeStoreRows(p);
+  if( p->pOps ) p->pOps->xDestroy(p->pStore);
+  gpudsFilterFree(&p->filter);
+  for(i=0; i<p->nCol; i++) sqlite3_free(p->azCol[i]);
+  sqlite3_free(p->azCol);
+  sqlite3_free(p->aNotNull);
+  sqlite3_free(p->zDb);
+  sqlite3_free(p->zName);
+  sqlite3_free(p->base.zErrMsg);
+  sqlite3_free(p);
+}
+
+/* xCreate and xConnect: parse the columns, declare the schema, create an
+** empty store on the backend chosen for this kind of table. */
+static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
+                     sqlite3_vtab **ppVtab, char **pzErr){
+  int eKind = (int)(intptr_t)pAux;
+  GpudsSchema sch;
+  GpudsTable *p = 0;
+  char *zErr = 0;
+  int rc;
+
+  *ppVtab = 0;
+  rc = gpudsSchemaParse(argc, argv, &sch, &zErr);
+  if( rc ){
+    *pzErr = sqlite3_mprintf("%s: %s", argv[0], zErr ? zErr : "out of memory");
+    sqlite3_free(zErr);
+    return rc;
+  }
+  rc = sqlite3_declare_vtab(db, sch.zDecl);
+  if( rc ){
+    *pzErr = sqlite3_mprintf("%s: cannot declare \"%s\": %s", argv[0],
+                             sch.zDecl, sqlite3_errmsg(db));
+    gpudsSchemaFree(&sch);
+    return rc;
+  }
+  p = sqlite3_malloc64(sizeof(*p));
+  if( p==0 ){ gpudsSchemaFree(&sch); return SQLITE_NOMEM; }
+  memset(p, 0, sizeof(*p));
+  p->db = db;
+  p->eKind = eKind;
+  p->nCol = sch.nCol;
+  p->azCol = sch.azCol;
+  p->aNotNull = sch.aNotNull;
+  sqlite3_free(sch.zDecl);
+  p->zDb = sqlite3_mprintf("%s", argv[1]);
+  p->zName = sqlite3_mprintf("%s", argv[2]);
+  p->pOps = gpudsStoreOps(eKind);
+  if( !p->zDb || !p->zName ){ tableFree(p); return SQLITE_NOMEM; }
+  rc = p->pOps->xCreate(&p->pStore, &zErr);
+  if( rc ){
+    *pzErr = sqlite3_mprintf("%s: cannot create the %s store: %s", argv[0],
+                             p->pOps->zBackend, zErr ? zErr : "error");
+    free(zErr);
+    tableFree(p);
+    return rc;
+  }
+  rc = gpudsWbufInit(p);
+  if( rc==SQLITE_OK ) rc = gpudsFilterReset(&p->filter, 1024);
+  if( rc ){ tableFree(p); return rc; }
+  sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
+  gpudsTableListAdd(p);
+  *ppVtab = &p->base;
+  return SQLITE_OK;
+}
+
+/* xDisconnect and xDestroy. */
+static int gpudsDisconnect(sqlite3_vtab *pVtab){
+  tableFree((GpudsTable*)pVtab);
+  return SQLITE_OK;
+}
+
+/* xBestIndex: see plan.c. */
+static int gpudsBestIndexMethod(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo){
+  return gpudsBestIndex((GpudsTable*)pVtab, pInfo);
+}
+
+/* xOpen */
+static int gpudsOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur){
+  GpudsCursor *c = sqlite3_malloc64(sizeof(*c));
+  if( c==0 ) return SQLITE_NOMEM;
+  memset(c, 0, sizeof(*c));
+  c->bEof = 1;
+  *ppCur = &c->base;
+  return SQLITE_OK;
+}
+
+/* Drop whatever the cursor holds from a previous xFilter. */
+static void cursorReset(GpudsCursor *c){
+  GpudsTable *p = (GpudsTable*)c->base.pVtab;
+  gpudsMergeClose(c->pMerge);
+  c->pMerge = 0;
+  sqlite3_free(c->aKey); sqlite3_free(c->aRow);
+  c->aKey = 0; c->aRow = 0;
+  c->nList = c->iList = 0;
+  if( c->bList ){
+    c->bList = 0;
+    p->nCursor--;
+    gpudsCollectGarbage(p);
+  }
+  c->bEof = 1;
+}
+
+/* xClose */
+static int gpudsClose(sqlite3_vtab_cursor *pCur){
+  GpudsCursor *c = (GpudsCursor*)pCur;
+  cursorReset(c);
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+
+/* Advance to the next row (or EOF). */
+static int cursorStep(GpudsCursor *c){
+  if( c->nLeft==0 ){ c->bEof = 1; return SQLITE_OK; }
+  if( c->nLeft>0 ) c->nLeft--;
+  if( c->pMerge ){
+    int rc = gpudsMergeNext(c->pMerge, &c->bEof, &c->iKey, &c->hRow);
+    if( rc ){
+      GpudsTable *p = (GpudsTable*)c->base.pVtab;
+      if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "scan failed");
+      return rc;
+    }
+    return SQLITE_OK;
+  }
+  if( c->iList>=c->nList ){ c->bEof = 1; return SQLITE_OK; }
+  c->iKey = c->aKey[c->iList];
+  c->hRow = c->aRow[c->iList];
+  c->iList++;
+  c->bEof = 0;
+  return SQLITE_OK;
+}
+
+/* Resolve an EQ/IN plan: look every key up in one batch and keep the rows
+** found, in key order (reversed for DESC). */
+static int cursorList(GpudsCursor *c, GpudsPlan *pl){
+  GpudsTable *p = (GpudsTable*)c->base.pVtab;
+  int64_t n = pl->nKey, i, j = 0;
+  uint8_t *aF = 0;
+  int rc = SQLITE_OK;
+  if( n==0 ) return SQLITE_OK;
+  c->aKey = pl->aKey;  pl->aKey = 0;
+  c->aRow = sqlite3_malloc64(n*8);
+  aF = sqlite3_malloc64(n);
+  if( !c->aRow || !aF ){ sqlite3_free(aF); return SQLITE_NOMEM; }
+  rc = gpudsLookupMany(p, (size_t)n, c->aKey, aF, c->aRow);
+  if( rc==SQLITE_OK ){
+    for(i=0; i<n; i++){
+      if( aF[i] ){ c->aKey[j] = c->aKey[i]; c->aRow[j] = c->aRow[i]; j++; }
+    }
+    if( pl->bDesc ){
+      for(i=0; i<j/2; i++){
+        int64_t tk = c->aKey[i]; uint64_t tr = c->aRow[i];
+        c->aKey[i] = c->aKey[j-1-i]; c->aRow[i] = c->aRow[j-1-i];
+        c->aKey[j-1-i] = tk; c->aRow[j-1-i] = tr;
+      }
+    }
+    c->nList = j;
+  }
+  sqlite3_free(aF);
+  /* The rows in the list must outlive any commit while it is open. */
+  c->bList = 1;
+  p->nCursor++;
+  return rc;
+}
+
+/* xFilter: start the plan chosen by xBestIndex. */
+static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr,
+                       int argc, sqlite3_value **argv){
+  GpudsCursor *c = (GpudsCursor*)pCur;
+  GpudsTable *p = (GpudsTable*)pCur->pVtab;
+  GpudsPlan pl;
+  int rc;
+  cursorReset(c);
+  rc = gpudsPlanDecode(idxNum, argc, argv, &pl);
+  if( rc ){ sqlite3_free(pl.aKey); return rc; }
+  c->nLeft = pl.nHint;
+  if( pl.bEmpty ){
+    c->bEof = 1;
+  }else if( pl.bList ){
+    rc = cursorList(c, &pl);
+    if( rc==SQLITE_OK ) rc = cursorStep(c);
+  }else{
+    rc = gpudsMergeOpen(p, pl.lo, pl.hi, pl.bDesc, pl.nHint, &c->pMerge);
+    if( rc==SQLITE_OK ) rc = cursorStep(c);
+  }
+  sqlite3_free(pl.aKey);
+  return rc;
+}
+
+/* xNext */
+static int gpudsNext(sqlite3_vtab_cursor *pCur){
+  return cursorStep((GpudsCursor*)pCur);
+}
+
+/* xEof */
+static int gpudsEof(sqlite3_vtab_cursor *pCur){
+  return ((GpudsCursor*)pCur)->bEof;
+}
+
+/* xColumn: column 0 is the key; the others come from the row record. */
+static int gpudsColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i){
+  GpudsCursor *c = (GpudsCursor*)pCur;
+  if( i==0 ){
+    sqlite3_result_int64(ctx, c->iKey);
+  }else{
+    gpudsRowResult((const GpudsRow*)(uintptr_t)c->hRow, i-1, ctx);
+  }
+  return SQLITE_OK;
+}
+
+/* xRowid: the key. */
+static int gpudsRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid){
+  *pRowid = ((GpudsCursor*)pCur)->iKey;
+  return SQLITE_OK;
+}
+
+/* A key for a row inserted with a NULL key: max(key)+1, like a rowid
+** table; if the largest key is taken, a random unused one. */
+static int newKey(GpudsTable *p, int64_t *pk){
+  int bAny = 0, rc, i;
+  int64_t mx = 0;
+  rc = gpudsMaxKey(p, &bAny, &mx);
+  if( rc ) return rc;
+  if( !bAny ){ *pk = 1; return SQLITE_OK; }
+  if( mx<INT64_MAX ){ *pk = mx+1; return SQLITE_OK; }
+  for(i=0; i<100; i++){
+    int64_t k;
+    int bExists = 0;
+    sqlite3_randomness(sizeof(k), &k);
+    k &= INT64_MAX;
+    if( k==0 ) continue;
+    rc = gpudsKeyExists(p, k, &bExists);
+    if( rc ) return rc;
+    if( !bExists ){ *pk = k; return SQLITE_OK; }
+  }
+  return gpudsVtabError(p, SQLITE_FULL, "database or disk is full");
+}
+
+/* The key given by an INSERT or UPDATE: integer, or a value that converts
+** to one losslessly (as for a rowid table); otherwise a datatype mismatch. */
+static int keyFromValue(GpudsTable *p, sqlite3_value *v, int64_t *pk){
+  int eType = sqlite3_value_type(v);
+  if( eType==SQLITE_INTEGER ){ *pk = sqlite3_value_int64(v); return SQLITE_OK; }
+  if( eType!=SQLITE_BLOB && gpudsValueToKey(v, pk) ) return SQLITE_OK;
+  return gpudsVtabError(p, SQLITE_MISMATCH, "datatype mismatch");
+}
+
+/* Report a duplicate key the way SQLite does for a rowid table. */
+static int uniqueError(GpudsTable *p){
+  return gpudsVtabError(p, SQLITE_CONSTRAINT, "UNIQUE constraint failed: %s.%s",
+                        p->zName, p->azCol[0]);
+}
+
+/* xUpdate: DELETE (argc==1), INSERT (argv[0] NULL) or UPDATE.  Every call
+** either changes the write buffer as asked or changes nothing. */
+static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
+                       sqlite3_int64 *pRowid){
+  GpudsTable *p = (GpudsTable*)pVtab;
+  int rc, i, eConflict, bExists = 0;
+  int64_t kOld = 0, kNew = 0;
+  GpudsRow *pRow;
+
+  /* Flush a full buffer before changing anything, so a failed flush leaves
+  ** this statement's row unwritten. */
+  rc = gpudsWbufFlush(p, 0);
+  if( rc ) return rc;
+
+  if( argc==1 ){
+    return gpudsWbufPut(p, sqlite3_value_int64(argv[0]), 0);
+  }
+
+  /* The new key.  In a virtual table the declared INTEGER PRIMARY KEY is
+  ** column 0, not an alias of the rowid: SQLite passes it in argv[2] and
+  ** the hidden rowid in argv[1].  gpuds makes the rowid an alias of the key:
+  ** an INSERT may give either, an UPDATE may change either. */
+  {
+    sqlite3_value *pKey = argv[2];
+    int bUpd = sqlite3_value_type(argv[0])!=SQLITE_NULL;
+    if( bUpd ){
+      if( sqlite3_value_type(argv[1])==SQLITE_INTEGER
+       && sqlite3_value_int64(argv[1])!=sqlite3_value_int64(argv[0]) ){
+        pKey = argv[1];                 /* UPDATE ... SET rowid = ... */
+      }
+    }else if( sqlite3_value_type(pKey)==SQLITE_NULL ){
+      pKey = argv[1];                   /* INSERT INTO t(rowid, ...) */
+    }
+    if( sqlite3_value_type(pKey)==SQLITE_NULL ){
+      if( bUpd ) return gpudsVtabError(p, SQLITE_MISMATCH, "datatype mismatch");
+      rc = newKey(p, &kNew);
+      if( rc ) return rc;
+    }else{
+      rc = keyFromValue(p, pKey, &kNew);
+      if( rc ) return rc;
+      bExists = -1;     /* to be looked up */
+    }
+  }
+  for(i=1; i<p->nCol; i++){
+    if( p->aNotNull[i] && sqlite3_value_type(argv[2+i])==SQLITE_NULL ){
+      return gpudsVtabError(p, SQLITE_CONSTRAINT, "NOT NULL constraint failed: %s.%s",
+                            p->zName, p->azCol[i]);
+    }
+  }
+
+  eConflict = sqlite3_vtab_on_conflict(p->db);
+  if( sqlite3_value_type(argv[0])!=SQLITE_NULL ){
+    kOld = sqlite3_value_int64(argv[0]);
+    if( kOld==kNew ) bExists = 0;        /* an UPDATE in place */
+  }
+  if( bExists<0 ){
+    rc = gpudsKeyExists(p, kNew, &bExists);
+    if( rc ) return rc;
+  }
+  if( bExists && eConflict!=SQLITE_REPLACE ){
+    if( eConflict==SQLITE_IGNORE ) return SQLITE_CONSTRAINT;  /* SQLite skips the row */
+    return uniqueError(p);
+  }
+
+  pRow = gpudsRowNew(p->nCol-1, &argv[3]);
+  if( pRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  if( sqlite3_value_type(argv[0])==SQLITE_NULL || kOld==kNew ){
+    rc = gpudsWbufPut(p, kNew, (uint64_t)(uintptr_t)pRow);
+  }else{
+    rc = gpudsWbufPut2(p, kOld, 0, kNew, (uint64_t)(uintptr_t)pRow);
+  }
+  if( rc ){
+    gpudsRowFree(pRow);
+    return rc;
+  }
+  *pRowid = kNew;
+  return SQLITE_OK;
+}
+
+/* xBegin: the write buffer is empty between transactions. */
+static int gpudsBegin(sqlite3_vtab *pVtab){
+  return SQLITE_OK;
+}
+
+/* xSync: apply the transaction's writes to the store as one batch.  An
+** error here makes SQLite roll the transaction back (xRollback). */
+static int gpudsSync(sqlite3_vtab *pVtab){
+  return gpudsWbufFlush((GpudsTable*)pVtab, 1);
+}
+
+/* xCommit: the writes are in the store; release what rollback needed. */
+static int gpudsCommit(sqlite3_vtab *pVtab){
+  GpudsTable *p = (GpudsTable*)pVtab;
+  if( p->wb.nOver>0 ) gpudsWbufFlush(p, 1);   /* xSync was not called */
+  gpudsWbufCommit(p);
+  return SQLITE_OK;
+}
+
+/* xRollback */
+static int gpudsRollback(sqlite3_vtab *pVtab){
+  return gpudsWbufRollback((GpudsTable*)pVtab);
+}
+
+/* xSavepoint, xRelease, xRollbackTo */
+static int gpudsSavepoint(sqlite3_vtab *pVtab, int i){
+  return gpudsWbufSavepoint((GpudsTable*)pVtab, i);
+}
+static int gpudsRelease(sqlite3_vtab *pVtab, int i){
+  return gpudsWbufRelease((GpudsTable*)pVtab, i);
+}
+static int gpudsRollbackTo(sqlite3_vtab *pVtab, int i){
+  return gpudsWbufRollbackTo((GpudsTable*)pVtab, i);
+}
+
+/* xRename: the table keeps its contents under the new name. */
+static int gpudsRename(sqlite3_vtab *pVtab, const char *zNew){
+  GpudsTable *p = (GpudsTable*)pVtab;
+  char *z = sqlite3_mprintf("%s", zNew);
+  if( z==0 ) return SQLITE_NOMEM;
+  sqlite3_free(p->zName);
+  p->zName = z;
+  return SQLITE_OK;
+}
+
+static sqlite3_module gpudsModule = {
+  2,                       /* iVersion: savepoints */
+  gpudsInit,               /* xCreate */
+  gpudsInit,               /* xConnect */
+  gpudsBestIndexMethod,    /* xBestIndex */
+  gpudsDisconnect,         /* xDisconnect */
+  gpudsDisconnect,         /* xDestroy */
+  gpudsOpen,               /* xOpen */
+  gpudsClose,              /* xClose */
+  gpudsFilter,             /* xFilter */
+  gpudsNext,               /* xNext */
+  gpudsEof,                /* xEof */
+  gpudsColumn,             /* xColumn */
+  gpudsRowid,              /* xRowid */
+  gpudsUpdate,             /* xUpdate */
+  gpudsBegin,              /* xBegin */
+  gpudsSync,               /* xSync */
+  gpudsCommit,             /* xCommit */
+  gpudsRollback,           /* xRollback */
+  0,                       /* xFindFunction */
+  gpudsRename,             /* xRename */
+  gpudsSavepoint,          /* xSavepoint */
+  gpudsRelease,            /* xRelease */
+  gpudsRollbackTo,         /* xRollbackTo */
+  0                        /* xShadowName */
+};
+
+/* Register the gfsl and gpuhash modules on db. */
+int gpudsRegisterModules(sqlite3 *db){
+  int rc = sqlite3_create_module_v2(db, "gfsl", &gpudsModule,
+                                    (void*)(intptr_t)GPUDS_ORDERED, 0);
+  if( rc==SQLITE_OK ){
+    rc = sqlite3_create_module_v2(db, "gpuhash", &gpudsModule,
+                                  (void*)(intptr_t)GPUDS_HASH, 0);
+  }
+  return rc;
+}

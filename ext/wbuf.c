@@ -1,0 +1,508 @@
+/*
+** wbuf.c -- the write buffer of a table: xUpdate writes go into an ordered
+** host map (the overlay) and reach the store as one batch per transaction
+** (in xSync), or earlier when the overlay grows past GPUDS_FLUSH_ROWS.
+**
+** The undo log makes every rollback exact:
+**   PUT entry    one overlay write: key, previous overlay value (if any),
+**                new value.  Logged when the key already had an overlay value
+**                or when a savepoint is open; a first write with no savepoint
+**                open needs no entry (a full rollback sweeps the overlay).
+**   FLUSH entry  one batch applied to the store: keys, the values written,
+**                and what the store held before (found, old value).  Undoing
+**                it applies the inverse batch and puts the values back into
+**                the overlay.
+** Row records displaced by a write stay alive until the transaction commits
+** (a rollback may bring them back) and, after that, until no cursor of the
+** table is open (a cursor page may still point at them).
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include <string.h>
+#include <stdlib.h>
+
+#define UNDO_PUT   1
+#define UNDO_FLUSH 2
+
+struct GpudsUndo {
+  uint8_t eType;        /* UNDO_PUT or UNDO_FLUSH */
+  uint8_t bHad;         /* PUT: key had an overlay value before */
+  int64_t k;            /* PUT: key */
+  uint64_t prev;        /* PUT: previous overlay value; FLUSH: GpudsFlush* */
+  uint64_t neu;         /* PUT: value written */
+};
+
+struct GpudsFlush {
+  size_t n;
+  int64_t *aKey;        /* keys, ascending */
+  uint64_t *aNew;       /* values written (0 = deleted) */
+  uint8_t *aFound;      /* key was in the store before */
+  uint64_t *aOld;       /* its value then */
+};
+
+static const gpuds_store_ops *overOps(void){ return &gpudsHostOrderedOps; }
+
+/* Copy the store's last error message into the vtab error. */
+static int storeError(GpudsTable *p, const gpuds_store_ops *pOps,
+                      gpuds_store *pS, int rc, const char *zWhat){
+  return gpudsVtabError(p, rc, "%s: %s", zWhat, pOps->xErrmsg(pS));
+}
+
+/* Create the (empty) overlay. */
+int gpudsWbufInit(GpudsTable *p){
+  char *zErr = 0;
+  int rc = overOps()->xCreate(&p->wb.pOver, &zErr);
+  if( rc ){
+    gpudsVtabError(p, rc, "cannot create write buffer: %s", zErr ? zErr : "");
+    free(zErr);
+  }
+  p->wb.nOver = 0;
+  return rc;
+}
+
+/* Free a flush record. */
+static void flushFree(GpudsFlush *f){
+  if( f ){
+    sqlite3_free(f->aKey); sqlite3_free(f->aNew);
+    sqlite3_free(f->aFound); sqlite3_free(f->aOld);
+    sqlite3_free(f);
+  }
+}
+
+/* Release everything the write buffer holds (table teardown).  Rows are
+** not freed here: the caller frees the overlay's rows first if it needs to. */
+void gpudsWbufClear(GpudsTable *p){
+  int64_t i;
+  for(i=0; i<p->wb.nUndo; i++){
+    if( p->wb.aUndo[i].eType==UNDO_FLUSH ){
+      flushFree((GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev);
+    }
+  }
+  sqlite3_free(p->wb.aUndo);
+  sqlite3_free(p->wb.aMark);
+  overOps()->xDestroy(p->wb.pOver);
+  gpudsCollectGarbage(p);
+  sqlite3_free(p->wb.aGarbage);
+  memset(&p->wb, 0, sizeof(p->wb));
+}
+
+/* Queue row hRow to be freed once no cursor is open (0 is ignored). */
+void gpudsRowGarbage(GpudsTable *p, uint64_t hRow){
+  GpudsWbuf *w = &p->wb;
+  if( hRow==0 ) return;
+  if( p->nCursor==0 ){
+    gpudsRowFree((GpudsRow*)(uintptr_t)hRow);
+    return;
+  }
+  if( w->nGarbage==w->nGarbageAlloc ){
+    int64_t nNew = w->nGarbageAlloc ? w->nGarbageAlloc*2 : 256;
+    GpudsRow **a = sqlite3_realloc64(w->aGarbage, nNew*sizeof(GpudsRow*));
+    if( a==0 ) return;   /* leak one row rather than free it under a cursor */
+    w->aGarbage = a;
+    w->nGarbageAlloc = nNew;
+  }
+  w->aGarbage[w->nGarbage++] = (GpudsRow*)(uintptr_t)hRow;
+}
+
+/* Free queued rows if no cursor can see them any more. */
+void gpudsCollectGarbage(GpudsTable *p){
+  int64_t i;
+  if( p->nCursor>0 ) return;
+  for(i=0; i<p->wb.nGarbage; i++) gpudsRowFree(p->wb.aGarbage[i]);
+  p->wb.nGarbage = 0;
+}
+
+/* Make room for n more undo entries. */
+static int undoReserve(GpudsWbuf *w, int64_t n){
+  if( w->nUndo+n > w->nUndoAlloc ){
+    int64_t nNew = w->nUndoAlloc ? w->nUndoAlloc*2 : 1024;
+    GpudsUndo *a;
+    while( nNew < w->nUndo+n ) nNew *= 2;
+    a = sqlite3_realloc64(w->aUndo, nNew*sizeof(GpudsUndo));
+    if( a==0 ) return SQLITE_NOMEM;
+    w->aUndo = a;
+    w->nUndoAlloc = nNew;
+  }
+  return SQLITE_OK;
+}
+
+/* Look key k up in the overlay: *pbHit says whether the overlay holds it,
+** *pVal its value (0 = deleted in this transaction). */
+int gpudsWbufGet(GpudsTable *p, int64_t k, int *pbHit, uint64_t *pVal){
+  uint8_t f = 0;
+  uint64_t v = 0;
+  int rc;
+  *pbHit = 0; *pVal = 0;
+  if( p->wb.nOver==0 ) return SQLITE_OK;
+  rc = overOps()->xLookup(p->wb.pOver, 1, &k, &f, &v);
+  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
+  *pbHit = f; *pVal = v;
+  return SQLITE_OK;
+}
+
+/* Set overlay[k] = v without logging; reports the previous value. */
+static int overPut(GpudsTable *p, int64_t k, uint64_t v, uint8_t *pHad,
+                   uint64_t *pPrev){
+  uint8_t op = GPUDS_OP_UPSERT;
+  int rc = overOps()->xBatch(p->wb.pOver, 1, &op, &k, &v, pHad, pPrev);
+  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
+  if( !*pHad ) p->wb.nOver++;
+  return SQLITE_OK;
+}
+
+/* Remove k from the overlay without logging. */
+static int overDel(GpudsTable *p, int64_t k){
+  uint8_t op = GPUDS_OP_DELETE, had = 0;
+  uint64_t old = 0, z = 0;
+  int rc = overOps()->xBatch(p->wb.pOver, 1, &op, &k, &z, &had, &old);
+  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
+  if( had ) p->wb.nOver--;
+  return SQLITE_OK;
+}
+
+/* Write key k -> row handle v (0 deletes k) into the write buffer, logging
+** what a rollback needs (always, if bForceLog).  On error nothing changed. */
+static int wbufPut(GpudsTable *p, int64_t k, uint64_t v, int bForceLog){
+  GpudsWbuf *w = &p->wb;
+  uint8_t had = 0;
+  uint64_t prev = 0;
+  int rc = undoReserve(w, 1);
+  if( rc ) return gpudsVtabError(p, rc, "out of memory");
+  rc = overPut(p, k, v, &had, &prev);
+  if( rc ) return rc;
+  if( had || w->nMark>0 || bForceLog ){
+    GpudsUndo *u = &w->aUndo[w->nUndo++];
+    u->eType = UNDO_PUT;
+    u->bHad = had;
+    u->k = k;
+    u->prev = prev;
+    u->neu = v;
+  }
+  return SQLITE_OK;
+}
+
+/* Write key k -> row handle v (0 deletes k); see wbufPut(). */
+int gpudsWbufPut(GpudsTable *p, int64_t k, uint64_t v){
+  return wbufPut(p, k, v, 0);
+}
+
+/* Write two keys as one change (an UPDATE that moves a row from k1 to k2):
+** both or neither. */
+int gpudsWbufPut2(GpudsTable *p, int64_t k1, uint64_t v1, int64_t k2, uint64_t v2){
+  int rc = undoReserve(&p->wb, 2);
+  if( rc ) return gpudsVtabError(p, rc, "out of memory");
+  rc = wbufPut(p, k1, v1, 1);
+  if( rc ) return rc;
+  rc = wbufPut(p, k2, v2, 0);
+  if( rc ){
+    /* Take the first write back; its new value was a row the caller owns
+    ** (or 0), so it must not be queued for freeing here. */
+    GpudsUndo *u = &p->wb.aUndo[--p->wb.nUndo];
+    uint8_t had; uint64_t cur;
+    if( u->bHad ) overPut(p, u->k, u->prev, &had, &cur);
+    else overDel(p, u->k);
+  }
+  return rc;
+}
+
+/* Rebuild the key filter from the store's contents. */
+static int filterRebuild(GpudsTable *p){
+  int64_t n = p->pOps->xCount(p->pStore);
+  gpuds_scan s;
+  int64_t *aK;
+  uint64_t *aV;
+  size_t nOut = 0, nPage = 65536;
+  int rc = gpudsFilterReset(&p->filter, n*2);
+  if( rc ) return SQLITE_OK;   /* no filter: slower, never wrong */
+  aK = sqlite3_malloc64(nPage*8);
+  aV = sqlite3_malloc64(nPage*8);
+  if( aK==0 || aV==0 ){
+    sqlite3_free(aK); sqlite3_free(aV);
+    gpudsFilterFree(&p->filter);
+    return SQLITE_OK;
+  }
+  memset(&s, 0, sizeof(s));
+  s.lo = INT64_MIN; s.hi = INT64_MAX;
+  while( !s.done ){
+    size_t i;
+    rc = p->pOps->xScan(p->pStore, &s, nPage, aK, aV, &nOut);
+    if( rc ){
+      gpudsFilterFree(&p->filter);
+      break;
+    }
+    for(i=0; i<nOut; i++) gpudsFilterAdd(&p->filter, aK[i]);
+  }
+  sqlite3_free(aK); sqlite3_free(aV);
+  return SQLITE_OK;
+}
+
+/* Account the keys of a batch just applied to the store in the filter. */
+static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
+  size_t i;
+  int bFull = 0;
+  for(i=0; i<f->n; i++){
+    if( f->aNew[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
+    else if( f->aFound[i] ) p->filter.nStale++;
+  }
+  if( bFull || p->filter.nStale > p->filter.nAdded/2 + 1024 ){
+    filterRebuild(p);
+  }
+}
+
+/* Apply the overlay to the store as one batch and empty the overlay.
+** Unless bForce, only when the overlay is past its bound and no cursor is
+** open.  All-or-nothing: on error the store and the overlay are unchanged. */
+int gpudsWbufFlush(GpudsTable *p, int bForce){
+  GpudsWbuf *w = &p->wb;
+  GpudsFlush *f = 0;
+  uint8_t *aOp = 0;
+  gpuds_store *pNewOver = 0;
+  char *zErr = 0;
+  gpuds_scan s;
+  size_t n = (size_t)w->nOver, nOut = 0, i;
+  int rc = SQLITE_OK, bAllUpsert = 1;
+
+  if( n==0 ) return SQLITE_OK;
+  if( !bForce && (w->nOver < GPUDS_FLUSH_ROWS || p->nCursor>0) ) return SQLITE_OK;
+
+  rc = undoReserve(w, 1);
+  if( rc ) return gpudsVtabError(p, rc, "out of memory");
+  f = sqlite3_malloc64(sizeof(*f));
+  if( f ) memset(f, 0, sizeof(*f));
+  if( f ){
+    f->n = n;
+    f->aKey = sqlite3_malloc64(n*8);
+    f->aNew = sqlite3_malloc64(n*8);
+    f->aFound = sqlite3_malloc64(n);
+    f->aOld = sqlite3_malloc64(n*8);
+    aOp = sqlite3_malloc64(n);
+  }
+  if( f==0 || !f->aKey || !f->aNew || !f->aFound || !f->aOld || !aOp ){
+    rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    goto flush_out;
+  }
+  rc = overOps()->xCreate(&pNewOver, &zErr);
+  if( rc ){
+    rc = gpudsVtabError(p, rc, "cannot create write buffer: %s", zErr?zErr:"");
+    free(zErr);
+    goto flush_out;
+  }
+
+  /* The overlay in key order: one page holds all of it. */
+  memset(&s, 0, sizeof(s));
+  s.lo = INT64_MIN; s.hi = INT64_MAX;
+  rc = overOps()->xScan(w->pOver, &s, n, f->aKey, f->aNew, &nOut);
+  if( rc || nOut!=n ){
+    rc = storeError(p, overOps(), w->pOver, rc ? rc : SQLITE_INTERNAL,
+                    "write buffer");
+    goto flush_out;
+  }
+  for(i=0; i<n; i++){
+    aOp[i] = f->aNew[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
+    if( f->aNew[i]==0 ) bAllUpsert = 0;
+  }
+
+  if( bAllUpsert && p->pOps->xCount(p->pStore)==0 ){
+    /* Empty store, only inserts: the bulk-build path. */
+    rc = p->pOps->xBulkLoad(p->pStore, n, f->aKey, f->aNew);
+    memset(f->aFound, 0, n);
+    memset(f->aOld, 0, n*8);
+  }else{
+    rc = p->pOps->xBatch(p->pStore, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
+  }
+  if( rc ){
+    rc = storeError(p, p->pOps, p->pStore, rc, "applying write batch");
+    goto flush_out;
+  }
+  p->nFlush++;
+
+  /* Success: log the flush, swap in the empty overlay. */
+  filterAfterBatch(p, f);
+  w->aUndo[w->nUndo].eType = UNDO_FLUSH;
+  w->aUndo[w->nUndo].bHad = 0;
+  w->aUndo[w->nUndo].k = 0;
+  w->aUndo[w->nUndo].prev = (uint64_t)(uintptr_t)f;
+  w->aUndo[w->nUndo].neu = 0;
+  w->nUndo++;
+  f = 0;
+  overOps()->xDestroy(w->pOver);
+  w->pOver = pNewOver;
+  pNewOver = 0;
+  w->nOver = 0;
+
+flush_out:
+  flushFree(f);
+  sqlite3_free(aOp);
+  overOps()->xDestroy(pNewOver);
+  return rc;
+}
+
+/* Undo one log entry (the last one). */
+static int undoOne(GpudsTable *p, GpudsUndo *u){
+  int rc = SQLITE_OK;
+  if( u->eType==UNDO_PUT ){
+    uint8_t had; uint64_t cur;
+    gpudsRowGarbage(p, u->neu);
+    if( u->bHad ) rc = overPut(p, u->k, u->prev, &had, &cur);
+    else rc = overDel(p, u->k);
+  }else{
+    GpudsFlush *f = (GpudsFlush*)(uintptr_t)u->prev;
+    uint8_t *aOp = sqlite3_malloc64(f->n ? f->n : 1);
+    size_t i;
+    if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    for(i=0; i<f->n; i++){
+      aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
+    }
+    rc = p->pOps->xBatch(p->pStore, f->n, aOp, f->aKey, f->aOld, 0, 0);
+    sqlite3_free(aOp);
+    if( rc ) return storeError(p, p->pOps, p->pStore, rc, "undoing write batch");
+    /* The overlay is empty here (everything logged after the flush has been
+    ** undone), so the flushed values go back in key order. */
+    rc = overOps()->xBulkLoad(p->wb.pOver, f->n, f->aKey, f->aNew);
+    if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
+    p->wb.nOver = (int64_t)f->n;
+    flushFree(f);
+  }
+  return rc;
+}
+
+/* Undo the log back to length iTarget. */
+static int undoTo(GpudsTable *p, int64_t iTarget){
+  int rc = SQLITE_OK;
+  while( p->wb.nUndo>iTarget ){
+    GpudsUndo *u = &p->wb.aUndo[p->wb.nUndo-1];
+    int rc2 = undoOne(p, u);
+    if( rc2 && rc==SQLITE_OK ) rc = rc2;
+    if( rc2 && u->eType==UNDO_FLUSH ) break;   /* cannot go further safely */
+    p->wb.nUndo--;
+  }
+  return rc;
+}
+
+/* Savepoint iSavepoint begins now. */
+int gpudsWbufSavepoint(GpudsTable *p, int iSavepoint){
+  GpudsWbuf *w = &p->wb;
+  int i;
+  if( iSavepoint<0 ) return SQLITE_OK;
+  if( iSavepoint>=w->nMarkAlloc ){
+    int nNew = iSavepoint*2 + 8;
+    int64_t *a = sqlite3_realloc64(w->aMark, nNew*sizeof(int64_t));
+    if( a==0 ) return SQLITE_NOMEM;
+    w->aMark = a;
+    w->nMarkAlloc = nNew;
+  }
+  /* Savepoints that began before this table joined the transaction see the
+  ** state before any of its writes: log position 0. */
+  for(i=w->nMark; i<iSavepoint; i++) w->aMark[i] = 0;
+  w->aMark[iSavepoint] = w->nUndo;
+  w->nMark = iSavepoint+1;
+  return SQLITE_OK;
+}
+
+/* Savepoints iSavepoint and above are released (merged into the outer). */
+int gpudsWbufRelease(GpudsTable *p, int iSavepoint){
+  if( iSavepoint>=0 && iSavepoint<p->wb.nMark ) p->wb.nMark = iSavepoint;
+  return SQLITE_OK;
+}
+
+/* Roll back to the state at the start of savepoint iSavepoint, which stays
+** open. */
+int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
+  int rc;
+  if( iSavepoint<0 || iSavepoint>=p->wb.nMark ) return SQLITE_OK;
+  rc = undoTo(p, p->wb.aMark[iSavepoint]);
+  p->wb.nMark = iSavepoint+1;
+  gpudsCollectGarbage(p);
+  return rc;
+}
+
+/* Roll back the whole transaction: undo the log, then drop what is left in
+** the overlay (first writes that needed no log entry). */
+int gpudsWbufRollback(GpudsTable *p){
+  GpudsWbuf *w = &p->wb;
+  int rc = undoTo(p, 0);
+  if( w->nOver>0 ){
+    gpuds_scan s;
+    size_t nPage = 4096, nOut, i;
+    int64_t *aK = sqlite3_malloc64(nPage*8);
+    uint64_t *aV = sqlite3_malloc64(nPage*8);
+    char *zErr = 0;
+    if( aK && aV ){
+      memset(&s, 0, sizeof(s));
+      s.lo = INT64_MIN; s.hi = INT64_MAX;
+      while( !s.done ){
+        if( overOps()->xScan(w->pOver, &s, nPage, aK, aV, &nOut) ) break;
+        for(i=0; i<nOut; i++) gpudsRowGarbage(p, aV[i]);
+      }
+    }
+    sqlite3_free(aK); sqlite3_free(aV);
+    overOps()->xDestroy(w->pOver);
+    w->pOver = 0;
+    if( overOps()->xCreate(&w->pOver, &zErr) && rc==SQLITE_OK ){
+      rc = SQLITE_NOMEM;
+    }
+    free(zErr);
+    w->nOver = 0;
+  }
+  w->nUndo = 0;
+  w->nMark = 0;
+  gpudsCollectGarbage(p);
+  return rc;
+}
+
+/* The transaction committed (its writes are in the store, flushed by
+** xSync): free the rows it displaced and forget the log. */
+void gpudsWbufCommit(GpudsTable *p){
+  GpudsWbuf *w = &p->wb;
+  int64_t i;
+  for(i=0; i<w->nUndo; i++){
+    GpudsUndo *u = &w->aUndo[i];
+    if( u->eType==UNDO_PUT ){
+      if( u->bHad ) gpudsRowGarbage(p, u->prev);
+    }else{
+      GpudsFlush *f = (GpudsFlush*)(uintptr_t)u->prev;
+      size_t j;
+      for(j=0; j<f->n; j++){
+        if( f->aFound[j] ) gpudsRowGarbage(p, f->aOld[j]);
+      }
+      flushFree(f);
+    }
+  }
+  w->nUndo = 0;
+  w->nMark = 0;
+  if( w->nUndoAlloc > 65536 ){
+    sqlite3_free(w->aUndo);
+    w->aUndo = 0;
+    w->nUndoAlloc = 0;
+  }
+  gpudsCollectGarbage(p);
+}
+
+/* Look n keys up in the overlay at once: aHit[i] says whether it holds
+** aKey[i], aVal[i] its value (0 = deleted in this transaction). */
+int gpudsOverlayLookup(GpudsTable *p, size_t n, const int64_t *aKey,
+                       uint8_t *aHit, uint64_t *aVal){
+  int rc;
+  if( p->wb.nOver==0 ){
+    memset(aHit, 0, n);
+    memset(aVal, 0, n*8);
+    return SQLITE_OK;
+  }
+  rc = overOps()->xLookup(p->wb.pOver, n, aKey, aHit, aVal);
+  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
+  return SQLITE_OK;
+}
+
+/* Next page of the overlay scan *pScan (key order). */
+int gpudsOverlayScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
+                     int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  int rc;
+  if( p->wb.nOver==0 ){
+    *pnOut = 0;
+    pScan->done = 1;
+    return SQLITE_OK;
+  }
+  rc = overOps()->xScan(p->wb.pOver, pScan, nMax, aKey, aVal, pnOut);
+  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
+  return SQLITE_OK;
+}

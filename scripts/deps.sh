@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what building and testing gpuds needs, if it is missing:
+# a C compiler, CMake, the SQLite headers and shell, and a Python 3 whose
+# sqlite3 module can load extensions (Debian's).  The CUDA toolkit is
+# optional: without nvcc the build is host-only and says so.
+set -euo pipefail
+need=()
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v c++ >/dev/null 2>&1 || need+=(g++)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
+[ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
+[ -x /usr/bin/python3 ] || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "deps: installing ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
