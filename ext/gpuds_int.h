@@ -33,7 +33,8 @@ extern const sqlite3_api_routines *sqlite3_api;
 # define GPUDS_VERSION "0.0.0"
 #endif
 
-/* Flush the write buffer to the store once it holds this many keys. */
+/* Flush the write buffer to the store once it holds this many keys
+** (default; the environment variable GPUDS_FLUSH_ROWS overrides it). */
 #ifndef GPUDS_FLUSH_ROWS
 # define GPUDS_FLUSH_ROWS (1<<20)
 #endif
@@ -47,10 +48,11 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** Layout: u32 nCol; then nCol (u8 type, u32 offset) pairs; then payload. */
 typedef struct GpudsRow GpudsRow;
 
-GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal);
+GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff);
 void gpudsRowFree(GpudsRow *p);
 void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
 size_t gpudsRowBytes(const GpudsRow *p);
+int gpudsRealSameAsInt(double r, sqlite3_int64 i);
 
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
@@ -94,14 +96,15 @@ struct GpudsTable {
   int nCol;                   /* columns including the key (column 0) */
   char **azCol;               /* column names */
   unsigned char *aNotNull;    /* column declared NOT NULL */
+  char *aAff;                 /* column affinity (schema.h GPUDS_AFF_xxx) */
   GpudsTable *pNextTable;     /* list of all tables (info.c) */
   const gpuds_store_ops *pOps;
   gpuds_store *pStore;        /* committed (and flushed) rows */
   GpudsWbuf wb;               /* write buffer of the open transaction */
   GpudsFilter filter;         /* keys that might be in pStore */
   int nCursor;                /* open cursors on this table */
+  int64_t nFlushRows;         /* flush the write buffer past this many keys */
   int64_t nFlush;             /* batches applied to the store (statistics) */
-  int64_t nRowBytes;          /* bytes of row records held */
 };
 
 /* Error helper: set the vtab error message (printf-style), return rc. */

@@ -226,8 +226,8 @@ static int applyBound(int eOp, sqlite3_value *v, int64_t *pLo, int64_t *pHi){
   return bRet;
 }
 
-/* The key that value v equals under SQLite's comparison rules with an
-** INTEGER PRIMARY KEY: returns 1 and sets *pk, or 0 if v equals no key. */
+/* The key that value v names, as an ordinary table's INTEGER PRIMARY KEY
+** lookup decides: returns 1 and sets *pk, or 0 if v names no key. */
 int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
   int eType = sqlite3_value_type(v);
   sqlite3_value *pDup = 0;
@@ -246,8 +246,10 @@ int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
     *pk = sqlite3_value_int64(v);
     bRet = 1;
   }else if( eType==SQLITE_FLOAT ){
+    /* As SQLite's rowid seek (OP_MustBeInt): only a real that is exactly an
+    ** integer within +/-2^51 names a key. */
     double r = sqlite3_value_double(v);
-    if( r==floor(r) && r>=-TWO63 && r<TWO63 ){
+    if( r>=-TWO63 && r<TWO63 && gpudsRealSameAsInt(r, (int64_t)r) ){
       *pk = (int64_t)r;
       bRet = 1;
     }

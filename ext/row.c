@@ -9,6 +9,7 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "schema.h"
 #include <string.h>
 
 struct GpudsRow {
@@ -27,58 +28,105 @@ static RowCell *rowCell(const GpudsRow *p, int i){
   return (RowCell*)((char*)p + sizeof(GpudsRow)) + i;
 }
 
-/* A new record holding the values apVal[0..nCol-1], or NULL if out of
-** memory.  The values are copied. */
-GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal){
+/* One value after column affinity: its storage class and payload. */
+typedef struct AffVal {
+  int eType;
+  sqlite3_int64 i;
+  double r;
+  const void *z;            /* text or blob bytes */
+  int n;
+  sqlite3_value *pDup;      /* owned copy used for a text->number conversion */
+} AffVal;
+
+/* True if the real r is stored as the integer i under NUMERIC/INTEGER
+** affinity, and equals key i in a rowid lookup (SQLite's
+** sqlite3RealSameAsInt: exact, within +/-2^51). */
+int gpudsRealSameAsInt(double r, sqlite3_int64 i){
+  double r2 = (double)i;
+  return r==0.0 || (memcmp(&r, &r2, sizeof(r))==0
+                    && i>=-2251799813685248LL && i<2251799813685248LL);
+}
+
+/* Apply affinity cAff to v the way SQLite does when storing into an
+** ordinary table column of that affinity. */
+static void applyAffinity(sqlite3_value *v, char cAff, AffVal *a){
+  memset(a, 0, sizeof(*a));
+  a->eType = sqlite3_value_type(v);
+  if( cAff==GPUDS_AFF_TEXT ){
+    if( a->eType==SQLITE_INTEGER || a->eType==SQLITE_FLOAT ) a->eType = SQLITE_TEXT;
+  }else if( cAff==GPUDS_AFF_REAL || cAff==GPUDS_AFF_NUMERIC
+         || cAff==GPUDS_AFF_INTEGER ){
+    if( a->eType==SQLITE_TEXT ){
+      a->pDup = sqlite3_value_dup(v);
+      if( a->pDup ){
+        int t = sqlite3_value_numeric_type(a->pDup);
+        if( t==SQLITE_INTEGER || t==SQLITE_FLOAT ){ v = a->pDup; a->eType = t; }
+      }
+    }
+    if( cAff==GPUDS_AFF_REAL ){
+      if( a->eType==SQLITE_INTEGER ){
+        a->eType = SQLITE_FLOAT;
+        a->r = (double)sqlite3_value_int64(v);
+        return;
+      }
+    }else if( a->eType==SQLITE_FLOAT ){
+      double r = sqlite3_value_double(v);
+      if( r>=-9223372036854775808.0 && r<9223372036854775808.0 ){
+        sqlite3_int64 i = (sqlite3_int64)r;
+        if( gpudsRealSameAsInt(r, i) ){ a->eType = SQLITE_INTEGER; a->i = i; return; }
+      }
+    }
+  }
+  switch( a->eType ){
+    case SQLITE_INTEGER: a->i = sqlite3_value_int64(v); break;
+    case SQLITE_FLOAT:   a->r = sqlite3_value_double(v); break;
+    case SQLITE_TEXT:    a->z = sqlite3_value_text(v); a->n = sqlite3_value_bytes(v); break;
+    case SQLITE_BLOB:    a->z = sqlite3_value_blob(v); a->n = sqlite3_value_bytes(v); break;
+  }
+}
+
+/* A new record holding the values apVal[0..nCol-1] after the column
+** affinities aAff[0..nCol-1], or NULL if out of memory.  Values are copied. */
+GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
   size_t nByte = sizeof(GpudsRow) + (size_t)nCol*sizeof(RowCell);
-  int i;
-  GpudsRow *p;
+  AffVal aStatic[16], *aV = aStatic;
+  GpudsRow *p = 0;
   char *z;
+  int i;
+  if( nCol>16 ){
+    aV = sqlite3_malloc64(nCol*sizeof(AffVal));
+    if( aV==0 ) return 0;
+  }
   for(i=0; i<nCol; i++){
-    switch( sqlite3_value_type(apVal[i]) ){
+    applyAffinity(apVal[i], aAff[i], &aV[i]);
+    switch( aV[i].eType ){
       case SQLITE_INTEGER: case SQLITE_FLOAT: nByte += 8; break;
-      case SQLITE_TEXT: nByte += (size_t)sqlite3_value_bytes(apVal[i]); break;
-      case SQLITE_BLOB: nByte += (size_t)sqlite3_value_bytes(apVal[i]); break;
-      default: break;
+      case SQLITE_TEXT: case SQLITE_BLOB: nByte += (size_t)aV[i].n; break;
     }
   }
-  if( nByte>0x7fffffff ) return 0;
-  p = (GpudsRow*)sqlite3_malloc64(nByte);
-  if( p==0 ) return 0;
-  p->nCol = (uint32_t)nCol;
-  p->nByte = (uint32_t)nByte;
-  z = (char*)rowCell(p, nCol);
-  for(i=0; i<nCol; i++){
-    RowCell *c = rowCell(p, i);
-    sqlite3_value *v = apVal[i];
-    c->eType = (uint8_t)sqlite3_value_type(v);
-    c->iOff = (uint32_t)(z - (char*)p);
-    c->nLen = 0;
-    switch( c->eType ){
-      case SQLITE_INTEGER: {
-        sqlite3_int64 x = sqlite3_value_int64(v);
-        memcpy(z, &x, 8); c->nLen = 8; break;
+  if( nByte<=0x7fffffff ) p = (GpudsRow*)sqlite3_malloc64(nByte);
+  if( p ){
+    p->nCol = (uint32_t)nCol;
+    p->nByte = (uint32_t)nByte;
+    z = (char*)rowCell(p, nCol);
+    for(i=0; i<nCol; i++){
+      RowCell *c = rowCell(p, i);
+      c->eType = (uint8_t)aV[i].eType;
+      c->iOff = (uint32_t)(z - (char*)p);
+      c->nLen = 0;
+      switch( c->eType ){
+        case SQLITE_INTEGER: memcpy(z, &aV[i].i, 8); c->nLen = 8; break;
+        case SQLITE_FLOAT:   memcpy(z, &aV[i].r, 8); c->nLen = 8; break;
+        case SQLITE_TEXT: case SQLITE_BLOB:
+          c->nLen = (uint32_t)aV[i].n;
+          if( c->nLen ) memcpy(z, aV[i].z, c->nLen);
+          break;
       }
-      case SQLITE_FLOAT: {
-        double x = sqlite3_value_double(v);
-        memcpy(z, &x, 8); c->nLen = 8; break;
-      }
-      case SQLITE_TEXT: {
-        const unsigned char *t = sqlite3_value_text(v);
-        c->nLen = (uint32_t)sqlite3_value_bytes(v);
-        if( c->nLen ) memcpy(z, t, c->nLen);
-        break;
-      }
-      case SQLITE_BLOB: {
-        const void *b = sqlite3_value_blob(v);
-        c->nLen = (uint32_t)sqlite3_value_bytes(v);
-        if( c->nLen ) memcpy(z, b, c->nLen);
-        break;
-      }
-      default: break;
+      z += c->nLen;
     }
-    z += c->nLen;
   }
+  for(i=0; i<nCol; i++) sqlite3_value_free(aV[i].pDup);
+  if( aV!=aStatic ) sqlite3_free(aV);
   return p;
 }
 

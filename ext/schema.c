@@ -71,12 +71,29 @@ static int readWord(const char *z, const char **pzEnd, char *zWord, int nWord){
   return n;
 }
 
+/* The affinity SQLite gives a column of declared type zType (section 3.1
+** of the datatype documentation): INT, then CHAR/CLOB/TEXT, then BLOB or no
+** type, then REAL/FLOA/DOUB, else NUMERIC. */
+static char typeAffinity(const char *zType){
+  char zUp[256];
+  int i;
+  if( zType==0 || zType[0]==0 ) return GPUDS_AFF_BLOB;
+  for(i=0; zType[i] && i<(int)sizeof(zUp)-1; i++) zUp[i] = (char)toupper((unsigned char)zType[i]);
+  zUp[i] = 0;
+  if( strstr(zUp, "INT") ) return GPUDS_AFF_INTEGER;
+  if( strstr(zUp, "CHAR") || strstr(zUp, "CLOB") || strstr(zUp, "TEXT") ) return GPUDS_AFF_TEXT;
+  if( strstr(zUp, "BLOB") ) return GPUDS_AFF_BLOB;
+  if( strstr(zUp, "REAL") || strstr(zUp, "FLOA") || strstr(zUp, "DOUB") ) return GPUDS_AFF_REAL;
+  return GPUDS_AFF_NUMERIC;
+}
+
 /* Release a parsed schema. */
 void gpudsSchemaFree(GpudsSchema *s){
   int i;
   for(i=0; i<s->nCol; i++) sqlite3_free(s->azCol[i]);
   sqlite3_free(s->azCol);
   sqlite3_free(s->aNotNull);
+  sqlite3_free(s->aAff);
   sqlite3_free(s->zDecl);
   memset(s, 0, sizeof(*s));
 }
@@ -183,8 +200,9 @@ int gpudsSchemaParse(int argc, const char *const*argv, GpudsSchema *s,
   }
   s->azCol = sqlite3_malloc64(nCol*sizeof(char*));
   s->aNotNull = sqlite3_malloc64(nCol);
-  if( !s->azCol || !s->aNotNull ){
-    sqlite3_free(s->azCol); sqlite3_free(s->aNotNull);
+  s->aAff = sqlite3_malloc64(nCol);
+  if( !s->azCol || !s->aNotNull || !s->aAff ){
+    sqlite3_free(s->azCol); sqlite3_free(s->aNotNull); sqlite3_free(s->aAff);
     memset(s, 0, sizeof(*s));
     return SQLITE_NOMEM;
   }
@@ -196,6 +214,7 @@ int gpudsSchemaParse(int argc, const char *const*argv, GpudsSchema *s,
   for(i=0; i<nCol && rc==SQLITE_OK; i++){
     char *zType = 0;
     rc = parseColumn(s, i, argv[3+i], &zType, pzErr);
+    s->aAff[i] = typeAffinity(zType);
     if( rc==SQLITE_OK ){
       for(j=0; j<i; j++){
         if( sqlite3_stricmp(s->azCol[j], s->azCol[i])==0 ){

@@ -6,8 +6,16 @@ typedef struct GpudsSchema {
   int nCol;               /* columns, the key first */
   char **azCol;           /* unquoted column names */
   unsigned char *aNotNull;/* column declared NOT NULL */
+  char *aAff;             /* column affinity: GPUDS_AFF_xxx */
   char *zDecl;            /* CREATE TABLE text for sqlite3_declare_vtab() */
 } GpudsSchema;
+
+/* Column affinities, by SQLite's rules for a declared type name. */
+#define GPUDS_AFF_BLOB    'A'
+#define GPUDS_AFF_TEXT    'B'
+#define GPUDS_AFF_NUMERIC 'C'
+#define GPUDS_AFF_INTEGER 'D'
+#define GPUDS_AFF_REAL    'E'
 
 int gpudsSchemaParse(int argc, const char *const*argv, GpudsSchema *s,
                      char **pzErr);

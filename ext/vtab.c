@@ -69,6 +69,7 @@ static void tableFree(GpudsTable *p){
   for(i=0; i<p->nCol; i++) sqlite3_free(p->azCol[i]);
   sqlite3_free(p->azCol);
   sqlite3_free(p->aNotNull);
+  sqlite3_free(p->aAff);
   sqlite3_free(p->zDb);
   sqlite3_free(p->zName);
   sqlite3_free(p->base.zErrMsg);
@@ -107,10 +108,16 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   p->nCol = sch.nCol;
   p->azCol = sch.azCol;
   p->aNotNull = sch.aNotNull;
+  p->aAff = sch.aAff;
   sqlite3_free(sch.zDecl);
   p->zDb = sqlite3_mprintf("%s", argv[1]);
   p->zName = sqlite3_mprintf("%s", argv[2]);
   p->pOps = gpudsStoreOps(eKind);
+  p->nFlushRows = GPUDS_FLUSH_ROWS;
+  if( getenv("GPUDS_FLUSH_ROWS") ){
+    p->nFlushRows = atoll(getenv("GPUDS_FLUSH_ROWS"));
+    if( p->nFlushRows<1 ) p->nFlushRows = 1;
+  }
   if( !p->zDb || !p->zName ){ tableFree(p); return SQLITE_NOMEM; }
   rc = p->pOps->xCreate(&p->pStore, &zErr);
   if( rc ){
@@ -380,7 +387,7 @@ static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
     return uniqueError(p);
   }
 
-  pRow = gpudsRowNew(p->nCol-1, &argv[3]);
+  pRow = gpudsRowNew(p->nCol-1, &argv[3], &p->aAff[1]);
   if( pRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
   if( sqlite3_value_type(argv[0])==SQLITE_NULL || kOld==kNew ){
     rc = gpudsWbufPut(p, kNew, (uint64_t)(uintptr_t)pRow);

@@ -263,7 +263,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   int rc = SQLITE_OK, bAllUpsert = 1;
 
   if( n==0 ) return SQLITE_OK;
-  if( !bForce && (w->nOver < GPUDS_FLUSH_ROWS || p->nCursor>0) ) return SQLITE_OK;
+  if( !bForce && (w->nOver < p->nFlushRows || p->nCursor>0) ) return SQLITE_OK;
 
   rc = undoReserve(w, 1);
   if( rc ) return gpudsVtabError(p, rc, "out of memory");
@@ -401,15 +401,18 @@ int gpudsWbufSavepoint(GpudsTable *p, int iSavepoint){
 
 /* Savepoints iSavepoint and above are released (merged into the outer). */
 int gpudsWbufRelease(GpudsTable *p, int iSavepoint){
-  if( iSavepoint>=0 && iSavepoint<p->wb.nMark ) p->wb.nMark = iSavepoint;
+  if( iSavepoint<0 ) iSavepoint = 0;
+  if( iSavepoint<p->wb.nMark ) p->wb.nMark = iSavepoint;
   return SQLITE_OK;
 }
 
 /* Roll back to the state at the start of savepoint iSavepoint, which stays
-** open. */
+** open.  SQLite passes -1 for a savepoint that began the transaction: then
+** everything this table did in the transaction is undone. */
 int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
   int rc;
-  if( iSavepoint<0 || iSavepoint>=p->wb.nMark ) return SQLITE_OK;
+  if( iSavepoint<0 ) return gpudsWbufRollback(p);
+  if( iSavepoint>=p->wb.nMark ) return SQLITE_OK;
   rc = undoTo(p, p->wb.aMark[iSavepoint]);
   p->wb.nMark = iSavepoint+1;
   gpudsCollectGarbage(p);
