@@ -356,11 +356,40 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
     rc = p->pOps->xBatch(p->pStore, f->n, aOp, f->aKey, f->aOld, 0, 0);
     sqlite3_free(aOp);
     if( rc ) return storeError(p, p->pOps, p->pStore, rc, "undoing write batch");
-    /* The overlay is empty here (everything logged after the flush has been
-    ** undone), so the flushed values go back in key order. */
-    rc = overOps()->xBulkLoad(p->wb.pOver, f->n, f->aKey, f->aNew);
+    /* Keys the undo put back in the store may have left the filter in a
+    ** rebuild since the flush: add them again. */
+    {
+      int bFull = 0;
+      for(i=0; i<f->n; i++){
+        if( f->aFound[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
+      }
+      if( bFull ) filterRebuild(p);
+    }
+    /* Put the flushed values back into the overlay.  In a partial rollback
+    ** the overlay is empty here (everything after the flush was logged and
+    ** has been undone).  In a full rollback it may still hold first writes
+    ** made after the flush with no savepoint open (never logged); a value
+    ** such a write displaces is a row of this transaction that nothing else
+    ** references, so it is freed. */
+    aOp = sqlite3_malloc64(f->n ? f->n : 1);
+    {
+      uint8_t *aHad = sqlite3_malloc64(f->n ? f->n : 1);
+      uint64_t *aPrev = sqlite3_malloc64(f->n ? f->n*8 : 8);
+      if( aOp==0 || aHad==0 || aPrev==0 ){
+        sqlite3_free(aOp); sqlite3_free(aHad); sqlite3_free(aPrev);
+        return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+      }
+      memset(aOp, GPUDS_OP_UPSERT, f->n);
+      rc = overOps()->xBatch(p->wb.pOver, f->n, aOp, f->aKey, f->aNew, aHad, aPrev);
+      if( rc==SQLITE_OK ){
+        for(i=0; i<f->n; i++){
+          if( aHad[i] ) gpudsRowGarbage(p, aPrev[i]);
+          else p->wb.nOver++;
+        }
+      }
+      sqlite3_free(aOp); sqlite3_free(aHad); sqlite3_free(aPrev);
+    }
     if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
-    p->wb.nOver = (int64_t)f->n;
     flushFree(f);
   }
   return rc;
@@ -424,7 +453,7 @@ int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
 int gpudsWbufRollback(GpudsTable *p){
   GpudsWbuf *w = &p->wb;
   int rc = undoTo(p, 0);
-  if( w->nOver>0 ){
+  {
     gpuds_scan s;
     size_t nPage = 4096, nOut, i;
     int64_t *aK = sqlite3_malloc64(nPage*8);
