@@ -11,8 +11,10 @@
 **
 ** Every key constraint the plan takes is omitted (the plan is exact, with
 ** SQLite's comparison rules for non-integer values); LIMIT and OFFSET are
-** taken as a hint only (not omitted), so SQLite still applies them, which
-** keeps OFFSET right on every SQLite version.
+** taken as a hint for the size of the first page only (not omitted, and the
+** cursor never stops early), so SQLite still applies them: OFFSET stays right
+** on every SQLite version, and so does a LIMIT that SQLite 3.40 offers while
+** it still filters by a term it did not pass (WHERE d = k).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3

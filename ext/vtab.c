@@ -245,7 +245,10 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   cursorReset(c);
   rc = gpudsPlanDecode(idxNum, argc, argv, &pl);
   if( rc ){ sqlite3_free(pl.aKey); return rc; }
-  c->nLeft = pl.nHint;
+  /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
+  ** when it still filters rows by a term it did not show us (WHERE d = k),
+  ** so the cursor never stops early; SQLite ends the loop at the limit. */
+  c->nLeft = -1;
   if( pl.bEmpty ){
     c->bEof = 1;
   }else if( pl.bList ){
