@@ -53,6 +53,7 @@ void gpudsRowFree(GpudsRow *p);
 void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
 size_t gpudsRowBytes(const GpudsRow *p);
 int gpudsRealSameAsInt(double r, sqlite3_int64 i);
+GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
 
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
@@ -105,6 +106,12 @@ struct GpudsTable {
   int nCursor;                /* open cursors on this table */
   int64_t nFlushRows;         /* flush the write buffer past this many keys */
   int64_t nFlush;             /* batches applied to the store (statistics) */
+  /* persistence (shadow.c) */
+  int bLoaded;                /* the store holds the shadow tables' contents */
+  int64_t iGeneration;        /* commit count the store reflects */
+  int64_t iGenPending;        /* generation after the commit in progress */
+  unsigned int iDataVersion;  /* SQLITE_FCNTL_DATA_VERSION when last checked */
+  int64_t nLoadRows;          /* rows read by the last load */
 };
 
 /* Error helper: set the vtab error message (printf-style), return rc. */
@@ -128,6 +135,22 @@ int gpudsWbufRollback(GpudsTable *p);
 void gpudsWbufCommit(GpudsTable *p);
 void gpudsRowGarbage(GpudsTable *p, uint64_t hRow);
 void gpudsCollectGarbage(GpudsTable *p);
+int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
+                   const uint64_t **paNew);
+void gpudsFilterRebuild(GpudsTable *p);
+void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew);
+
+/* Persistence (shadow.c) */
+int gpudsShadowName(const char *zSuffix);
+int gpudsShadowCreate(GpudsTable *p);
+int gpudsShadowDestroy(GpudsTable *p);
+int gpudsShadowRename(GpudsTable *p, const char *zNew);
+int gpudsShadowSync(GpudsTable *p);
+int gpudsShadowRefresh(GpudsTable *p);
+void gpudsShadowCommitted(GpudsTable *p);
+void gpudsShadowRolledBack(GpudsTable *p);
+int gpudsShadowCheck(GpudsTable *p, char **pzResult);
+GpudsTable *gpudsTableFind(sqlite3 *db, const char *zName);
 
 /* Lookups through the overlay (read.c) */
 int gpudsLookupOne(GpudsTable *p, int64_t k, int *pbFound, uint64_t *pRow);

@@ -29,6 +29,57 @@ void gpudsTableListRemove(GpudsTable *p){
   pthread_mutex_unlock(&tableListMutex);
 }
 
+/* The table zName (unquoted; "schema.name" or "name") of connection db, or
+** NULL. */
+GpudsTable *gpudsTableFind(sqlite3 *db, const char *zName){
+  GpudsTable *p, *pFound = 0;
+  const char *zDot = strchr(zName, '.');
+  pthread_mutex_lock(&tableListMutex);
+  for(p=pTableList; p && !pFound; p=p->pNextTable){
+    if( p->db!=db ) continue;
+    if( zDot ){
+      if( sqlite3_strnicmp(p->zDb, zName, (int)(zDot-zName))==0
+       && p->zDb[zDot-zName]==0 && sqlite3_stricmp(p->zName, zDot+1)==0 ) pFound = p;
+    }else if( sqlite3_stricmp(p->zName, zName)==0 ){
+      pFound = p;
+    }
+  }
+  pthread_mutex_unlock(&tableListMutex);
+  return pFound;
+}
+
+/* gpuds_check('table'): 'ok', or the first disagreement between the
+** structure and the shadow tables, or a failed structure invariant. */
+static void checkFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  const char *zName = (const char*)sqlite3_value_text(argv[0]);
+  GpudsTable *p;
+  char *zRes = 0;
+  int rc;
+  if( zName==0 ){ sqlite3_result_error(ctx, "gpuds_check: table name expected", -1); return; }
+  p = gpudsTableFind(db, zName);
+  if( p==0 ){
+    /* The table may exist but not be connected yet: touch it. */
+    char *zSql = sqlite3_mprintf("SELECT 1 FROM \"%w\" LIMIT 0", zName);
+    if( zSql ){ sqlite3_exec(db, zSql, 0, 0, 0); sqlite3_free(zSql); }
+    p = gpudsTableFind(db, zName);
+  }
+  if( p==0 ){
+    char *zErr = sqlite3_mprintf("gpuds_check: no gfsl or gpuhash table named %s", zName);
+    sqlite3_result_error(ctx, zErr, -1);
+    sqlite3_free(zErr);
+    return;
+  }
+  rc = gpudsShadowCheck(p, &zRes);
+  if( rc ){
+    sqlite3_result_error(ctx, p->base.zErrMsg ? p->base.zErrMsg : "gpuds_check failed", -1);
+    sqlite3_result_error_code(ctx, rc);
+    return;
+  }
+  sqlite3_result_text(ctx, zRes, -1, sqlite3_free);
+  (void)argc;
+}
+
 /* gpuds_info(): JSON text. */
 static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   sqlite3 *db = sqlite3_context_db_handle(ctx);
@@ -79,6 +130,11 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
 
 /* Register gpuds_info() on db. */
 int gpudsRegisterFunctions(sqlite3 *db){
-  return sqlite3_create_function(db, "gpuds_info", 0, SQLITE_UTF8, 0,
-                                 infoFunc, 0, 0);
+  int rc = sqlite3_create_function(db, "gpuds_info", 0, SQLITE_UTF8, 0,
+                                   infoFunc, 0, 0);
+  if( rc==SQLITE_OK ){
+    rc = sqlite3_create_function(db, "gpuds_check", 1, SQLITE_UTF8, 0,
+                                 checkFunc, 0, 0);
+  }
+  return rc;
 }

@@ -130,6 +130,25 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
   return p;
 }
 
+/* A copy of the record in bytes a[0..n-1] (as written by a shadow table),
+** or NULL if they are not a valid record of nCol columns. */
+GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
+  GpudsRow hdr, *p;
+  uint32_t i;
+  size_t nHdr = sizeof(GpudsRow) + (size_t)nCol*sizeof(RowCell);
+  if( a==0 || n<nHdr ) return 0;
+  memcpy(&hdr, a, sizeof(hdr));
+  if( hdr.nCol!=(uint32_t)nCol || hdr.nByte!=n ) return 0;
+  p = (GpudsRow*)sqlite3_malloc64(n);
+  if( p==0 ) return 0;
+  memcpy(p, a, n);
+  for(i=0; i<hdr.nCol; i++){
+    const RowCell *c = rowCell(p, (int)i);
+    if( c->iOff<nHdr || (uint64_t)c->iOff + c->nLen > n ){ sqlite3_free(p); return 0; }
+  }
+  return p;
+}
+
 /* Free a record (NULL is a no-op). */
 void gpudsRowFree(GpudsRow *p){
   sqlite3_free(p);

@@ -56,6 +56,15 @@ static void freeStoreRows(GpudsTable *p){
   sqlite3_free(aK); sqlite3_free(aV);
 }
 
+/* Replace the store with pNew (a reload): free the old store and its rows,
+** rebuild the key filter.  No cursor may be open. */
+void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew){
+  freeStoreRows(p);
+  p->pOps->xDestroy(p->pStore);
+  p->pStore = pNew;
+  gpudsFilterRebuild(p);
+}
+
 /* Free a table object and everything it holds. */
 static void tableFree(GpudsTable *p){
   int i;
@@ -77,9 +86,11 @@ static void tableFree(GpudsTable *p){
 }
 
 /* xCreate and xConnect: parse the columns, declare the schema, create an
-** empty store on the backend chosen for this kind of table. */
+** empty store on the backend chosen for this kind of table; xCreate also
+** creates the shadow tables, xConnect leaves the store to be loaded from
+** them on first use. */
 static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
-                     sqlite3_vtab **ppVtab, char **pzErr){
+                     sqlite3_vtab **ppVtab, char **pzErr, int bCreate){
   int eKind = (int)(intptr_t)pAux;
   GpudsSchema sch;
   GpudsTable *p = 0;
@@ -130,14 +141,38 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   rc = gpudsWbufInit(p);
   if( rc==SQLITE_OK ) rc = gpudsFilterReset(&p->filter, 1024);
   if( rc ){ tableFree(p); return rc; }
+  if( bCreate ){
+    rc = gpudsShadowCreate(p);
+    if( rc ){
+      *pzErr = sqlite3_mprintf("%s", p->base.zErrMsg ? p->base.zErrMsg : "cannot create shadow tables");
+      tableFree(p);
+      return rc;
+    }
+  }
   sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
   gpudsTableListAdd(p);
   *ppVtab = &p->base;
   return SQLITE_OK;
 }
+static int gpudsCreate(sqlite3 *db, void *pAux, int argc, const char *const*argv,
+                       sqlite3_vtab **ppVtab, char **pzErr){
+  return gpudsInit(db, pAux, argc, argv, ppVtab, pzErr, 1);
+}
+static int gpudsConnect(sqlite3 *db, void *pAux, int argc, const char *const*argv,
+                        sqlite3_vtab **ppVtab, char **pzErr){
+  return gpudsInit(db, pAux, argc, argv, ppVtab, pzErr, 0);
+}
 
-/* xDisconnect and xDestroy. */
+/* xDisconnect: free the in-memory table; the database keeps the data. */
 static int gpudsDisconnect(sqlite3_vtab *pVtab){
+  tableFree((GpudsTable*)pVtab);
+  return SQLITE_OK;
+}
+
+/* xDestroy: DROP TABLE: the shadow tables go too. */
+static int gpudsDestroy(sqlite3_vtab *pVtab){
+  int rc = gpudsShadowDestroy((GpudsTable*)pVtab);
+  if( rc ) return rc;
   tableFree((GpudsTable*)pVtab);
   return SQLITE_OK;
 }
@@ -243,6 +278,8 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   GpudsPlan pl;
   int rc;
   cursorReset(c);
+  rc = gpudsShadowRefresh(p);
+  if( rc ) return rc;
   rc = gpudsPlanDecode(idxNum, argc, argv, &pl);
   if( rc ){ sqlite3_free(pl.aKey); return rc; }
   /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
@@ -405,28 +442,36 @@ static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
   return SQLITE_OK;
 }
 
-/* xBegin: the write buffer is empty between transactions. */
+/* xBegin: a write transaction starts (holding the database's write lock):
+** bring the structure up to date with what other connections committed. */
 static int gpudsBegin(sqlite3_vtab *pVtab){
-  return SQLITE_OK;
+  return gpudsShadowRefresh((GpudsTable*)pVtab);
 }
 
-/* xSync: apply the transaction's writes to the store as one batch.  An
-** error here makes SQLite roll the transaction back (xRollback). */
+/* xSync: apply the transaction's writes to the store as one batch and
+** write them to the shadow tables.  An error here makes SQLite roll the
+** transaction back (xRollback), shadow tables included. */
 static int gpudsSync(sqlite3_vtab *pVtab){
-  return gpudsWbufFlush((GpudsTable*)pVtab, 1);
+  GpudsTable *p = (GpudsTable*)pVtab;
+  int rc = gpudsWbufFlush(p, 1);
+  if( rc==SQLITE_OK ) rc = gpudsShadowSync(p);
+  return rc;
 }
 
-/* xCommit: the writes are in the store; release what rollback needed. */
+/* xCommit: the writes are in the store and the database; release what
+** rollback needed. */
 static int gpudsCommit(sqlite3_vtab *pVtab){
   GpudsTable *p = (GpudsTable*)pVtab;
-  if( p->wb.nOver>0 ) gpudsWbufFlush(p, 1);   /* xSync was not called */
+  gpudsShadowCommitted(p);
   gpudsWbufCommit(p);
   return SQLITE_OK;
 }
 
 /* xRollback */
 static int gpudsRollback(sqlite3_vtab *pVtab){
-  return gpudsWbufRollback((GpudsTable*)pVtab);
+  GpudsTable *p = (GpudsTable*)pVtab;
+  gpudsShadowRolledBack(p);
+  return gpudsWbufRollback(p);
 }
 
 /* xSavepoint, xRelease, xRollbackTo */
@@ -440,23 +485,26 @@ static int gpudsRollbackTo(sqlite3_vtab *pVtab, int i){
   return gpudsWbufRollbackTo((GpudsTable*)pVtab, i);
 }
 
-/* xRename: the table keeps its contents under the new name. */
+/* xRename: the table and its shadow tables take the new name. */
 static int gpudsRename(sqlite3_vtab *pVtab, const char *zNew){
   GpudsTable *p = (GpudsTable*)pVtab;
   char *z = sqlite3_mprintf("%s", zNew);
+  int rc;
   if( z==0 ) return SQLITE_NOMEM;
+  rc = gpudsShadowRename(p, zNew);
+  if( rc ){ sqlite3_free(z); return rc; }
   sqlite3_free(p->zName);
   p->zName = z;
   return SQLITE_OK;
 }
 
 static sqlite3_module gpudsModule = {
-  2,                       /* iVersion: savepoints */
-  gpudsInit,               /* xCreate */
-  gpudsInit,               /* xConnect */
+  3,                       /* iVersion: savepoints, shadow tables */
+  gpudsCreate,             /* xCreate */
+  gpudsConnect,            /* xConnect */
   gpudsBestIndexMethod,    /* xBestIndex */
   gpudsDisconnect,         /* xDisconnect */
-  gpudsDisconnect,         /* xDestroy */
+  gpudsDestroy,            /* xDestroy */
   gpudsOpen,               /* xOpen */
   gpudsClose,              /* xClose */
   gpudsFilter,             /* xFilter */
@@ -474,7 +522,7 @@ static sqlite3_module gpudsModule = {
   gpudsSavepoint,          /* xSavepoint */
   gpudsRelease,            /* xRelease */
   gpudsRollbackTo,         /* xRollbackTo */
-  0                        /* xShadowName */
+  gpudsShadowName          /* xShadowName */
 };
 
 /* Register the gfsl and gpuhash modules on db. */

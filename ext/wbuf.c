@@ -205,6 +205,16 @@ int gpudsWbufPut2(GpudsTable *p, int64_t k1, uint64_t v1, int64_t k2, uint64_t v
   return rc;
 }
 
+/* If undo entry i is an applied batch, give its keys and values. */
+int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
+                   const uint64_t **paNew){
+  GpudsFlush *f;
+  if( p->wb.aUndo[i].eType!=UNDO_FLUSH ) return 0;
+  f = (GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev;
+  *pn = f->n; *paKey = f->aKey; *paNew = f->aNew;
+  return 1;
+}
+
 /* Rebuild the key filter from the store's contents. */
 static int filterRebuild(GpudsTable *p){
   int64_t n = p->pOps->xCount(p->pStore);
@@ -234,6 +244,11 @@ static int filterRebuild(GpudsTable *p){
   }
   sqlite3_free(aK); sqlite3_free(aV);
   return SQLITE_OK;
+}
+
+/* Rebuild the key filter (after the store was replaced). */
+void gpudsFilterRebuild(GpudsTable *p){
+  filterRebuild(p);
 }
 
 /* Account the keys of a batch just applied to the store in the filter. */

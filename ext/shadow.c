@@ -1,0 +1,553 @@
+/*
+** shadow.c -- durable contents of a gfsl/gpuhash table, in two shadow tables
+** of the same database, written in xSync within the same transaction as
+** everything else (so a crash at any instant leaves the last commit).
+**
+**   <name>_meta(key TEXT PRIMARY KEY, value)   -- 'format', 'generation', 'rows'
+**   <name>_run(id INTEGER PRIMARY KEY, n INTEGER, keys BLOB, vals BLOB)
+**
+** Format (like an LSM tree): each committed batch is appended as a sorted
+** run; a run is stored as chunks of at most SHADOW_CHUNK keys, one row per
+** chunk, id = (run << 20) | chunk number, so "ORDER BY id" reads the runs
+** oldest to newest and each run in key order.  In a chunk:
+**   keys   n little-endian int64 keys, strictly ascending
+**   vals   n entries: u32 length L then L bytes of the row record (row.c),
+**          or L = 0xffffffff for a key deleted by this run
+** A key's current value is the one in the newest run that holds it.  After
+** each commit the newest two runs are merged while the newest is at least
+** half the size of the one before (size-tiered: every key is rewritten
+** O(log n) times); a merge that reaches the oldest run drops tombstones.
+**
+** 'generation' counts commits.  A connection remembers the generation it
+** loaded; when PRAGMA data_version says another connection committed, it
+** reads the generation and reloads the structure if it changed, so it never
+** answers from stale contents.
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include <string.h>
+#include <stdlib.h>
+#include <stdarg.h>
+
+#define SHADOW_FORMAT  1
+#define SHADOW_CHUNK   65536
+#define SHADOW_TOMB    0xffffffffu
+#define RUN_SHIFT      20
+
+/* Run a printf-formatted SQL statement that returns no rows. */
+static int shadowExec(GpudsTable *p, const char *zFmt, ...){
+  va_list ap;
+  char *zSql;
+  int rc;
+  va_start(ap, zFmt);
+  zSql = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if( zSql==0 ) return SQLITE_NOMEM;
+  rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
+  sqlite3_free(zSql);
+  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  return rc;
+}
+
+/* Prepare a printf-formatted statement. */
+static int shadowPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...){
+  va_list ap;
+  char *zSql;
+  int rc;
+  va_start(ap, zFmt);
+  zSql = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  *ppStmt = 0;
+  if( zSql==0 ) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, ppStmt, 0);
+  sqlite3_free(zSql);
+  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  return rc;
+}
+
+/* True if zSuffix names one of our shadow tables ("<name>_<suffix>"). */
+int gpudsShadowName(const char *zSuffix){
+  return sqlite3_stricmp(zSuffix, "meta")==0 || sqlite3_stricmp(zSuffix, "run")==0;
+}
+
+/* xCreate: create the (empty) shadow tables. */
+int gpudsShadowCreate(GpudsTable *p){
+  int rc = shadowExec(p,
+    "CREATE TABLE %Q.'%q_meta'(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+    "INSERT INTO %Q.'%q_meta' VALUES('format', %d), ('generation', 0), ('rows', 0);"
+    "CREATE TABLE %Q.'%q_run'(id INTEGER PRIMARY KEY, n INTEGER, keys BLOB, vals BLOB);",
+    p->zDb, p->zName, p->zDb, p->zName, SHADOW_FORMAT, p->zDb, p->zName);
+  if( rc==SQLITE_OK ) p->bLoaded = 1;     /* empty, and so is the store */
+  return rc;
+}
+
+/* xDestroy: drop the shadow tables. */
+int gpudsShadowDestroy(GpudsTable *p){
+  return shadowExec(p, "DROP TABLE IF EXISTS %Q.'%q_meta';"
+                       "DROP TABLE IF EXISTS %Q.'%q_run';",
+                    p->zDb, p->zName, p->zDb, p->zName);
+}
+
+/* xRename: rename the shadow tables along with the table. */
+int gpudsShadowRename(GpudsTable *p, const char *zNew){
+  return shadowExec(p, "ALTER TABLE %Q.'%q_meta' RENAME TO '%q_meta';"
+                       "ALTER TABLE %Q.'%q_run' RENAME TO '%q_run';",
+                    p->zDb, p->zName, zNew, p->zDb, p->zName, zNew);
+}
+
+/* Read integer meta value zKey into *pv. */
+static int metaGet(GpudsTable *p, const char *zKey, int64_t *pv){
+  sqlite3_stmt *pStmt;
+  int rc = shadowPrepare(p, &pStmt, "SELECT value FROM %Q.'%q_meta' WHERE key=%Q",
+                         p->zDb, p->zName, zKey);
+  if( rc ) return rc;
+  *pv = 0;
+  if( sqlite3_step(pStmt)==SQLITE_ROW ) *pv = sqlite3_column_int64(pStmt, 0);
+  rc = sqlite3_finalize(pStmt);
+  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  return rc;
+}
+
+/* ------------------------------------------------------------ run readers */
+
+/* Streams one run's entries in key order, a chunk at a time. */
+typedef struct RunReader {
+  sqlite3_stmt *pStmt;     /* SELECT n, keys, vals of the run's chunks */
+  int64_t iRun;
+  int n, i;                /* entries in the current chunk, next one */
+  int64_t *aKey;           /* copy of the chunk's keys */
+  unsigned char *aVal;     /* copy of the chunk's vals */
+  size_t nVal, iOff;       /* bytes of aVal, offset of entry i */
+  int bEof;
+} RunReader;
+
+/* Advance to the next chunk; sets bEof at the end. */
+static int readerChunk(GpudsTable *p, RunReader *r){
+  int rc = sqlite3_step(r->pStmt);
+  if( rc==SQLITE_DONE ){ r->bEof = 1; return SQLITE_OK; }
+  if( rc!=SQLITE_ROW ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  {
+    int n = sqlite3_column_int(r->pStmt, 0);
+    int nk = sqlite3_column_bytes(r->pStmt, 1);
+    const void *pk = sqlite3_column_blob(r->pStmt, 1);
+    int nv = sqlite3_column_bytes(r->pStmt, 2);
+    const void *pv = sqlite3_column_blob(r->pStmt, 2);
+    if( n<0 || nk!=n*8 ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad chunk", p->zName);
+    sqlite3_free(r->aKey); sqlite3_free(r->aVal);
+    r->aKey = sqlite3_malloc64((size_t)nk + 8);
+    r->aVal = sqlite3_malloc64((size_t)nv + 8);
+    if( !r->aKey || !r->aVal ) return SQLITE_NOMEM;
+    if( nk ) memcpy(r->aKey, pk, (size_t)nk);
+    if( nv ) memcpy(r->aVal, pv, (size_t)nv);
+    r->n = n; r->i = 0; r->nVal = (size_t)nv; r->iOff = 0;
+  }
+  return SQLITE_OK;
+}
+
+/* Open a reader on run iRun, positioned on its first entry. */
+static int readerOpen(GpudsTable *p, int64_t iRun, RunReader *r){
+  int rc;
+  memset(r, 0, sizeof(*r));
+  r->iRun = iRun;
+  rc = shadowPrepare(p, &r->pStmt,
+      "SELECT n, keys, vals FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld ORDER BY id",
+      p->zDb, p->zName, (long long)(iRun<<RUN_SHIFT),
+      (long long)((iRun<<RUN_SHIFT) | ((1<<RUN_SHIFT)-1)));
+  while( rc==SQLITE_OK && !r->bEof && r->i>=r->n ) rc = readerChunk(p, r);
+  return rc;
+}
+
+/* The current entry: key, and its record bytes (NULL for a tombstone). */
+static int readerEntry(GpudsTable *p, RunReader *r, int64_t *pKey,
+                       const unsigned char **paRec, uint32_t *pnRec){
+  uint32_t L;
+  if( r->iOff+4 > r->nVal ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad chunk", p->zName);
+  memcpy(&L, r->aVal + r->iOff, 4);
+  *pKey = r->aKey[r->i];
+  if( L==SHADOW_TOMB ){ *paRec = 0; *pnRec = 0; return SQLITE_OK; }
+  if( r->iOff+4+L > r->nVal ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad chunk", p->zName);
+  *paRec = r->aVal + r->iOff + 4;
+  *pnRec = L;
+  return SQLITE_OK;
+}
+
+/* Step past the current entry. */
+static int readerNext(GpudsTable *p, RunReader *r){
+  uint32_t L;
+  memcpy(&L, r->aVal + r->iOff, 4);
+  r->iOff += 4 + (L==SHADOW_TOMB ? 0 : L);
+  r->i++;
+  while( !r->bEof && r->i>=r->n ){
+    int rc = readerChunk(p, r);
+    if( rc ) return rc;
+  }
+  return SQLITE_OK;
+}
+
+static void readerClose(RunReader *r){
+  sqlite3_finalize(r->pStmt);
+  sqlite3_free(r->aKey); sqlite3_free(r->aVal);
+  memset(r, 0, sizeof(*r));
+}
+
+/* The run numbers present, oldest first, with their entry counts. */
+static int listRuns(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun){
+  sqlite3_stmt *pStmt;
+  int64_t *aRun = 0, *aN = 0;
+  int nRun = 0, nAlloc = 0;
+  int rc = shadowPrepare(p, &pStmt,
+      "SELECT id>>%d, sum(n) FROM %Q.'%q_run' GROUP BY 1 ORDER BY 1",
+      RUN_SHIFT, p->zDb, p->zName);
+  if( rc ) return rc;
+  while( sqlite3_step(pStmt)==SQLITE_ROW ){
+    if( nRun==nAlloc ){
+      int64_t *a, *b;
+      nAlloc = nAlloc ? nAlloc*2 : 16;
+      a = sqlite3_realloc64(aRun, nAlloc*8);
+      if( a ) aRun = a;
+      b = sqlite3_realloc64(aN, nAlloc*8);
+      if( b ) aN = b;
+      if( !a || !b ){ rc = SQLITE_NOMEM; break; }
+    }
+    aRun[nRun] = sqlite3_column_int64(pStmt, 0);
+    aN[nRun++] = sqlite3_column_int64(pStmt, 1);
+  }
+  {
+    int rc2 = sqlite3_finalize(pStmt);
+    if( rc==SQLITE_OK && rc2 ) rc = gpudsVtabError(p, rc2, "%s", sqlite3_errmsg(p->db));
+  }
+  if( rc ){ sqlite3_free(aRun); sqlite3_free(aN); return rc; }
+  *paRun = aRun; *paN = aN; *pnRun = nRun;
+  return SQLITE_OK;
+}
+
+/* A k-way merge of runs aRun[0..nRun-1] (oldest first): each key once, with
+** the value of the newest run that holds it.  xOut is called for each
+** (key, record or NULL for a tombstone), in key order. */
+typedef int (*MergeOut)(GpudsTable*, void*, int64_t, const unsigned char*, uint32_t);
+static int mergeRuns(GpudsTable *p, const int64_t *aRun, int nRun, int bDropTomb,
+                     MergeOut xOut, void *pCtx){
+  RunReader *aR = sqlite3_malloc64(sizeof(RunReader)*(nRun ? nRun : 1));
+  int rc = SQLITE_OK, i;
+  if( aR==0 ) return SQLITE_NOMEM;
+  memset(aR, 0, sizeof(RunReader)*(nRun ? nRun : 1));
+  for(i=0; i<nRun && rc==SQLITE_OK; i++) rc = readerOpen(p, aRun[i], &aR[i]);
+  while( rc==SQLITE_OK ){
+    int64_t kMin = 0;
+    int iBest = -1;
+    const unsigned char *aRec = 0;
+    uint32_t nRec = 0;
+    /* Smallest current key; on ties the newest run (largest i) wins. */
+    for(i=0; i<nRun; i++){
+      if( aR[i].bEof ) continue;
+      if( iBest<0 || aR[i].aKey[aR[i].i]<=kMin ){
+        kMin = aR[i].aKey[aR[i].i];
+        iBest = i;
+      }
+    }
+    if( iBest<0 ) break;
+    rc = readerEntry(p, &aR[iBest], &kMin, &aRec, &nRec);
+    if( rc ) break;
+    if( aRec || !bDropTomb ) rc = xOut(p, pCtx, kMin, aRec, nRec);
+    for(i=0; i<nRun && rc==SQLITE_OK; i++){
+      if( !aR[i].bEof && aR[i].aKey[aR[i].i]==kMin ) rc = readerNext(p, &aR[i]);
+    }
+  }
+  for(i=0; i<nRun; i++) readerClose(&aR[i]);
+  sqlite3_free(aR);
+  return rc;
+}
+
+/* ------------------------------------------------------------ run writer */
+
+/* Accumulates entries into chunks and inserts them as run iRun. */
+typedef struct RunWriter {
+  sqlite3_stmt *pIns;
+  int64_t iRun;
+  int iChunk;
+  int n;
+  int64_t *aKey;          /* SHADOW_CHUNK keys */
+  sqlite3_str *pVal;      /* the chunk's vals */
+  int64_t nTotal;
+} RunWriter;
+
+static int writerOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
+  memset(w, 0, sizeof(*w));
+  w->iRun = iRun;
+  w->aKey = sqlite3_malloc64(SHADOW_CHUNK*8);
+  w->pVal = sqlite3_str_new(0);
+  if( w->aKey==0 ) return SQLITE_NOMEM;
+  return shadowPrepare(p, &w->pIns, "INSERT INTO %Q.'%q_run'(id, n, keys, vals) VALUES(?,?,?,?)",
+                       p->zDb, p->zName);
+}
+
+/* Write the pending chunk, if any. */
+static int writerFlush(GpudsTable *p, RunWriter *w){
+  int rc, nVal;
+  if( w->n==0 ) return SQLITE_OK;
+  if( w->iChunk>=(1<<RUN_SHIFT) ) return gpudsVtabError(p, SQLITE_FULL, "run too large");
+  nVal = sqlite3_str_length(w->pVal);
+  if( sqlite3_str_errcode(w->pVal) ) return SQLITE_NOMEM;
+  sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
+  sqlite3_bind_int(w->pIns, 2, w->n);
+  sqlite3_bind_blob(w->pIns, 3, w->aKey, w->n*8, SQLITE_STATIC);
+  sqlite3_bind_blob(w->pIns, 4, sqlite3_str_value(w->pVal), nVal, SQLITE_STATIC);
+  sqlite3_step(w->pIns);
+  rc = sqlite3_reset(w->pIns);
+  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  sqlite3_str_reset(w->pVal);
+  w->iChunk++;
+  w->n = 0;
+  return SQLITE_OK;
+}
+
+/* Append (key, record or NULL = tombstone); keys must ascend. */
+static int writerAdd(GpudsTable *p, RunWriter *w, int64_t k,
+                     const unsigned char *aRec, uint32_t nRec){
+  uint32_t L = aRec ? nRec : SHADOW_TOMB;
+  w->aKey[w->n++] = k;
+  sqlite3_str_append(w->pVal, (const char*)&L, 4);
+  if( aRec && nRec ) sqlite3_str_append(w->pVal, (const char*)aRec, (int)nRec);
+  w->nTotal++;
+  if( w->n==SHADOW_CHUNK || sqlite3_str_length(w->pVal)>(64<<20) ) return writerFlush(p, w);
+  return SQLITE_OK;
+}
+
+static void writerClose(RunWriter *w){
+  sqlite3_finalize(w->pIns);
+  sqlite3_free(w->aKey);
+  sqlite3_free(sqlite3_str_finish(w->pVal));
+  memset(w, 0, sizeof(*w));
+}
+
+/* mergeRuns() callback that appends to a RunWriter. */
+static int outToWriter(GpudsTable *p, void *pCtx, int64_t k,
+                       const unsigned char *aRec, uint32_t nRec){
+  return writerAdd(p, (RunWriter*)pCtx, k, aRec, nRec);
+}
+
+/* Merge the newest runs while the newest is at least half the size of the
+** one before it. */
+static int compactRuns(GpudsTable *p){
+  int64_t *aRun = 0, *aN = 0;
+  int nRun = 0, rc;
+  rc = listRuns(p, &aRun, &aN, &nRun);
+  while( rc==SQLITE_OK && nRun>=2 && aN[nRun-1]*2 >= aN[nRun-2] ){
+    RunWriter w;
+    int64_t iNew = aRun[nRun-1] + 1;
+    int bOldest = (nRun==2);
+    rc = writerOpen(p, iNew, &w);
+    if( rc==SQLITE_OK ) rc = mergeRuns(p, &aRun[nRun-2], 2, bOldest, outToWriter, &w);
+    if( rc==SQLITE_OK ) rc = writerFlush(p, &w);
+    if( rc==SQLITE_OK ){
+      rc = shadowExec(p, "DELETE FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld",
+                      p->zDb, p->zName, (long long)(aRun[nRun-2]<<RUN_SHIFT),
+                      (long long)((aRun[nRun-1]<<RUN_SHIFT) | ((1<<RUN_SHIFT)-1)));
+    }
+    nRun--;
+    aRun[nRun-1] = iNew;
+    aN[nRun-1] = w.nTotal;
+    writerClose(&w);
+  }
+  sqlite3_free(aRun); sqlite3_free(aN);
+  return rc;
+}
+
+/* xSync, after the write buffer was flushed: write the transaction's
+** batches (the flush records of the undo log, oldest first) as new runs,
+** compact, and count the commit.  Errors make SQLite roll back. */
+int gpudsShadowSync(GpudsTable *p){
+  int64_t *aRun = 0, *aN = 0, iNext = 1;
+  int nRun = 0, rc, bAny = 0;
+  int64_t i;
+  rc = listRuns(p, &aRun, &aN, &nRun);
+  if( rc ) return rc;
+  if( nRun ) iNext = aRun[nRun-1] + 1;
+  sqlite3_free(aRun); sqlite3_free(aN);
+  for(i=0; i<p->wb.nUndo && rc==SQLITE_OK; i++){
+    size_t n, j;
+    const int64_t *aKey;
+    const uint64_t *aNew;
+    RunWriter w;
+    if( !gpudsUndoFlush(p, i, &n, &aKey, &aNew) ) continue;
+    rc = writerOpen(p, iNext++, &w);
+    for(j=0; j<n && rc==SQLITE_OK; j++){
+      const GpudsRow *pRow = (const GpudsRow*)(uintptr_t)aNew[j];
+      rc = writerAdd(p, &w, aKey[j], (const unsigned char*)pRow,
+                     pRow ? (uint32_t)gpudsRowBytes(pRow) : 0);
+    }
+    if( rc==SQLITE_OK ) rc = writerFlush(p, &w);
+    writerClose(&w);
+    bAny = 1;
+  }
+  if( rc==SQLITE_OK && bAny ) rc = compactRuns(p);
+  if( rc==SQLITE_OK && bAny ){
+    rc = shadowExec(p, "UPDATE %Q.'%q_meta' SET value=value+1 WHERE key='generation';"
+                       "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='rows';",
+                    p->zDb, p->zName, p->zDb, p->zName,
+                    (long long)p->pOps->xCount(p->pStore));
+    if( rc==SQLITE_OK ) p->iGenPending = p->iGeneration + 1;
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------------------ load */
+
+typedef struct LoadCtx {
+  int64_t *aKey;
+  uint64_t *aVal;
+  int64_t n, nAlloc;
+} LoadCtx;
+
+/* mergeRuns() callback that collects rows for the bulk load. */
+static int outToLoad(GpudsTable *p, void *pCtx, int64_t k,
+                     const unsigned char *aRec, uint32_t nRec){
+  LoadCtx *c = (LoadCtx*)pCtx;
+  GpudsRow *pRow;
+  if( c->n==c->nAlloc ){
+    int64_t nNew = c->nAlloc ? c->nAlloc*2 : 4096;
+    int64_t *a = sqlite3_realloc64(c->aKey, nNew*8);
+    uint64_t *b;
+    if( a==0 ) return SQLITE_NOMEM;
+    c->aKey = a;
+    b = sqlite3_realloc64(c->aVal, nNew*8);
+    if( b==0 ) return SQLITE_NOMEM;
+    c->aVal = b;
+    c->nAlloc = nNew;
+  }
+  pRow = gpudsRowFromBytes(aRec, nRec, p->nCol-1);
+  if( pRow==0 ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad row record", p->zName);
+  c->aKey[c->n] = k;
+  c->aVal[c->n++] = (uint64_t)(uintptr_t)pRow;
+  return SQLITE_OK;
+}
+
+/* (Re)build the store from the shadow tables: merge every run, bulk-load
+** the result into a fresh store, and only then replace the old one, so a
+** failure leaves the table as it was. */
+static int shadowLoad(GpudsTable *p, int64_t iGen){
+  int64_t *aRun = 0, *aN = 0, i;
+  int nRun = 0, rc;
+  LoadCtx c;
+  gpuds_store *pNew = 0;
+  char *zErr = 0;
+  memset(&c, 0, sizeof(c));
+  rc = listRuns(p, &aRun, &aN, &nRun);
+  if( rc==SQLITE_OK ) rc = mergeRuns(p, aRun, nRun, 1, outToLoad, &c);
+  if( rc==SQLITE_OK ){
+    rc = p->pOps->xCreate(&pNew, &zErr);
+    if( rc ) gpudsVtabError(p, rc, "cannot create the %s store: %s", p->pOps->zBackend, zErr ? zErr : "");
+    free(zErr);
+  }
+  if( rc==SQLITE_OK && c.n>0 ){
+    rc = p->pOps->xBulkLoad(pNew, (size_t)c.n, c.aKey, c.aVal);
+    if( rc ) gpudsVtabError(p, rc, "loading: %s", p->pOps->xErrmsg(pNew));
+  }
+  if( rc==SQLITE_OK ){
+    gpudsStoreReplace(p, pNew);
+    pNew = 0;
+    p->iGeneration = iGen;
+    p->bLoaded = 1;
+    p->nLoadRows = c.n;
+  }else{
+    for(i=0; i<c.n; i++) gpudsRowFree((GpudsRow*)(uintptr_t)c.aVal[i]);
+    if( pNew ) p->pOps->xDestroy(pNew);
+  }
+  sqlite3_free(c.aKey); sqlite3_free(c.aVal);
+  sqlite3_free(aRun); sqlite3_free(aN);
+  return rc;
+}
+
+/* Make sure the structure holds what the database holds: load it on first
+** use, and reload it when another connection has committed to the table.
+** Never while this table has a transaction or a cursor open. */
+int gpudsShadowRefresh(GpudsTable *p){
+  int rc;
+  int64_t iGen = 0;
+  unsigned int iVersion = 0;
+  if( p->nCursor>0 || p->wb.nOver>0 || p->wb.nUndo>0 ) return SQLITE_OK;
+  if( sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
+    iVersion = 0;
+  }
+  if( p->bLoaded && iVersion==p->iDataVersion && iVersion!=0 ) return SQLITE_OK;
+  rc = metaGet(p, "generation", &iGen);
+  if( rc ) return rc;
+  if( !p->bLoaded || iGen!=p->iGeneration ) rc = shadowLoad(p, iGen);
+  if( rc==SQLITE_OK ) p->iDataVersion = iVersion;
+  return rc;
+}
+
+/* The transaction's shadow writes are committed: adopt the generation. */
+void gpudsShadowCommitted(GpudsTable *p){
+  if( p->iGenPending ){
+    p->iGeneration = p->iGenPending;
+    p->iGenPending = 0;
+  }
+}
+
+/* The transaction rolled back: its shadow writes are gone too. */
+void gpudsShadowRolledBack(GpudsTable *p){
+  p->iGenPending = 0;
+}
+
+/* ------------------------------------------------------------ gpuds_check */
+
+typedef struct CheckCtx {
+  int64_t n;
+  int64_t nBad;
+  char *zFirst;
+} CheckCtx;
+
+/* mergeRuns() callback for gpuds_check(): compare one shadow row with the
+** structure. */
+static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
+                      const unsigned char *aRec, uint32_t nRec){
+  CheckCtx *c = (CheckCtx*)pCtx;
+  uint8_t f = 0;
+  uint64_t v = 0;
+  int rc = p->pOps->xLookup(p->pStore, 1, &k, &f, &v);
+  if( rc ) return gpudsVtabError(p, rc, "lookup: %s", p->pOps->xErrmsg(p->pStore));
+  c->n++;
+  if( !f || gpudsRowBytes((const GpudsRow*)(uintptr_t)v)!=nRec
+   || memcmp((const void*)(uintptr_t)v, aRec, nRec)!=0 ){
+    if( c->nBad++==0 ){
+      c->zFirst = sqlite3_mprintf("key %lld: %s", (long long)k,
+                                  f ? "row differs from the shadow table" : "missing from the structure");
+    }
+  }
+  return SQLITE_OK;
+}
+
+/* Verify the structure against the shadow tables and its own invariants.
+** Returns SQLITE_OK with *pzResult "ok" or a description of the first
+** problem (sqlite3_malloc'd). */
+int gpudsShadowCheck(GpudsTable *p, char **pzResult){
+  int64_t *aRun = 0, *aN = 0, nStore;
+  int nRun = 0, rc;
+  CheckCtx c;
+  memset(&c, 0, sizeof(c));
+  *pzResult = 0;
+  rc = gpudsShadowRefresh(p);
+  if( rc ) return rc;
+  if( p->pOps->xCheck(p->pStore)!=GPUDS_OK ){
+    *pzResult = sqlite3_mprintf("%s: structure invariant failed: %s", p->zName,
+                                p->pOps->xErrmsg(p->pStore));
+    return SQLITE_OK;
+  }
+  rc = listRuns(p, &aRun, &aN, &nRun);
+  if( rc==SQLITE_OK ) rc = mergeRuns(p, aRun, nRun, 1, outToCheck, &c);
+  sqlite3_free(aRun); sqlite3_free(aN);
+  if( rc ){ sqlite3_free(c.zFirst); return rc; }
+  nStore = p->pOps->xCount(p->pStore);
+  if( c.nBad ){
+    *pzResult = sqlite3_mprintf("%s: %lld of %lld shadow rows disagree; first: %s",
+                                p->zName, (long long)c.nBad, (long long)c.n, c.zFirst);
+  }else if( nStore!=c.n && p->wb.nOver==0 && p->wb.nUndo==0 ){
+    *pzResult = sqlite3_mprintf("%s: the structure holds %lld keys, the shadow tables %lld",
+                                p->zName, (long long)nStore, (long long)c.n);
+  }else{
+    *pzResult = sqlite3_mprintf("ok");
+  }
+  sqlite3_free(c.zFirst);
+  return *pzResult ? SQLITE_OK : SQLITE_NOMEM;
+}
