@@ -1,0 +1,295 @@
+// bench_hash.cu -- throughput of the GPU hash store on device-resident
+// batches (not a test).  Kernels are timed with CUDA events on the store's
+// stream; keys are pseudo-random distinct int64 (a bijective mix of an index).
+//
+// usage: bench_hash [out.csv] [maxLog2=27] [minLog2=20]
+//
+// For each table size N = 2^lg and target load L in {0.5, 0.8}: a table
+// presized for N keys at load L (gpuds_hash::reserve), then
+//   insert-batch   N upserts through the general batch path (duplicate
+//                  detection sort included), fresh presized table
+//   insert         N upserts of distinct keys (upsertDistinctDevice: no sort)
+//   find-hit       N lookups of present keys          (load L)
+//   find-miss      N lookups of absent keys           (load L)
+//   mixed          N/4 ops: 10% upsert (new keys), 10% delete, 80% lookup,
+//                  general batch path (sort included)
+//   delete         N/2 deletes of present keys, general batch path
+// and growth from an empty table to 2^26 keys in batches of 2^22 through the
+// table's own resizes (distinct-upsert path and general path).
+#include "gpuds_backend.h"
+#include "hash.cuh"
+
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define CK(x) do{ cudaError_t e_ = (x); if( e_!=cudaSuccess ){                 \
+    fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,                \
+            cudaGetErrorString(e_)); exit(1); } }while(0)
+#define OK(x) do{ int rc_ = (x); if( rc_!=GPUDS_OK ){                          \
+    fprintf(stderr, "%s:%d: %s: rc=%d\n", __FILE__, __LINE__, #x, rc_); exit(1); } }while(0)
+
+static const gpuds_store_ops *G = &gpudsCudaHashOps;
+static const uint64_t SEED = 0x5eed5eed12345678ull;
+
+// splitmix64 finalizer: a bijection, so distinct indices give distinct keys.
+__host__ __device__ static inline uint64_t smix(uint64_t x){
+  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27; x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+__device__ static inline int64_t keyOf(uint64_t j){ return (int64_t)smix(j ^ SEED); }
+
+// k[i] = key of index base+i, v[i] = base+i.
+__global__ void kGen(int64_t *k, uint64_t *v, size_t n, uint64_t base){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=(size_t)gridDim.x*blockDim.x ){
+    k[i] = keyOf(base+i);
+    if( v ) v[i] = base+i;
+  }
+}
+
+// [10,10,80] mix: upserts of fresh keys (index insBase+i), deletes of present
+// keys (index delBase+i), lookups of random present indices in [0, nKeys).
+__global__ void kGenMixed(uint8_t *op, int64_t *k, uint64_t *v, size_t n,
+                          uint64_t nKeys, uint64_t insBase, uint64_t delBase,
+                          uint64_t salt){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=(size_t)gridDim.x*blockDim.x ){
+    uint64_t r = smix(i*0x9E3779B97F4A7C15ull ^ salt);
+    int x = (int)(r%10);
+    if( x==0 ){ op[i] = GPUDS_OP_UPSERT; k[i] = keyOf(insBase+i); v[i] = insBase+i; }
+    else if( x==1 ){ op[i] = GPUDS_OP_DELETE; k[i] = keyOf(delBase+i); v[i] = 0; }
+    else{ op[i] = GPUDS_OP_LOOKUP; k[i] = keyOf((r>>8)%nKeys); v[i] = 0; }
+  }
+}
+
+__global__ void kFill(uint8_t *p, size_t n, uint8_t x){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=(size_t)gridDim.x*blockDim.x ) p[i] = x;
+}
+
+// *out = number of found flags set.
+__global__ void kSum(const uint8_t *f, size_t n, unsigned long long *out){
+  unsigned long long s = 0;
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=(size_t)gridDim.x*blockDim.x ) s += f[i];
+  for( int o=16; o>0; o>>=1 ) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if( (threadIdx.x&31)==0 && s ) atomicAdd(out, s);
+}
+
+static unsigned long long countFound(const uint8_t *dF, size_t n){
+  unsigned long long *d, h = 0;
+  CK(cudaMalloc(&d, 8));
+  CK(cudaMemset(d, 0, 8));
+  kSum<<<1024, 256>>>(dF, n, d);
+  CK(cudaGetLastError());
+  CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  return h;
+}
+
+struct Timer {
+  cudaEvent_t a, b;
+  cudaStream_t s;
+  explicit Timer(cudaStream_t st) : s(st){ CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b)); }
+  ~Timer(){ cudaEventDestroy(a); cudaEventDestroy(b); }
+  void start(){ CK(cudaEventRecord(a, s)); }
+  double stop(){ float ms; CK(cudaEventRecord(b, s)); CK(cudaEventSynchronize(b));
+                 CK(cudaEventElapsedTime(&ms, a, b)); return ms; }
+};
+
+static FILE *gCsv = nullptr;
+static char gDev[256];
+
+static void report(const char *op, int lg, double loadTarget, double loadActual,
+                   size_t nOps, double ms, const char *note){
+  double gops = nOps/(ms*1e-3)/1e9;
+  printf("%-13s 2^%-2d load %.2f (actual %.3f)  %11zu ops  %9.3f ms  %7.2f G ops/s  %s\n",
+         op, lg, loadTarget, loadActual, nOps, ms, gops, note);
+  fflush(stdout);
+  if( gCsv ){
+    fprintf(gCsv, "%s,%d,%.2f,%.4f,%zu,%.4f,%.3f,\"%s\",\"%s\"\n", op, lg, loadTarget,
+            loadActual, nOps, ms, gops, note, gDev);
+    fflush(gCsv);
+  }
+}
+
+static double loadOf(gpuds_store *p){
+  return (double)G->xCount(p)/(double)(gpuds_hash::buckets(p)*gpuds_hash::kSlotsPerBucket);
+}
+
+static gpuds_store *mk(){
+  gpuds_store *p = nullptr;
+  char *z = nullptr;
+  if( G->xCreate(&p, &z)!=GPUDS_OK ){ fprintf(stderr, "xCreate: %s\n", z ? z : ""); exit(1); }
+  return p;
+}
+
+int main(int argc, char **argv){
+  const char *zCsv = argc>1 ? argv[1] : "bench_hash.csv";
+  int maxLg = argc>2 ? atoi(argv[2]) : 27;
+  int minLg = argc>3 ? atoi(argv[3]) : 20;
+  uint64_t nFree = 0, nTotal = 0;
+  if( !gpudsCudaDevice(gDev, sizeof(gDev), &nFree, &nTotal) ){
+    printf("SKIPPED: no usable CUDA device (%s)\n", gDev);
+    return 77;
+  }
+  printf("device: %s (%.1f GiB free)\n", gDev, nFree/1073741824.0);
+  gCsv = fopen(zCsv, "w");
+  if( !gCsv ){ perror(zCsv); return 1; }
+  fprintf(gCsv, "op,log2n,load_target,load_actual,ops,ms,gops,note,device\n");
+
+  const size_t NMAX = (size_t)1<<std::max(maxLg, 26);
+  int64_t *dK, *dK2; uint64_t *dV, *dOld; uint8_t *dF, *dOp;
+  CK(cudaMalloc(&dK, 8*NMAX)); CK(cudaMalloc(&dK2, 8*NMAX));
+  CK(cudaMalloc(&dV, 8*NMAX)); CK(cudaMalloc(&dOld, 8*NMAX));
+  CK(cudaMalloc(&dF, NMAX)); CK(cudaMalloc(&dOp, NMAX));
+
+  {  // warm up (module load, first allocations)
+    gpuds_store *p = mk();
+    kGen<<<1024, 256>>>(dK, dV, 1<<20, 0);
+    OK(gpuds_hash::upsertDistinctDevice(p, 1<<20, dK, dV, nullptr, nullptr));
+    OK(gpuds_hash::lookupDevice(p, 1<<20, dK, dF, dOld));
+    G->xDestroy(p);
+  }
+
+  const double loads[2] = {0.5, 0.8};
+  for( int lg=minLg; lg<=maxLg; lg++ ){
+    for( double L : loads ){
+      const size_t N = (size_t)1<<lg;
+      char note[160];
+      // insert through the general batch path (fresh presized table)
+      {
+        gpuds_store *p = mk();
+        OK(gpuds_hash::reserve(p, N, L));
+        kGen<<<2048, 256>>>(dK, dV, N, 0);
+        kFill<<<2048, 256>>>(dOp, N, GPUDS_OP_UPSERT);
+        CK(cudaDeviceSynchronize());
+        Timer t(gpuds_hash::stream(p));
+        uint64_t nb = gpuds_hash::buckets(p);
+        t.start();
+        OK(gpuds_hash::batchDevice(p, N, dOp, dK, dV, dF, dOld));
+        double ms = t.stop();
+        snprintf(note, sizeof(note), "general batch path, presized%s",
+                 gpuds_hash::buckets(p)!=nb ? ", RESIZED" : "");
+        if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "insert-batch: count %lld\n", (long long)G->xCount(p)); return 1; }
+        report("insert-batch", lg, L, loadOf(p), N, ms, note);
+        G->xDestroy(p);
+      }
+      gpuds_store *p = mk();
+      Timer t(gpuds_hash::stream(p));
+      OK(gpuds_hash::reserve(p, N, L));
+      uint64_t nb = gpuds_hash::buckets(p);
+      kGen<<<2048, 256>>>(dK, dV, N, 0);
+      CK(cudaDeviceSynchronize());
+      t.start();
+      OK(gpuds_hash::upsertDistinctDevice(p, N, dK, dV, nullptr, nullptr));
+      double ms = t.stop();
+      if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "insert: count %lld\n", (long long)G->xCount(p)); return 1; }
+      report("insert", lg, L, loadOf(p), N, ms,
+             gpuds_hash::buckets(p)!=nb ? "distinct keys, presized, RESIZED" : "distinct keys, presized");
+      // find-hit
+      {
+        std::vector<double> v;
+        for( int r=0; r<4; r++ ){
+          t.start();
+          OK(gpuds_hash::lookupDevice(p, N, dK, dF, dOld));
+          double x = t.stop();
+          if( r ) v.push_back(x);
+        }
+        std::sort(v.begin(), v.end());
+        unsigned long long nf = countFound(dF, N);
+        snprintf(note, sizeof(note), "median of 3, %llu/%zu found", nf, N);
+        if( nf!=N ){ fprintf(stderr, "find-hit: only %llu found\n", nf); return 1; }
+        report("find-hit", lg, L, loadOf(p), N, v[1], note);
+      }
+      // find-miss
+      {
+        kGen<<<2048, 256>>>(dK2, nullptr, N, N);
+        CK(cudaDeviceSynchronize());
+        std::vector<double> v;
+        for( int r=0; r<4; r++ ){
+          t.start();
+          OK(gpuds_hash::lookupDevice(p, N, dK2, dF, dOld));
+          double x = t.stop();
+          if( r ) v.push_back(x);
+        }
+        std::sort(v.begin(), v.end());
+        unsigned long long nf = countFound(dF, N);
+        snprintf(note, sizeof(note), "median of 3, %llu found", nf);
+        if( nf!=0 ){ fprintf(stderr, "find-miss: %llu found\n", nf); return 1; }
+        report("find-miss", lg, L, loadOf(p), N, v[1], note);
+      }
+      // mixed [10,10,80], batches of N/4 (one warm-up, one timed)
+      {
+        const size_t B = N/4;
+        uint64_t re0 = gpuds_hash::rehashCount(p);
+        double msT = 0;
+        for( int r=0; r<2; r++ ){
+          kGenMixed<<<2048, 256>>>(dOp, dK2, dOld, B, N, 4*(uint64_t)N + r*(uint64_t)B,
+                                   (uint64_t)r*B, 77+r);
+          CK(cudaDeviceSynchronize());
+          t.start();
+          OK(gpuds_hash::batchDevice(p, B, dOp, dK2, dOld, dF, dV));
+          msT = t.stop();
+        }
+        snprintf(note, sizeof(note), "batch N/4, general path%s",
+                 gpuds_hash::rehashCount(p)!=re0 ? ", REHASHED" : "");
+        report("mixed-10-10-80", lg, L, loadOf(p), B, msT, note);
+      }
+      // delete N/2 present keys (indices [N/2, N))
+      {
+        kGen<<<2048, 256>>>(dK2, nullptr, N/2, N/2);
+        kFill<<<2048, 256>>>(dOp, N/2, GPUDS_OP_DELETE);
+        CK(cudaDeviceSynchronize());
+        uint64_t re0 = gpuds_hash::rehashCount(p);
+        int64_t c0 = G->xCount(p);
+        double l0 = loadOf(p);
+        t.start();
+        OK(gpuds_hash::batchDevice(p, N/2, dOp, dK2, nullptr, dF, dOld));
+        ms = t.stop();
+        unsigned long long nf = countFound(dF, N/2);
+        snprintf(note, sizeof(note), "general path, %llu/%zu found%s", nf, N/2,
+                 gpuds_hash::rehashCount(p)!=re0 ? ", SHRUNK" : "");
+        if( c0-G->xCount(p)!=(int64_t)nf ){ fprintf(stderr, "delete: count mismatch\n"); return 1; }
+        report("delete", lg, L, l0, N/2, ms, note);
+      }
+      OK(G->xCheck(p));
+      G->xDestroy(p);
+    }
+  }
+
+  // growth from empty to 2^26 keys in batches of 2^22 through resizes
+  for( int path=0; path<2; path++ ){
+    const size_t N = (size_t)1<<26, B = (size_t)1<<22;
+    gpuds_store *p = mk();
+    Timer t(gpuds_hash::stream(p));
+    kGen<<<2048, 256>>>(dK, dV, N, 0);
+    kFill<<<2048, 256>>>(dOp, B, GPUDS_OP_UPSERT);
+    CK(cudaDeviceSynchronize());
+    uint64_t re0 = gpuds_hash::rehashCount(p);
+    t.start();
+    for( size_t s=0; s<N; s+=B ){
+      if( path==0 ) OK(gpuds_hash::upsertDistinctDevice(p, B, dK+s, dV+s, nullptr, nullptr));
+      else OK(gpuds_hash::batchDevice(p, B, dOp, dK+s, dV+s, dF, dOld));
+    }
+    double ms = t.stop();
+    if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "growth: count\n"); return 1; }
+    char note[160];
+    snprintf(note, sizeof(note), "%s, batches of 2^22, %llu resizes, final %llu buckets",
+             path==0 ? "distinct-upsert path" : "general batch path",
+             (unsigned long long)(gpuds_hash::rehashCount(p)-re0),
+             (unsigned long long)gpuds_hash::buckets(p));
+    report(path==0 ? "growth" : "growth-batch", 26, 0, loadOf(p), N, ms, note);
+    char z[512];
+    G->xInfo(p, z, sizeof(z));
+    printf("  %s\n", z);
+    OK(G->xCheck(p));
+    G->xDestroy(p);
+  }
+  cudaFree(dK); cudaFree(dK2); cudaFree(dV); cudaFree(dOld); cudaFree(dF); cudaFree(dOp);
+  fclose(gCsv);
+  printf("csv: %s\n", zCsv);
+  return 0;
+}

@@ -1,0 +1,1246 @@
+// hash.cu -- the GPU hash store behind gpuhash tables: gpudsCudaHashOps
+// (zBackend "cuda", kind GPUDS_HASH).  Keys are int64 (full range), each with
+// one 64-bit word.
+//
+// SCHEME: bucketed linear probing over 128-byte buckets.
+//   * A bucket is one cache line: 8 keys (64 B) followed by their 8 values
+//     (64 B).  A tile of 8 threads reads the 8 keys of a bucket in one
+//     coalesced 64-byte load and decides the bucket with two ballots; only
+//     the lane that hits reads its value (same line, other half).
+//   * A key's home bucket is mulhi(fmix64(key), nBuckets); probing goes to
+//     the next bucket (wrapping) until a bucket holds the key (hit) or has an
+//     EMPTY slot (miss).
+//   * Why this and not bucketed cuckoo / iceberg: SQL does all four of
+//     find-hit, find-miss, insert and delete.  Linear probing over whole
+//     buckets ends almost every operation in the home bucket (one 64-byte key
+//     read for a miss, plus one value read for a hit) up to load ~0.85, while
+//     cuckoo must read every candidate bucket on a miss (2-3 lines) and
+//     iceberg reads a primary and two secondary buckets on a miss.  Keys
+//     never move once placed (cuckoo moves them), so lookups and updates can
+//     run concurrently with inserts of other keys without locks, and deletes
+//     are a single tombstone store.
+//   * Slot state lives in the key word: kEmptyKey (never used since the last
+//     rehash) or kTombKey (deleted).  A user key equal to one of these two bit
+//     patterns is kept in one of two side slots (in Meta), so no user key is
+//     lost.  Invariant: if key k sits in bucket Y, no bucket from home(k) up
+//     to Y holds an EMPTY slot.  It holds because slots only go EMPTY -> key
+//     -> TOMB -> key ..., never back to EMPTY (only a rehash makes EMPTY
+//     slots), and an insert takes the first free slot (EMPTY or TOMB) it can
+//     claim by CAS, scanning from the home bucket.  Tombstones are reused by
+//     inserts and all dropped by the next rehash.
+//
+// BATCHES: the result must equal sequential application.  Operations on
+// different keys commute, so only ops on the same key need ordering.  A
+// batch is split by a CUB radix sort of (top bits of fmix64(key), index):
+// an op whose hash bits are unique in the batch is "solo" (its key occurs
+// once) and runs in the fully parallel kernel kRun, 8 ops per tile with their
+// home-bucket reads in flight together; ops sharing hash bits with another op
+// (true duplicates, plus rare hash-bit collisions) form groups that one tile
+// each applies sequentially in array order (kGroups), keeping a run of equal
+// keys in registers and writing the table once per run.  Each key is thus
+// owned by one tile per batch, so the table never gets a key twice.  Pure
+// lookup batches skip the sort.
+//
+// GROWTH: before a batch the table is resized so that used slots (keys +
+// tombstones) + upserts of the batch stay <= kMaxLoad; a rehash builds a new
+// table on the GPU and swaps it in only when complete, so running out of GPU
+// memory leaves the store unchanged (GPUDS_NOMEM).  After a batch that leaves
+// the table below kShrinkLoad it is rehashed down.
+#include "gpuds_backend.h"
+#include "hash.cuh"
+#include "hash_util.cuh"
+
+#include <cooperative_groups.h>
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace cg = cooperative_groups;
+using namespace gpuds_hash;
+typedef unsigned long long ull;
+
+namespace {
+
+constexpr int TS = kSlotsPerBucket;     // tile size = slots per bucket
+constexpr ull NONE = ~0ull;
+constexpr int BLOCK = 256;
+constexpr size_t kMaxBatch = 0x7fffffffu;   // op indices are 32-bit
+
+struct alignas(128) Bucket {
+  ull key[TS];
+  ull val[TS];
+};
+static_assert(sizeof(Bucket)==128, "a bucket is one 128-byte line");
+
+struct Table {
+  Bucket *b;
+  ull nb;          // number of buckets (any value >= 1)
+};
+
+// Counters and side slots, on the device (kernels update them) and mirrored
+// on the host after every call.
+struct Meta {
+  ull count;            // keys held, side slots included
+  ull used;             // table slots that are not EMPTY (keys + tombstones)
+  ull sidePresent[2];   // side slot 0 holds user key kEmptyKey, 1 kTombKey
+  ull sideVal[2];
+  ull err;              // nonzero: a kernel could not place a key (a bug)
+};
+
+enum { M_LOOKUP = 0, M_MIXED = 1, M_INSERT_NEW = 2 };
+
+using Tile = cg::thread_block_tile<TS, cg::thread_block>;
+
+// ---------------------------------------------------------------- device --
+
+// murmur3 fmix64: a bijection on 64-bit words, so equal hashes mean equal keys.
+__host__ __device__ __forceinline__ ull mix64(ull h){
+  h ^= h >> 33; h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+__device__ __forceinline__ ull homeOf(ull k, ull nb){ return __umul64hi(mix64(k), nb); }
+__device__ __forceinline__ ull nextB(ull b, ull nb){ return b+1==nb ? 0 : b+1; }
+__host__ __device__ __forceinline__ int sideOf(ull k){
+  return k==kEmptyKey ? 0 : (k==kTombKey ? 1 : -1);
+}
+__device__ __forceinline__ bool isFree(ull k){ return k==kEmptyKey || k==kTombKey; }
+
+// Load a word of the table: through the read-only path when no thread of the
+// kernel writes the table (RO), else from L2 (never a stale L1 line).
+template<bool RO> __device__ __forceinline__ ull ld(const ull *p){
+  if constexpr( RO ) return __ldg(p);
+  else return __ldcg(p);
+}
+
+// State of one key during a run of operations on it (tile-uniform).
+struct KeyState {
+  ull key;
+  int side;        // -1: table key; 0/1: side slot
+  bool present0;   // present before the run
+  bool present;    // present after the ops applied so far
+  bool dirty;      // an upsert happened (value to write back)
+  int l;           // lane (slot) of the key when present0
+  ull b;           // bucket of the key when present0
+  ull val;         // current value
+  ull freeB;       // first probed bucket with a free slot, NONE if none
+};
+
+// Probe for k (not a sentinel) by the lookup rule: from home(k), visit
+// buckets until one holds k or one has an EMPTY slot.  Promises: returns true
+// with (fb, fl, fv) = the first slot holding k in probe order and its value,
+// or false if k is absent; freeB = first visited bucket with a free slot.
+template<bool RO>
+__device__ bool tileProbe(const Tile &tile, const Table T, ull k,
+                          ull &fb, int &fl, ull &fv, ull &freeB){
+  const int lane = tile.thread_rank();
+  ull b = homeOf(k, T.nb);
+  freeB = NONE;
+  for( ull step=0; step<T.nb; step++ ){
+    ull sk = ld<RO>(&T.b[b].key[lane]);
+    unsigned hit = tile.ballot(sk==k);
+    if( hit ){
+      int l = __ffs(hit)-1;
+      ull v = 0;
+      if( lane==l ) v = ld<RO>(&T.b[b].val[l]);
+      fv = tile.shfl(v, l);
+      fb = b; fl = l;
+      return true;
+    }
+    if( freeB==NONE && tile.any(isFree(sk)) ) freeB = b;
+    if( tile.any(sk==kEmptyKey) ) return false;
+    b = nextB(b, T.nb);
+  }
+  return false;
+}
+
+// Put k -> v in the first free slot that a CAS wins, scanning from bucket b
+// (k absent and owned by this tile).  Promises: one slot now holds k; returns
+// 1 if it was EMPTY (used grows), 0 if a tombstone, -1 if none was found in
+// two sweeps of the table (cannot happen while used < slots; a bug).
+__device__ int tileClaim(const Tile &tile, const Table T, ull k, ull v, ull b){
+  const int lane = tile.thread_rank();
+  for( ull step=0; step<2*T.nb; step++ ){
+    ull sk = __ldcg(&T.b[b].key[lane]);
+    unsigned fr = tile.ballot(isFree(sk));
+    while( fr ){
+      int l = __ffs(fr)-1;
+      int ok = 0;
+      if( lane==l ){
+        if( atomicCAS(&T.b[b].key[l], sk, k)==sk ){
+          __stcg(&T.b[b].val[l], v);
+          ok = sk==kEmptyKey ? 2 : 1;
+        }
+      }
+      ok = tile.shfl(ok, l);
+      if( ok ) return ok-1;
+      fr &= fr-1;
+    }
+    b = nextB(b, T.nb);
+  }
+  return -1;
+}
+
+// Read the state of key k (before a run of ops on it).
+template<bool RO>
+__device__ KeyState tileLoadState(const Tile &tile, const Table T,
+                                  const Meta *meta, ull k){
+  KeyState s;
+  s.key = k; s.side = sideOf(k); s.dirty = false;
+  s.l = 0; s.b = 0; s.val = 0; s.freeB = NONE;
+  if( s.side>=0 ){
+    s.present0 = ld<RO>(&meta->sidePresent[s.side])!=0;
+    if( s.present0 ) s.val = ld<RO>(&meta->sideVal[s.side]);
+  }else{
+    ull b = 0, v = 0, fr = NONE; int l = 0;
+    s.present0 = tileProbe<RO>(tile, T, k, b, l, v, fr);
+    if( s.present0 ){ s.b = b; s.l = l; s.val = v; }
+    s.freeB = fr;
+  }
+  s.present = s.present0;
+  return s;
+}
+
+// Apply one operation to a key state in registers; report (found, old).
+__device__ __forceinline__ void applyOp(KeyState &s, int op, ull v,
+                                        uint8_t &f, ull &old){
+  f = s.present ? 1 : 0;
+  old = s.present ? s.val : 0;
+  if( op==GPUDS_OP_UPSERT ){ s.present = true; s.val = v; s.dirty = true; }
+  else if( op==GPUDS_OP_DELETE ){ s.present = false; s.val = 0; }
+}
+
+// Write a key's final state back to the table (or its side slot).  Promises:
+// afterwards the store holds exactly what s says; dC/dU (tile-uniform) get
+// the change in count/used; bad is set if no slot could be claimed.
+__device__ void tileFlush(const Tile &tile, const Table T, Meta *meta,
+                          const KeyState &s, long long &dC, long long &dU,
+                          int &bad){
+  const int lane = tile.thread_rank();
+  if( s.side>=0 ){
+    if( lane==0 && (s.present!=s.present0 || s.dirty) ){
+      __stcg(&meta->sidePresent[s.side], (ull)(s.present ? 1 : 0));
+      __stcg(&meta->sideVal[s.side], s.present ? s.val : 0ull);
+    }
+    dC += (int)s.present - (int)s.present0;
+    return;
+  }
+  if( s.present0 && s.present ){
+    if( s.dirty && lane==s.l ) __stcg(&T.b[s.b].val[s.l], s.val);
+  }else if( s.present0 ){
+    if( lane==s.l ) atomicExch(&T.b[s.b].key[s.l], kTombKey);
+    dC -= 1;
+  }else if( s.present ){
+    int r = tileClaim(tile, T, s.key, s.val,
+                      s.freeB!=NONE ? s.freeB : homeOf(s.key, T.nb));
+    if( r<0 ) bad = 1; else dU += r;
+    dC += 1;
+  }
+}
+
+// One tile applies up to 8 operations on DISTINCT keys (op t's inputs are in
+// lane t; bit t of `active` says whether op t exists).  MODE M_LOOKUP: all
+// lookups, nothing writes the table; M_MIXED: any ops; M_INSERT_NEW: inserts
+// of keys known absent (rehash).  The home-bucket reads of all 8 ops are
+// issued before any is used (memory-level parallelism); ops the home bucket
+// decides finish on that fast path, with the CASes of their inserts issued
+// together; the rest take the general sequential path.  Promises: lane t gets
+// op t's (found, old); dC/dU/bad as in tileFlush.
+template<int MODE>
+__device__ void tileRun8(const Tile &tile, const Table T, Meta *meta,
+                         unsigned active, int myOp, ull myKey, ull myVal,
+                         uint8_t &myFound, ull &myOld,
+                         long long &dC, long long &dU, int &bad){
+  constexpr bool RO = (MODE==M_LOOKUP);
+  const int lane = tile.thread_rank();
+  ull kt[TS], sk[TS], vt[TS], cas[TS];
+  int hl[TS], cl[TS];
+  unsigned tab = 0;     // bit t: op t is a table key (active, not a sentinel)
+  unsigned fast = 0;    // bit t: op t is decided by its home bucket
+
+  // A: issue the home-bucket key reads of all ops.
+#pragma unroll
+  for( int t=0; t<TS; t++ ){
+    kt[t] = tile.shfl(myKey, t);
+    sk[t] = kEmptyKey; vt[t] = 0; cas[t] = 0; hl[t] = -1; cl[t] = -1;
+    if( ((active>>t)&1) && sideOf(kt[t])<0 ){
+      tab |= 1u<<t;
+      sk[t] = ld<RO>(&T.b[homeOf(kt[t], T.nb)].key[lane]);
+    }
+  }
+  // B: decide from the home bucket; issue the value reads of the hits.
+#pragma unroll
+  for( int t=0; t<TS; t++ ){
+    if( !((tab>>t)&1) ) continue;
+    unsigned hm = MODE==M_INSERT_NEW ? 0u : tile.ballot(sk[t]==kt[t]);
+    if( hm ){
+      hl[t] = __ffs(hm)-1;
+      fast |= 1u<<t;
+      if( lane==hl[t] ) vt[t] = ld<RO>(&T.b[homeOf(kt[t], T.nb)].val[lane]);
+    }else if( MODE==M_INSERT_NEW ? tile.any(isFree(sk[t]))
+                                 : tile.any(sk[t]==kEmptyKey) ){
+      fast |= 1u<<t;
+    }
+  }
+  // C: results and in-place updates of the fast ops; issue insert CASes.
+#pragma unroll
+  for( int t=0; t<TS; t++ ){
+    if( !((fast>>t)&1) ) continue;
+    const int op = MODE==M_MIXED ? tile.shfl(myOp, t)
+                 : (MODE==M_LOOKUP ? GPUDS_OP_LOOKUP : GPUDS_OP_UPSERT);
+    const ull home = homeOf(kt[t], T.nb);
+    if( hl[t]>=0 ){
+      ull old = tile.shfl(vt[t], hl[t]);
+      if( lane==t ){ myFound = 1; myOld = old; }
+      if( MODE==M_MIXED ){
+        if( op==GPUDS_OP_UPSERT ){
+          ull v = tile.shfl(myVal, t);
+          if( lane==hl[t] ) __stcg(&T.b[home].val[lane], v);
+        }else if( op==GPUDS_OP_DELETE ){
+          if( lane==hl[t] ) atomicExch(&T.b[home].key[lane], kTombKey);
+          dC -= 1;
+        }
+      }
+    }else{
+      if( lane==t ){ myFound = 0; myOld = 0; }
+      if( MODE!=M_LOOKUP && op==GPUDS_OP_UPSERT ){
+        int c = __ffs(tile.ballot(isFree(sk[t])))-1;   // >= 0: fast miss
+        cl[t] = c;
+        if( lane==c ) cas[t] = atomicCAS(&T.b[home].key[lane], sk[t], kt[t]);
+      }
+    }
+  }
+  // D: finish the inserts: store the value where the CAS won, else rescan.
+  if( MODE!=M_LOOKUP ){
+#pragma unroll
+    for( int t=0; t<TS; t++ ){
+      if( cl[t]<0 ) continue;
+      const ull v = tile.shfl(myVal, t);
+      const ull home = homeOf(kt[t], T.nb);
+      int ok = 0;
+      if( lane==cl[t] && cas[t]==sk[t] ){
+        __stcg(&T.b[home].val[lane], v);
+        ok = sk[t]==kEmptyKey ? 2 : 1;
+      }
+      ok = tile.shfl(ok, cl[t]);
+      if( ok ){
+        dU += ok-1;
+      }else{
+        int r = tileClaim(tile, T, kt[t], v, home);
+        if( r<0 ) bad = 1; else dU += r;
+      }
+      if( MODE==M_MIXED ) dC += 1;
+    }
+  }
+  // E: everything else, one op at a time (overflowed home bucket, side keys).
+  // (Runtime t here: read the key by shuffle, not from kt[], which must stay
+  // in registers.)
+#pragma unroll 1
+  for( int t=0; t<TS; t++ ){
+    if( !((active>>t)&1) || ((fast>>t)&1) ) continue;
+    const int op = MODE==M_MIXED ? tile.shfl(myOp, t)
+                 : (MODE==M_LOOKUP ? GPUDS_OP_LOOKUP : GPUDS_OP_UPSERT);
+    const ull k = tile.shfl(myKey, t);
+    const ull v = MODE==M_LOOKUP ? 0 : tile.shfl(myVal, t);
+    if( MODE==M_INSERT_NEW ){
+      int r = tileClaim(tile, T, k, v, homeOf(k, T.nb));
+      if( r<0 ) bad = 1; else dU += r;
+      continue;
+    }
+    KeyState s = tileLoadState<RO>(tile, T, meta, k);
+    uint8_t f; ull o;
+    applyOp(s, op, v, f, o);
+    if( lane==t ){ myFound = f; myOld = o; }
+    if( MODE==M_MIXED ) tileFlush(tile, T, meta, s, dC, dU, bad);
+  }
+}
+
+// Add the per-tile deltas (held by tile lane 0) of a warp to Meta.
+__device__ void finishCounters(Meta *meta, int lane, long long dC,
+                               long long dU, int bad){
+  long long c = lane==0 ? dC : 0, u = lane==0 ? dU : 0;
+#pragma unroll
+  for( int o=16; o>0; o>>=1 ){
+    c += __shfl_xor_sync(0xffffffffu, c, o);
+    u += __shfl_xor_sync(0xffffffffu, u, o);
+    bad |= __shfl_xor_sync(0xffffffffu, bad, o);
+  }
+  if( (threadIdx.x&31)==0 ){
+    if( c ) atomicAdd(&meta->count, (ull)c);
+    if( u ) atomicAdd(&meta->used, (ull)u);
+    if( bad ) atomicExch(&meta->err, 1ull);
+  }
+}
+
+// Apply ops [0,n) whose keys are distinct among the ops not skipped (skip[i]
+// != 0 skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals
+// NULL: values 0.  found/old may be NULL.
+template<int MODE>
+__global__ void __launch_bounds__(BLOCK)
+kRun(Table T, Meta *meta, size_t n, const uint8_t *ops, int defOp,
+     const ull *keys, const ull *vals, const uint8_t *skip,
+     uint8_t *found, ull *old){
+  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
+  const int lane = tile.thread_rank();
+  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
+  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
+  long long dC = 0, dU = 0; int bad = 0;
+  for( size_t base=tileId*TS; base<n; base+=nTiles*TS ){
+    const size_t i = base+lane;
+    const bool in = i<n;
+    int op = defOp; ull k = 0, v = 0;
+    if( in ){
+      if( ops ) op = ops[i];
+      k = keys[i];
+      if( vals ) v = vals[i];
+    }
+    const bool act = in && !(skip && skip[i]);
+    const unsigned active = tile.ballot(act);
+    uint8_t f = 0; ull o = 0;
+    if( active ) tileRun8<MODE>(tile, T, meta, active, op, k, v, f, o, dC, dU, bad);
+    if( act ){
+      if( found ) found[i] = f;
+      if( old ) old[i] = o;
+    }
+  }
+  if( MODE!=M_LOOKUP ) finishCounters(meta, lane, dC, dU, bad);
+}
+
+// Apply the group of ops starting at sorted position g (all positions with
+// the same hash bits sh[g]) sequentially in array order; a run of ops on one
+// key is applied in registers and written back once.
+__device__ void runGroup(const Tile &tile, const Table T, Meta *meta, size_t n,
+                         size_t g, const uint32_t *sh, const uint32_t *sidx,
+                         const uint8_t *ops, int defOp, const ull *keys,
+                         const ull *vals, uint8_t *found, ull *old,
+                         long long &dC, long long &dU, int &bad){
+  const int lane = tile.thread_rank();
+  const uint32_t x = sh[g];
+  KeyState s;
+  bool have = false;
+  for( size_t q=g; ; q+=TS ){
+    const size_t j = q+lane;
+    const bool in = j<n && sh[j]==x;     // a prefix of the tile
+    const int cnt = __popc(tile.ballot(in));
+    uint32_t i = 0; int op = defOp; ull k = 0, v = 0;
+    if( in ){
+      i = sidx[j];
+      if( ops ) op = ops[i];
+      k = keys[i];
+      if( vals ) v = vals[i];
+    }
+    uint8_t myF = 0; ull myO = 0;
+    for( int t=0; t<cnt; t++ ){
+      const int ot = tile.shfl(op, t);
+      const ull kt = tile.shfl(k, t);
+      const ull vt = tile.shfl(v, t);
+      if( !have || s.key!=kt ){
+        if( have ){ tileFlush(tile, T, meta, s, dC, dU, bad); tile.sync(); }
+        s = tileLoadState<false>(tile, T, meta, kt);
+        have = true;
+      }
+      uint8_t f; ull o;
+      applyOp(s, ot, vt, f, o);
+      if( lane==t ){ myF = f; myO = o; }
+    }
+    if( in ){
+      if( found ) found[i] = myF;
+      if( old ) old[i] = myO;
+    }
+    if( cnt<TS ) break;
+  }
+  if( have ) tileFlush(tile, T, meta, s, dC, dU, bad);
+}
+
+// Apply every group of >= 2 ops sharing hash bits (sorted order sh/sidx).
+__global__ void __launch_bounds__(BLOCK)
+kGroups(Table T, Meta *meta, size_t n, const uint32_t *sh,
+        const uint32_t *sidx, const uint8_t *ops, int defOp, const ull *keys,
+        const ull *vals, uint8_t *found, ull *old){
+  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
+  const int lane = tile.thread_rank();
+  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
+  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
+  long long dC = 0, dU = 0; int bad = 0;
+  for( size_t base=tileId*TS; base<n; base+=nTiles*TS ){
+    const size_t p = base+lane;
+    bool head = false;
+    if( p<n ){
+      const uint32_t x = sh[p];
+      head = (p==0 || sh[p-1]!=x) && (p+1<n && sh[p+1]==x);
+    }
+    unsigned hm = tile.ballot(head);
+    while( hm ){
+      const int t = __ffs(hm)-1;
+      hm &= hm-1;
+      runGroup(tile, T, meta, n, base+t, sh, sidx, ops, defOp, keys, vals,
+               found, old, dC, dU, bad);
+    }
+  }
+  finishCounters(meta, lane, dC, dU, bad);
+}
+
+// h[i] = top `bits` bits of fmix64(key[i]), idx[i] = i.
+__global__ void kHashBits(size_t n, const ull *keys, uint32_t *h,
+                          uint32_t *idx, int shift){
+  for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<n;
+       i+=size_t(gridDim.x)*blockDim.x ){
+    h[i] = (uint32_t)(mix64(keys[i]) >> shift);
+    idx[i] = (uint32_t)i;
+  }
+}
+
+// skip[sidx[p]] = 1 for every sorted position p whose hash bits occur twice+.
+__global__ void kMark(size_t n, const uint32_t *sh, const uint32_t *sidx,
+                      uint8_t *skip){
+  for( size_t p=size_t(blockIdx.x)*blockDim.x+threadIdx.x; p<n;
+       p+=size_t(gridDim.x)*blockDim.x ){
+    const uint32_t x = sh[p];
+    if( (p>0 && sh[p-1]==x) || (p+1<n && sh[p+1]==x) ) skip[sidx[p]] = 1;
+  }
+}
+
+// out[0] += upserts, out[1] += deletes, out[2] += invalid op codes.
+__global__ void kCountOps(size_t n, const uint8_t *ops, ull *out){
+  unsigned u = 0, d = 0, bad = 0;
+  for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<n;
+       i+=size_t(gridDim.x)*blockDim.x ){
+    const uint8_t o = ops[i];
+    u += o==GPUDS_OP_UPSERT; d += o==GPUDS_OP_DELETE; bad += o>GPUDS_OP_DELETE;
+  }
+  u = __reduce_add_sync(0xffffffffu, u);
+  d = __reduce_add_sync(0xffffffffu, d);
+  bad = __reduce_add_sync(0xffffffffu, bad);
+  if( (threadIdx.x&31)==0 ){
+    if( u ) atomicAdd(&out[0], (ull)u);
+    if( d ) atomicAdd(&out[1], (ull)d);
+    if( bad ) atomicAdd(&out[2], (ull)bad);
+  }
+}
+
+// Insert every live key of the old table into the fresh table T.
+__global__ void __launch_bounds__(BLOCK)
+kRehash(const Bucket *oldB, ull oldNb, Table T, Meta *meta){
+  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
+  const int lane = tile.thread_rank();
+  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
+  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
+  long long dC = 0, dU = 0; int bad = 0;
+  for( ull b=tileId; b<oldNb; b+=nTiles ){
+    const ull k = __ldg(&oldB[b].key[lane]);
+    const ull v = __ldg(&oldB[b].val[lane]);
+    const unsigned active = tile.ballot(!isFree(k));
+    uint8_t f = 0; ull o = 0;
+    if( active ) tileRun8<M_INSERT_NEW>(tile, T, meta, active, GPUDS_OP_UPSERT,
+                                        k, v, f, o, dC, dU, bad);
+  }
+  finishCounters(meta, lane, 0, 0, bad);
+}
+
+// Invariant check: out[0] += live slots, out[1] += non-EMPTY slots, out[2] +=
+// live keys the probe rule does not find at their own slot (misplaced or
+// duplicated), out[3] = min such slot.
+__global__ void __launch_bounds__(BLOCK)
+kCheck(Table T, ull *out){
+  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
+  const int lane = tile.thread_rank();
+  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
+  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
+  ull live = 0, nonEmpty = 0, nBad = 0;
+  for( ull b=tileId; b<T.nb; b+=nTiles ){
+    const ull k = __ldg(&T.b[b].key[lane]);
+    live += !isFree(k);
+    nonEmpty += k!=kEmptyKey;
+    unsigned lm = tile.ballot(!isFree(k));
+    while( lm ){
+      const int t = __ffs(lm)-1;
+      lm &= lm-1;
+      const ull kt = tile.shfl(k, t);
+      ull fb = 0, fv = 0, fr = 0; int fl = 0;
+      const bool f = tileProbe<true>(tile, T, kt, fb, fl, fv, fr);
+      if( !f || fb!=b || fl!=t ){
+        if( lane==0 ){ nBad++; atomicMin(&out[3], b*TS+t); }
+      }
+    }
+  }
+#pragma unroll
+  for( int o=16; o>0; o>>=1 ){
+    live += __shfl_xor_sync(0xffffffffu, live, o);
+    nonEmpty += __shfl_xor_sync(0xffffffffu, nonEmpty, o);
+    nBad += __shfl_xor_sync(0xffffffffu, nBad, o);
+  }
+  if( (threadIdx.x&31)==0 ){
+    atomicAdd(&out[0], live);
+    atomicAdd(&out[1], nonEmpty);
+    if( nBad ) atomicAdd(&out[2], nBad);
+  }
+}
+
+// Scan predicate: slot s holds a live key within [lo, hi].
+struct ScanPred {
+  const Bucket *b;
+  long long lo, hi;
+  __device__ bool operator()(const ull &s) const {
+    const ull k = b[s/TS].key[s%TS];
+    if( isFree(k) ) return false;
+    const long long x = (long long)k;
+    return x>=lo && x<=hi;
+  }
+};
+
+// key[i], val[i] = contents of slot sel[i].
+__global__ void kGather(const Bucket *B, size_t m, const ull *sel,
+                        ull *key, ull *val){
+  for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<m;
+       i+=size_t(gridDim.x)*blockDim.x ){
+    const ull s = sel[i];
+    key[i] = B[s/TS].key[s%TS];
+    val[i] = B[s/TS].val[s%TS];
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ host --
+
+struct gpuds_store {
+  Table T;               // the table (device)
+  Meta *dMeta;           // device counters
+  Meta h;                // host mirror of *dMeta, valid between calls
+  void *dScratch;        // reusable device scratch (batches, scans, checks)
+  size_t nScratch;
+  void *hStage;          // reusable pinned staging buffer (may be NULL)
+  size_t nStage;
+  cudaStream_t st;
+  uint64_t devBytes;     // device bytes held (table + meta + scratch)
+  uint64_t devLimit;     // testing hook: simulated device memory limit
+  uint64_t nRehash;
+  int nSM;
+  char zErr[512];
+};
+
+namespace {
+
+// Allocate device memory, counted in p->devBytes (and held to p->devLimit).
+cudaError_t devAlloc(gpuds_store *p, void **pp, size_t n){
+  *pp = nullptr;
+  if( p->devLimit && p->devBytes+n > p->devLimit ) return cudaErrorMemoryAllocation;
+  cudaError_t e = cudaMalloc(pp, n);
+  if( e==cudaSuccess ) p->devBytes += n; else *pp = nullptr;
+  return e;
+}
+
+// Free memory from devAlloc (NULL is a no-op).
+void devFree(gpuds_store *p, void *ptr, size_t n){
+  if( ptr ){ cudaFree(ptr); p->devBytes -= n; }
+}
+
+int setErr(gpuds_store *p, int rc, const char *zMsg){
+  snprintf(p->zErr, sizeof(p->zErr), "gpuhash: %s", zMsg);
+  return rc;
+}
+
+// Blocks for a grid-stride kernel over `threads` threads.
+unsigned gridFor(const gpuds_store *p, size_t threads){
+  size_t b = (threads+BLOCK-1)/BLOCK;
+  size_t cap = (size_t)p->nSM*32;
+  if( b>cap ) b = cap;
+  return b<1 ? 1u : (unsigned)b;
+}
+
+// Buckets needed to hold nKeys at load factor `load` (at least kMinBuckets).
+ull bucketsFor(ull nKeys, double load){
+  double nb = (double)nKeys/load/TS;
+  ull r = (ull)nb;
+  if( (double)r<nb ) r++;
+  return r<kMinBuckets ? kMinBuckets : r;
+}
+
+ull sidesPresent(const gpuds_store *p){
+  return (p->h.sidePresent[0]?1:0) + (p->h.sidePresent[1]?1:0);
+}
+
+// Make the scratch buffer at least n bytes (contents not kept).  On failure
+// the store is unchanged apart from having no scratch.
+int ensureScratch(gpuds_store *p, size_t n){
+  int rc = GPUDS_OK;
+  if( p->nScratch>=n ) return GPUDS_OK;
+  devFree(p, p->dScratch, p->nScratch);
+  p->dScratch = nullptr; p->nScratch = 0;
+  n = (n+4095)&~(size_t)4095;
+  HASH_CK(p, devAlloc(p, &p->dScratch, n));
+  p->nScratch = n;
+  return GPUDS_OK;
+fail:
+  return rc;
+}
+
+// A pinned staging buffer of at least n bytes, or NULL (then the caller
+// copies from pageable memory directly).
+void *stage(gpuds_store *p, size_t n){
+  if( p->nStage>=n ) return p->hStage;
+  if( p->hStage ){ cudaFreeHost(p->hStage); p->hStage = nullptr; p->nStage = 0; }
+  if( cudaMallocHost(&p->hStage, n)!=cudaSuccess ){
+    (void)cudaGetLastError();
+    p->hStage = nullptr;
+    return nullptr;
+  }
+  p->nStage = n;
+  return p->hStage;
+}
+
+// Copy *dMeta to the host mirror (synchronises the stream).  Promises
+// GPUDS_ERROR if a kernel reported it could not place a key.
+int readMeta(gpuds_store *p){
+  int rc = GPUDS_OK;
+  HASH_CK(p, cudaMemcpyAsync(&p->h, p->dMeta, sizeof(Meta), cudaMemcpyDeviceToHost, p->st));
+  HASH_CK(p, cudaStreamSynchronize(p->st));
+  if( p->h.err ) return setErr(p, GPUDS_ERROR, "internal error: a key found no free slot");
+  return GPUDS_OK;
+fail:
+  return rc;
+}
+
+// Rebuild the table with newNb buckets (drops tombstones).  Promises: on
+// success the table holds the same keys; on failure (GPUDS_NOMEM when the new
+// table does not fit) the old table is untouched and still in use.
+int rehash(gpuds_store *p, ull newNb){
+  int rc = GPUDS_OK;
+  Bucket *nb = nullptr;
+  const size_t bytes = (size_t)newNb*sizeof(Bucket);
+  Table NT;
+  ull used = p->h.count - sidesPresent(p);
+  HASH_CK(p, devAlloc(p, (void**)&nb, bytes));
+  HASH_CK(p, cudaMemsetAsync(nb, 0xFE, bytes, p->st));
+  NT.b = nb; NT.nb = newNb;
+  if( p->h.used>0 ){
+    kRehash<<<gridFor(p, (size_t)p->T.nb*TS), BLOCK, 0, p->st>>>(p->T.b, p->T.nb, NT, p->dMeta);
+    HASH_CK_LAUNCH(p, "kRehash");
+  }
+  HASH_CK(p, cudaMemcpyAsync(&p->dMeta->used, &used, sizeof(ull), cudaMemcpyHostToDevice, p->st));
+  rc = readMeta(p);
+  if( rc ) goto fail;
+  devFree(p, p->T.b, (size_t)p->T.nb*sizeof(Bucket));
+  p->T = NT;
+  p->nRehash++;
+  return GPUDS_OK;
+fail:
+  devFree(p, nb, bytes);
+  return rc;
+}
+
+// Make room for `extra` more keys before a batch (see kMaxLoad).  Promises:
+// afterwards used + extra <= kMaxLoad * slots, or an error with the table
+// unchanged.
+int ensureRoom(gpuds_store *p, ull extra){
+  const ull slots = p->T.nb*TS;
+  if( (double)(p->h.used+extra) <= kMaxLoad*(double)slots ) return GPUDS_OK;
+  const ull need = p->h.count - sidesPresent(p) + extra;
+  ull nb = bucketsFor(need, kGrowLoad);
+  if( nb<p->T.nb && (double)need>=kShrinkLoad*(double)slots ) nb = p->T.nb;
+  return rehash(p, nb);
+}
+
+// After a batch with deletes: shrink when the table is nearly empty.  A
+// failure is ignored (the table is just bigger than needed).
+void maybeShrink(gpuds_store *p){
+  const ull keys = p->h.count - sidesPresent(p);
+  if( p->T.nb<=kMinBuckets || (double)keys>=kShrinkLoad*(double)(p->T.nb*TS) ) return;
+  const ull nb = bucketsFor(keys, kGrowLoad);
+  if( nb>=p->T.nb ) return;
+  char zSave[sizeof(p->zErr)];
+  memcpy(zSave, p->zErr, sizeof(zSave));
+  if( rehash(p, nb)!=GPUDS_OK ) memcpy(p->zErr, zSave, sizeof(zSave));
+}
+
+size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
+
+// Scratch layout of a batch of n ops: optional device copies of the inputs and
+// outputs (host calls) and the duplicate-detection sort buffers.
+struct Layout {
+  size_t oKey, oVal, oOp, oOld, oFound;   // I/O (host calls)
+  size_t oH, oIdx, oH2, oIdx2, oSkip, oTemp, nTemp;  // sort
+  size_t total;
+  int bits;                                  // hash bits sorted
+};
+
+// Compute the layout; `io`: include I/O arrays; `sort`: include sort buffers.
+int layoutBatch(gpuds_store *p, size_t n, bool io, bool sort, Layout *L){
+  int rc = GPUDS_OK;
+  size_t o = 0;
+  memset(L, 0, sizeof(*L));
+  if( io ){
+    L->oKey = o;   o = alignUp(o+8*n);
+    L->oVal = o;   o = alignUp(o+8*n);
+    L->oOp = o;    o = alignUp(o+n);
+    L->oOld = o;   o = alignUp(o+8*n);
+    L->oFound = o; o = alignUp(o+n);
+  }
+  if( sort ){
+    int lg = 0;
+    while( lg<40 && ((size_t)1<<lg)<n ) lg++;
+    L->bits = lg+10<16 ? 16 : (lg+10>32 ? 32 : lg+10);
+    L->oH = o;    o = alignUp(o+4*n);
+    L->oIdx = o;  o = alignUp(o+4*n);
+    L->oH2 = o;   o = alignUp(o+4*n);
+    L->oIdx2 = o; o = alignUp(o+4*n);
+    L->oSkip = o; o = alignUp(o+n);
+    cub::DoubleBuffer<uint32_t> dk(nullptr, nullptr), dv(nullptr, nullptr);
+    size_t tb = 0;
+    HASH_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int)n, 0, L->bits, p->st));
+    L->oTemp = o; L->nTemp = tb; o = alignUp(o+tb);
+  }
+  L->total = o<256 ? 256 : o;
+  return GPUDS_OK;
+fail:
+  return rc;
+}
+
+// Apply a batch whose arrays are on the device (scratch already sized by
+// layout L).  nUps/nDel: number of upserts/deletes; `distinct`: the caller
+// guarantees distinct keys (no sort).  Promises the xBatch semantics; on
+// error before any kernel ran the store is unchanged.
+int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
+               const ull *dKey, const ull *dVal, uint8_t *dFound, ull *dOld,
+               ull nUps, ull nDel, bool distinct, const Layout &L){
+  int rc = GPUDS_OK;
+  char *S = (char*)p->dScratch;
+  const bool pure = nUps==0 && nDel==0;
+  const unsigned gTiles = gridFor(p, ((n+TS-1)/TS)*TS);
+  const unsigned gFlat = gridFor(p, n);
+  Table T;
+  if( !pure ){
+    rc = ensureRoom(p, nUps);
+    if( rc ) return rc;
+  }
+  T = p->T;
+  if( pure ){
+    kRun<M_LOOKUP><<<gTiles, BLOCK, 0, p->st>>>(T, p->dMeta, n, nullptr,
+        GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
+    HASH_CK_LAUNCH(p, "kRun<lookup>");
+  }else if( distinct || n==1 ){
+    kRun<M_MIXED><<<gTiles, BLOCK, 0, p->st>>>(T, p->dMeta, n, dOp, defOp,
+        dKey, dVal, nullptr, dFound, dOld);
+    HASH_CK_LAUNCH(p, "kRun<mixed>");
+  }else{
+    uint32_t *h = (uint32_t*)(S+L.oH), *idx = (uint32_t*)(S+L.oIdx);
+    uint32_t *h2 = (uint32_t*)(S+L.oH2), *idx2 = (uint32_t*)(S+L.oIdx2);
+    uint8_t *skip = (uint8_t*)(S+L.oSkip);
+    cub::DoubleBuffer<uint32_t> dk(h, h2), dv(idx, idx2);
+    size_t tb = L.nTemp;
+    kHashBits<<<gFlat, BLOCK, 0, p->st>>>(n, dKey, h, idx, 64-L.bits);
+    HASH_CK_LAUNCH(p, "kHashBits");
+    HASH_CK(p, cub::DeviceRadixSort::SortPairs(S+L.oTemp, tb, dk, dv, (int)n, 0, L.bits, p->st));
+    HASH_CK(p, cudaMemsetAsync(skip, 0, n, p->st));
+    kMark<<<gFlat, BLOCK, 0, p->st>>>(n, dk.Current(), dv.Current(), skip);
+    HASH_CK_LAUNCH(p, "kMark");
+    kRun<M_MIXED><<<gTiles, BLOCK, 0, p->st>>>(T, p->dMeta, n, dOp, defOp,
+        dKey, dVal, skip, dFound, dOld);
+    HASH_CK_LAUNCH(p, "kRun<mixed>");
+    kGroups<<<gTiles, BLOCK, 0, p->st>>>(T, p->dMeta, n, dk.Current(),
+        dv.Current(), dOp, defOp, dKey, dVal, dFound, dOld);
+    HASH_CK_LAUNCH(p, "kGroups");
+  }
+  rc = readMeta(p);
+  if( rc ) return rc;
+  if( nDel ) maybeShrink(p);
+  return GPUDS_OK;
+fail:
+  return rc;
+}
+
+// Count op codes on the host.  Promises GPUDS_MISUSE for an invalid code.
+int countOps(gpuds_store *p, size_t n, const uint8_t *aOp, ull *pUps, ull *pDel){
+  ull u = 0, d = 0;
+  for( size_t i=0; i<n; i++ ){
+    const uint8_t o = aOp[i];
+    if( o>GPUDS_OP_DELETE ){
+      char z[96];
+      snprintf(z, sizeof(z), "invalid operation code %d at index %zu", (int)o, i);
+      return setErr(p, GPUDS_MISUSE, z);
+    }
+    u += o==GPUDS_OP_UPSERT;
+    d += o==GPUDS_OP_DELETE;
+  }
+  *pUps = u; *pDel = d;
+  return GPUDS_OK;
+}
+
+// Host-array batch: stage inputs, apply, copy results back.  aOp NULL means
+// every op is defOp (lookups for xLookup, upserts for xBulkLoad).
+int hostBatch(gpuds_store *p, size_t n, const uint8_t *aOp, int defOp,
+              const int64_t *aKey, const uint64_t *aVal, uint8_t *aFound,
+              uint64_t *aOld, bool distinct){
+  int rc = GPUDS_OK;
+  ull nUps = 0, nDel = 0;
+  Layout L;
+  char *S, *H;
+  bool pure, sort;
+  if( !p ) return GPUDS_MISUSE;
+  if( n==0 ) return GPUDS_OK;
+  if( !aKey ) return setErr(p, GPUDS_MISUSE, "NULL key array");
+  if( n>kMaxBatch ) return setErr(p, GPUDS_MISUSE, "batch too large (more than 2^31-1 ops)");
+  if( aOp ){
+    rc = countOps(p, n, aOp, &nUps, &nDel);
+    if( rc ) return rc;
+  }else{
+    nUps = defOp==GPUDS_OP_UPSERT ? n : 0;
+    nDel = defOp==GPUDS_OP_DELETE ? n : 0;
+  }
+  pure = nUps==0 && nDel==0;
+  sort = !pure && !distinct && n>1;
+  rc = layoutBatch(p, n, true, sort, &L);
+  if( rc ) return rc;
+  rc = ensureScratch(p, L.total);
+  if( rc ) return rc;
+  S = (char*)p->dScratch;
+  H = (char*)stage(p, L.oFound+n);   // inputs and outputs packed as in scratch
+  if( H ){
+    memcpy(H+L.oKey, aKey, 8*n);
+    if( aVal ) memcpy(H+L.oVal, aVal, 8*n); else memset(H+L.oVal, 0, 8*n);
+    if( aOp ) memcpy(H+L.oOp, aOp, n); else memset(H+L.oOp, defOp, n);
+    HASH_CK(p, cudaMemcpyAsync(S, H, L.oOld, cudaMemcpyHostToDevice, p->st));
+  }else{
+    HASH_CK(p, cudaMemcpyAsync(S+L.oKey, aKey, 8*n, cudaMemcpyHostToDevice, p->st));
+    if( aVal ) HASH_CK(p, cudaMemcpyAsync(S+L.oVal, aVal, 8*n, cudaMemcpyHostToDevice, p->st));
+    else HASH_CK(p, cudaMemsetAsync(S+L.oVal, 0, 8*n, p->st));
+    if( aOp ) HASH_CK(p, cudaMemcpyAsync(S+L.oOp, aOp, n, cudaMemcpyHostToDevice, p->st));
+    else HASH_CK(p, cudaMemsetAsync(S+L.oOp, defOp, n, p->st));
+  }
+  rc = applyBatch(p, n, (const uint8_t*)(S+L.oOp), defOp, (const ull*)(S+L.oKey),
+                  (const ull*)(S+L.oVal), (uint8_t*)(S+L.oFound), (ull*)(S+L.oOld),
+                  nUps, nDel, distinct, L);
+  if( rc ) return rc;
+  if( aFound || aOld ){
+    if( H ){
+      HASH_CK(p, cudaMemcpyAsync(H+L.oOld, S+L.oOld, L.oFound+n-L.oOld, cudaMemcpyDeviceToHost, p->st));
+      HASH_CK(p, cudaStreamSynchronize(p->st));
+      if( aOld ) memcpy(aOld, H+L.oOld, 8*n);
+      if( aFound ) memcpy(aFound, H+L.oFound, n);
+    }else{
+      if( aOld ) HASH_CK(p, cudaMemcpyAsync(aOld, S+L.oOld, 8*n, cudaMemcpyDeviceToHost, p->st));
+      if( aFound ) HASH_CK(p, cudaMemcpyAsync(aFound, S+L.oFound, n, cudaMemcpyDeviceToHost, p->st));
+      HASH_CK(p, cudaStreamSynchronize(p->st));
+    }
+  }
+  return GPUDS_OK;
+fail:
+  return rc;
+}
+
+// ------------------------------------------------------------ the ops ----
+
+void hashDestroy(gpuds_store *p);
+
+// Create an empty store: kMinBuckets buckets, a stream, the counters.
+int hashCreate(gpuds_store **pp, char **pzErr){
+  int rc = GPUDS_OK;
+  char zDev[256];
+  const size_t tb = kMinBuckets*sizeof(Bucket);
+  gpuds_store *p = nullptr;
+  *pp = nullptr;
+  if( pzErr ) *pzErr = nullptr;
+  if( !gpudsCudaDevice(zDev, sizeof(zDev), 0, 0) ){
+    if( pzErr ){
+      *pzErr = (char*)malloc(300);
+      if( *pzErr ) snprintf(*pzErr, 300, "gpuhash: no usable CUDA device: %s", zDev);
+    }
+    return GPUDS_ERROR;
+  }
+  p = (gpuds_store*)calloc(1, sizeof(gpuds_store));
+  if( !p ){
+    if( pzErr ) *pzErr = strdup("gpuhash: out of host memory");
+    return GPUDS_NOMEM;
+  }
+  HASH_CK(p, cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
+  HASH_CK(p, cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
+  HASH_CK(p, devAlloc(p, (void**)&p->dMeta, sizeof(Meta)));
+  HASH_CK(p, cudaMemsetAsync(p->dMeta, 0, sizeof(Meta), p->st));
+  HASH_CK(p, devAlloc(p, (void**)&p->T.b, tb));
+  p->T.nb = kMinBuckets;
+  HASH_CK(p, cudaMemsetAsync(p->T.b, 0xFE, tb, p->st));
+  HASH_CK(p, cudaStreamSynchronize(p->st));
+  *pp = p;
+  return GPUDS_OK;
+fail:
+  if( pzErr ) *pzErr = strdup(p->zErr);
+  hashDestroy(p);
+  return rc;
+}
+
+// Free the store and everything it holds; NULL is a no-op.
+void hashDestroy(gpuds_store *p){
+  if( !p ) return;
+  if( p->st ) cudaStreamSynchronize(p->st);
+  devFree(p, p->T.b, (size_t)p->T.nb*sizeof(Bucket));
+  devFree(p, p->dMeta, sizeof(Meta));
+  devFree(p, p->dScratch, p->nScratch);
+  if( p->hStage ) cudaFreeHost(p->hStage);
+  if( p->st ) cudaStreamDestroy(p->st);
+  (void)cudaGetLastError();
+  free(p);
+}
+
+int hashBatch(gpuds_store *p, size_t n, const uint8_t *aOp, const int64_t *aKey,
+              const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
+  if( p && n && !aOp ) return setErr(p, GPUDS_MISUSE, "NULL op array");
+  return hostBatch(p, n, aOp, GPUDS_OP_LOOKUP, aKey, aVal, aFound, aOld, false);
+}
+
+int hashLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound,
+               uint64_t *aVal){
+  return hostBatch(p, n, nullptr, GPUDS_OP_LOOKUP, aKey, nullptr, aFound, aVal, false);
+}
+
+// Sorted bulk load: verified strictly ascending (so distinct), then upserted
+// without the duplicate-detection sort.
+int hashBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
+                 const uint64_t *aVal){
+  if( !p ) return GPUDS_MISUSE;
+  if( n && !aKey ) return setErr(p, GPUDS_MISUSE, "NULL key array");
+  for( size_t i=1; i<n; i++ ){
+    if( aKey[i]<=aKey[i-1] ){
+      char z[96];
+      snprintf(z, sizeof(z), "xBulkLoad: keys not strictly ascending at index %zu", i);
+      return setErr(p, GPUDS_MISUSE, z);
+    }
+  }
+  return hostBatch(p, n, nullptr, GPUDS_OP_UPSERT, aKey, aVal, nullptr, nullptr, true);
+}
+
+// Next page of a scan: slots from pScan->pos in order (table slots, then the
+// two side slots), entries with lo <= key <= hi.
+int hashScan(gpuds_store *p, gpuds_scan *pScan, size_t nMax, int64_t *aKey,
+             uint64_t *aVal, size_t *pnOut){
+  int rc = GPUDS_OK;
+  const ull total = p ? p->T.nb*TS : 0;
+  ull pos = pScan->pos;
+  size_t out = 0;
+  size_t nTemp = 0;
+  ull W = 0, nSel = 0, *dSel, *dNum, *dK, *dV;
+  char *S;
+  *pnOut = 0;
+  if( !p ) return GPUDS_MISUSE;
+  if( pScan->done ) return GPUDS_OK;
+  if( pScan->lo>pScan->hi ){ pScan->done = 1; return GPUDS_OK; }
+  if( nMax==0 ) return GPUDS_OK;
+  if( !aKey ) return setErr(p, GPUDS_MISUSE, "xScan: NULL key array");
+  {
+    // Window of slots expected to yield about nMax entries, within limits.
+    const ull keys = p->h.count ? p->h.count : 1;
+    double w = (double)nMax*(double)total/(double)keys*1.25;
+    W = w<4096 ? 4096 : (w>(double)(1ull<<24) ? (1ull<<24) : (ull)w);
+  }
+  while( out<nMax && pos<total ){
+    const ull room = nMax-out;
+    const ull win = total-pos<W ? total-pos : W;
+    const ull nGather = room<win ? room : win;
+    ScanPred pred{p->T.b, pScan->lo, pScan->hi};
+    thrust::counting_iterator<ull> it(pos);
+    nTemp = 0;
+    HASH_CK(p, cub::DeviceSelect::If(nullptr, nTemp, it, (ull*)nullptr, (ull*)nullptr,
+                                     (int64_t)win, pred, p->st));
+    rc = ensureScratch(p, alignUp(8*win)+alignUp(16*nGather)+256+alignUp(nTemp));
+    if( rc ) return rc;
+    S = (char*)p->dScratch;
+    dSel = (ull*)S;
+    dK = (ull*)(S+alignUp(8*win));
+    dV = dK+nGather;
+    dNum = (ull*)(S+alignUp(8*win)+alignUp(16*nGather));
+    HASH_CK(p, cub::DeviceSelect::If(S+alignUp(8*win)+alignUp(16*nGather)+256, nTemp, it,
+                                     dSel, dNum, (int64_t)win, pred, p->st));
+    HASH_CK(p, cudaMemcpyAsync(&nSel, dNum, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
+    HASH_CK(p, cudaStreamSynchronize(p->st));
+    {
+      const ull take = nSel<room ? nSel : room;
+      if( take ){
+        kGather<<<gridFor(p, take), BLOCK, 0, p->st>>>(p->T.b, take, dSel, dK, dV);
+        HASH_CK_LAUNCH(p, "kGather");
+        HASH_CK(p, cudaMemcpyAsync(aKey+out, dK, 8*take, cudaMemcpyDeviceToHost, p->st));
+        if( aVal ) HASH_CK(p, cudaMemcpyAsync(aVal+out, dV, 8*take, cudaMemcpyDeviceToHost, p->st));
+      }
+      if( nSel>room ){
+        ull last = 0;
+        HASH_CK(p, cudaMemcpyAsync(&last, dSel+take-1, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
+        HASH_CK(p, cudaStreamSynchronize(p->st));
+        pos = last+1;
+      }else{
+        HASH_CK(p, cudaStreamSynchronize(p->st));
+        pos += win;
+      }
+      out += take;
+    }
+    if( out<nMax && W<(1ull<<24) ) W *= 2;   // sparse range: widen the window
+  }
+  while( out<nMax && pos>=total && pos<total+2 ){
+    const int s = (int)(pos-total);
+    const long long k = (long long)(s==0 ? kEmptyKey : kTombKey);
+    if( p->h.sidePresent[s] && k>=pScan->lo && k<=pScan->hi ){
+      aKey[out] = k;
+      if( aVal ) aVal[out] = p->h.sideVal[s];
+      out++;
+    }
+    pos++;
+  }
+  pScan->pos = pos;
+  pScan->done = pos>=total+2;
+  *pnOut = out;
+  return GPUDS_OK;
+fail:
+  return rc;
+}
+
+int64_t hashCount(gpuds_store *p){ return p ? (int64_t)p->h.count : 0; }
+
+void hashInfo(gpuds_store *p, char *zBuf, size_t nBuf){
+  if( !zBuf || nBuf==0 ) return;
+  if( !p ){ snprintf(zBuf, nBuf, "{}"); return; }
+  const ull slots = p->T.nb*TS;
+  const ull keys = p->h.count - sidesPresent(p);
+  snprintf(zBuf, nBuf,
+    "{\"structure\":\"cuda-hash: bucketed linear probing, 8 slots per 128-byte bucket\","
+    "\"keys\":%llu,\"buckets\":%llu,\"slots\":%llu,\"load\":%.4f,"
+    "\"tombstones\":%llu,\"device_bytes\":%llu,\"rehashes\":%llu}",
+    (ull)p->h.count, (ull)p->T.nb, slots, slots ? (double)keys/(double)slots : 0.0,
+    (ull)(p->h.used-keys), (ull)p->devBytes, (ull)p->nRehash);
+}
+
+// Check: every live key is found by the probe rule at its own slot (so no
+// duplicates and no key behind an EMPTY slot), counts match the counters.
+int hashCheck(gpuds_store *p){
+  int rc = GPUDS_OK;
+  ull res[4] = {0, 0, 0, ~0ull};
+  ull *d;
+  char z[300];
+  if( !p ) return GPUDS_MISUSE;
+  rc = ensureScratch(p, 256);
+  if( rc ) return rc;
+  d = (ull*)p->dScratch;
+  HASH_CK(p, cudaMemcpyAsync(d, res, sizeof(res), cudaMemcpyHostToDevice, p->st));
+  kCheck<<<gridFor(p, (size_t)p->T.nb*TS), BLOCK, 0, p->st>>>(p->T, d);
+  HASH_CK_LAUNCH(p, "kCheck");
+  HASH_CK(p, cudaMemcpyAsync(res, d, sizeof(res), cudaMemcpyDeviceToHost, p->st));
+  rc = readMeta(p);   // synchronises
+  if( rc ) return rc;
+  if( res[2] ){
+    snprintf(z, sizeof(z), "check: %llu keys not found at their slot by the probe rule "
+             "(duplicate or misplaced), first at slot %llu", res[2], res[3]);
+    return setErr(p, GPUDS_ERROR, z);
+  }
+  if( p->h.sidePresent[0]>1 || p->h.sidePresent[1]>1 )
+    return setErr(p, GPUDS_ERROR, "check: side slot flag is not 0/1");
+  if( res[0]+sidesPresent(p)!=p->h.count ){
+    snprintf(z, sizeof(z), "check: %llu keys in slots + %llu side keys != count %llu",
+             res[0], sidesPresent(p), p->h.count);
+    return setErr(p, GPUDS_ERROR, z);
+  }
+  if( res[1]!=p->h.used ){
+    snprintf(z, sizeof(z), "check: %llu non-empty slots != used counter %llu",
+             res[1], p->h.used);
+    return setErr(p, GPUDS_ERROR, z);
+  }
+  if( (double)p->h.used > (double)(p->T.nb*TS) ){
+    return setErr(p, GPUDS_ERROR, "check: used slots exceed the table");
+  }
+  return GPUDS_OK;
+fail:
+  return rc;
+}
+
+const char *hashErrmsg(gpuds_store *p){ return p ? p->zErr : ""; }
+
+// Device-array variant of the batch entry points (see hash.cuh).
+int deviceBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
+                const ull *dKey, const ull *dVal, uint8_t *dFound, ull *dOld,
+                bool distinct){
+  int rc = GPUDS_OK;
+  ull cnt[3] = {0, 0, 0};
+  Layout L;
+  bool pure, sort;
+  if( !p ) return GPUDS_MISUSE;
+  if( n==0 ) return GPUDS_OK;
+  if( n>kMaxBatch ) return setErr(p, GPUDS_MISUSE, "batch too large (more than 2^31-1 ops)");
+  if( dOp ){
+    rc = ensureScratch(p, 256);
+    if( rc ) return rc;
+    HASH_CK(p, cudaMemsetAsync(p->dScratch, 0, sizeof(cnt), p->st));
+    kCountOps<<<gridFor(p, n), BLOCK, 0, p->st>>>(n, dOp, (ull*)p->dScratch);
+    HASH_CK_LAUNCH(p, "kCountOps");
+    HASH_CK(p, cudaMemcpyAsync(cnt, p->dScratch, sizeof(cnt), cudaMemcpyDeviceToHost, p->st));
+    HASH_CK(p, cudaStreamSynchronize(p->st));
+    if( cnt[2] ) return setErr(p, GPUDS_MISUSE, "invalid operation code in batch");
+  }else{
+    cnt[0] = defOp==GPUDS_OP_UPSERT ? n : 0;
+    cnt[1] = defOp==GPUDS_OP_DELETE ? n : 0;
+  }
+  pure = cnt[0]==0 && cnt[1]==0;
+  sort = !pure && !distinct && n>1;
+  rc = layoutBatch(p, n, false, sort, &L);
+  if( rc ) return rc;
+  rc = ensureScratch(p, L.total);
+  if( rc ) return rc;
+  return applyBatch(p, n, dOp, defOp, dKey, dVal, dFound, dOld, cnt[0], cnt[1],
+                    distinct, L);
+fail:
+  return rc;
+}
+
+}  // namespace
+
+// ------------------------------------------------- C++ internal interface --
+
+namespace gpuds_hash {
+
+int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp, const int64_t *dKey,
+                const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
+  if( p && n && (!dOp || !dKey) ) return setErr(p, GPUDS_MISUSE, "NULL array");
+  return deviceBatch(p, n, dOp, GPUDS_OP_LOOKUP, (const ull*)dKey, (const ull*)dVal,
+                     dFound, (ull*)dOld, false);
+}
+
+int lookupDevice(gpuds_store *p, size_t n, const int64_t *dKey, uint8_t *dFound,
+                 uint64_t *dVal){
+  return deviceBatch(p, n, nullptr, GPUDS_OP_LOOKUP, (const ull*)dKey, nullptr,
+                     dFound, (ull*)dVal, false);
+}
+
+int upsertDistinctDevice(gpuds_store *p, size_t n, const int64_t *dKey,
+                         const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
+  return deviceBatch(p, n, nullptr, GPUDS_OP_UPSERT, (const ull*)dKey,
+                     (const ull*)dVal, dFound, (ull*)dOld, true);
+}
+
+int reserve(gpuds_store *p, uint64_t nKeys, double load){
+  if( !p ) return GPUDS_MISUSE;
+  if( !(load>0.0 && load<=kMaxLoad) ) return setErr(p, GPUDS_MISUSE, "reserve: load out of (0, kMaxLoad]");
+  const ull nb = bucketsFor(nKeys, load);
+  if( nb<=p->T.nb ) return GPUDS_OK;
+  return rehash(p, nb);
+}
+
+uint64_t buckets(gpuds_store *p){ return p ? p->T.nb : 0; }
+uint64_t rehashCount(gpuds_store *p){ return p ? p->nRehash : 0; }
+void setDeviceLimit(gpuds_store *p, uint64_t bytes){ if( p ) p->devLimit = bytes; }
+cudaStream_t stream(gpuds_store *p){ return p ? p->st : nullptr; }
+
+}  // namespace gpuds_hash
+
+extern "C" const gpuds_store_ops gpudsCudaHashOps = {
+  "cuda",
+  GPUDS_HASH,
+  hashCreate,
+  hashDestroy,
+  hashBatch,
+  hashLookup,
+  hashScan,
+  hashBulkLoad,
+  hashCount,
+  hashInfo,
+  hashCheck,
+  hashErrmsg,
+};

@@ -1,0 +1,74 @@
+// hash.cuh -- internal C++ interface of the GPU hash store (kernels/hash.cu).
+//
+// The SQLite side only sees gpudsCudaHashOps (gpuds_backend.h).  This header
+// adds what tests and benchmarks need beyond it: the table's layout constants
+// (the sentinel key patterns, so tests can use them as user keys) and entry
+// points that take DEVICE-resident arrays, so a benchmark can time kernels
+// without host<->device copies.  All of them are synchronous: they return once
+// the work is finished, with the same all-or-nothing error behaviour as the
+// ops (GPUDS_OK, GPUDS_NOMEM, GPUDS_ERROR, GPUDS_MISUSE; message in xErrmsg).
+#ifndef GPUDS_HASH_CUH
+#define GPUDS_HASH_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuds_backend.h"
+
+namespace gpuds_hash {
+
+// Layout: a bucket is one 128-byte cache line: 8 keys (64 B) then their 8
+// values (64 B).  A slot's key word doubles as its state: kEmpty (never used)
+// or kTomb (deleted); user keys equal to those two bit patterns live in two
+// side slots instead, so the full int64 range stays available.
+constexpr int      kSlotsPerBucket = 8;
+constexpr uint64_t kEmptyKey = 0xFEFEFEFEFEFEFEFEull;   // memset(0xFE) pattern
+constexpr uint64_t kTombKey  = 0xFEFEFEFEFEFEFEFDull;
+
+// Load policy (fractions of slots).  Before a batch, if (used slots incl.
+// tombstones + upserts in the batch) would exceed kMaxLoad, the table is
+// rehashed to kGrowLoad for the keys it will hold (or purged of tombstones
+// at its size when that suffices).  After a batch that leaves fewer than
+// kShrinkLoad of the slots holding keys, it is rehashed down to kGrowLoad.
+constexpr double   kMaxLoad    = 0.85;
+constexpr double   kGrowLoad   = 0.5;
+constexpr double   kShrinkLoad = 0.125;
+constexpr uint64_t kMinBuckets = 64;
+
+// Mixed batch on device arrays (same semantics as xBatch).  dVal may be NULL
+// (all values 0); dFound/dOld may be NULL.
+int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp,
+                const int64_t *dKey, const uint64_t *dVal,
+                uint8_t *dFound, uint64_t *dOld);
+
+// Lookups on device arrays (same semantics as xLookup): no sort needed.
+int lookupDevice(gpuds_store *p, size_t n, const int64_t *dKey,
+                 uint8_t *dFound, uint64_t *dVal);
+
+// Upserts of n DISTINCT keys (the caller promises no key repeats within the
+// call; keys may or may not be present already): skips the duplicate
+// detection sort.  dFound/dOld may be NULL.  xBulkLoad uses this.
+int upsertDistinctDevice(gpuds_store *p, size_t n, const int64_t *dKey,
+                         const uint64_t *dVal, uint8_t *dFound,
+                         uint64_t *dOld);
+
+// Presize: make room for nKeys keys at load factor `load` (0 < load <=
+// kMaxLoad) now, so that inserting up to nKeys keys causes no resize.
+int reserve(gpuds_store *p, uint64_t nKeys, double load);
+
+// Number of buckets now (1 bucket = kSlotsPerBucket slots).
+uint64_t buckets(gpuds_store *p);
+
+// Number of resizes (rehashes) done since the store was created.
+uint64_t rehashCount(gpuds_store *p);
+
+// Testing hook: make device allocations that would bring this store's device
+// memory above `bytes` fail as cudaErrorMemoryAllocation would (0 = no limit).
+void setDeviceLimit(gpuds_store *p, uint64_t bytes);
+
+// The stream this store's work runs on (for timing with CUDA events).
+cudaStream_t stream(gpuds_store *p);
+
+}  // namespace gpuds_hash
+
+#endif  // GPUDS_HASH_CUH

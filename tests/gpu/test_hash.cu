@@ -1,0 +1,566 @@
+// test_hash.cu -- differential tests of the GPU hash store (gpudsCudaHashOps)
+// against a std::unordered_map model and, when backend/host_hash.c is part
+// of the build, against the host hash store gpudsHostHashOps too.
+//
+// Exit 0: all passed; 1: a failure; 77: SKIPPED (no usable CUDA device).
+// Argument "small": smaller sizes (for compute-sanitizer runs).
+#include "gpuds_backend.h"
+#include "hash.cuh"
+
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#if __has_include("host_hash.c")
+#define HAVE_HOST_HASH 1
+#else
+#define HAVE_HOST_HASH 0
+#endif
+
+static int gFail = 0;
+static bool gSmall = false;
+
+#define CHECK(cond, ...) do{                                                  \
+    if( !(cond) ){                                                            \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
+      fprintf(stderr, __VA_ARGS__);                                           \
+      fprintf(stderr, "\n");                                                  \
+      if( ++gFail>=20 ){ fprintf(stderr, "too many failures\n"); exit(1); }   \
+    }                                                                         \
+  }while(0)
+
+static const gpuds_store_ops *G = &gpudsCudaHashOps;
+
+static const int64_t kSpecial[] = {
+  INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN+1, INT64_MAX-1,
+  (int64_t)gpuds_hash::kEmptyKey, (int64_t)gpuds_hash::kTombKey,
+  (int64_t)(gpuds_hash::kEmptyKey+1), (int64_t)(gpuds_hash::kTombKey-1),
+};
+static const int nSpecial = sizeof(kSpecial)/sizeof(kSpecial[0]);
+
+typedef std::vector<std::pair<int64_t,uint64_t>> Pairs;
+
+// The reference: a map applied one op after another.
+struct Model {
+  std::unordered_map<int64_t,uint64_t> m;
+  void apply(size_t n, const uint8_t *op, const int64_t *key, const uint64_t *val,
+             uint8_t *found, uint64_t *old){
+    for( size_t i=0; i<n; i++ ){
+      auto it = m.find(key[i]);
+      found[i] = it!=m.end();
+      old[i] = found[i] ? it->second : 0;
+      if( op[i]==GPUDS_OP_UPSERT ) m[key[i]] = val ? val[i] : 0;
+      else if( op[i]==GPUDS_OP_DELETE && it!=m.end() ) m.erase(it);
+    }
+  }
+  Pairs sorted() const {
+    Pairs v(m.begin(), m.end());
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+};
+
+// One GPU store, optionally the host store, and the model, driven together.
+struct Harness {
+  gpuds_store *g = nullptr;
+  gpuds_store *h = nullptr;   // host store (when available)
+  Model ref;
+  std::string name;
+
+  explicit Harness(const char *zName) : name(zName){
+    char *zErr = nullptr;
+    int rc = G->xCreate(&g, &zErr);
+    if( rc!=GPUDS_OK ){
+      fprintf(stderr, "xCreate failed: %d %s\n", rc, zErr ? zErr : "");
+      exit(1);
+    }
+    free(zErr);
+#if HAVE_HOST_HASH
+    zErr = nullptr;
+    rc = gpudsHostHashOps.xCreate(&h, &zErr);
+    if( rc!=GPUDS_OK ){ fprintf(stderr, "host xCreate failed\n"); exit(1); }
+    free(zErr);
+#endif
+  }
+  ~Harness(){
+    G->xDestroy(g);
+#if HAVE_HOST_HASH
+    gpudsHostHashOps.xDestroy(h);
+#endif
+  }
+
+  // Apply a batch to all three; compare every op's (found, old) and counts.
+  // Returns the GPU results in *pF/*pO when given.
+  void batch(const std::vector<uint8_t> &op, const std::vector<int64_t> &key,
+             const std::vector<uint64_t> &val, bool check=true,
+             std::vector<uint8_t> *pF=nullptr, std::vector<uint64_t> *pO=nullptr){
+    size_t n = op.size();
+    std::vector<uint8_t> fG(n, 7), fR(n);
+    std::vector<uint64_t> oG(n, 7), oR(n);
+    int rc = G->xBatch(g, n, op.data(), key.data(), val.data(), fG.data(), oG.data());
+    CHECK(rc==GPUDS_OK, "[%s] xBatch rc=%d %s", name.c_str(), rc, G->xErrmsg(g));
+    if( rc!=GPUDS_OK ) return;
+    ref.apply(n, op.data(), key.data(), val.data(), fR.data(), oR.data());
+    size_t bad = 0;
+    for( size_t i=0; i<n; i++ ){
+      if( fG[i]!=fR[i] || oG[i]!=oR[i] ){
+        if( bad<5 ) CHECK(false, "[%s] op %zu (op %d key %" PRId64 "): gpu (%d,%" PRIu64
+                          ") model (%d,%" PRIu64 ")", name.c_str(), i, op[i], key[i],
+                          fG[i], oG[i], fR[i], oR[i]);
+        bad++;
+      }
+    }
+    CHECK(bad==0, "[%s] %zu mismatching ops of %zu", name.c_str(), bad, n);
+#if HAVE_HOST_HASH
+    {
+      std::vector<uint8_t> fH(n);
+      std::vector<uint64_t> oH(n);
+      rc = gpudsHostHashOps.xBatch(h, n, op.data(), key.data(), val.data(), fH.data(), oH.data());
+      CHECK(rc==GPUDS_OK, "[%s] host xBatch rc=%d", name.c_str(), rc);
+      size_t badH = 0;
+      for( size_t i=0; i<n; i++ ) badH += fH[i]!=fG[i] || oH[i]!=oG[i];
+      CHECK(badH==0, "[%s] %zu ops differ between gpu and host store", name.c_str(), badH);
+      CHECK(gpudsHostHashOps.xCount(h)==G->xCount(g), "[%s] host count %lld gpu %lld",
+            name.c_str(), (long long)gpudsHostHashOps.xCount(h), (long long)G->xCount(g));
+    }
+#endif
+    CHECK(G->xCount(g)==(int64_t)ref.m.size(), "[%s] count %lld model %zu", name.c_str(),
+          (long long)G->xCount(g), ref.m.size());
+    if( check ){
+      rc = G->xCheck(g);
+      CHECK(rc==GPUDS_OK, "[%s] xCheck: %s", name.c_str(), G->xErrmsg(g));
+    }
+    if( pF ) *pF = fG;
+    if( pO ) *pO = oG;
+  }
+
+  // xLookup of keys, compared with the model; returns the number found.
+  size_t lookup(const std::vector<int64_t> &key){
+    size_t n = key.size(), nFound = 0, bad = 0;
+    std::vector<uint8_t> f(n, 7);
+    std::vector<uint64_t> v(n, 7);
+    int rc = G->xLookup(g, n, key.data(), f.data(), v.data());
+    CHECK(rc==GPUDS_OK, "[%s] xLookup rc=%d %s", name.c_str(), rc, G->xErrmsg(g));
+    for( size_t i=0; i<n; i++ ){
+      auto it = ref.m.find(key[i]);
+      bool ef = it!=ref.m.end();
+      uint64_t ev = ef ? it->second : 0;
+      if( f[i]!=ef || v[i]!=ev ){
+        if( bad<5 ) CHECK(false, "[%s] lookup %zu key %" PRId64 ": gpu (%d,%" PRIu64
+                          ") model (%d,%" PRIu64 ")", name.c_str(), i, key[i], f[i], v[i],
+                          ef, ev);
+        bad++;
+      }
+      nFound += f[i];
+    }
+    CHECK(bad==0, "[%s] %zu lookups wrong of %zu", name.c_str(), bad, n);
+    return nFound;
+  }
+
+  // Scan [lo,hi] in pages of nMax; compare with the model.
+  void scan(int64_t lo, int64_t hi, size_t nMax){
+    gpuds_scan sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.lo = lo; sc.hi = hi;
+    std::vector<int64_t> k(nMax);
+    std::vector<uint64_t> v(nMax);
+    Pairs got;
+    int pages = 0;
+    while( !sc.done ){
+      size_t nOut = 0;
+      int rc = G->xScan(g, &sc, nMax, k.data(), v.data(), &nOut);
+      CHECK(rc==GPUDS_OK, "[%s] xScan rc=%d %s", name.c_str(), rc, G->xErrmsg(g));
+      if( rc ) return;
+      CHECK(nOut<=nMax, "[%s] xScan returned %zu > %zu", name.c_str(), nOut, nMax);
+      for( size_t i=0; i<nOut; i++ ) got.push_back({k[i], v[i]});
+      if( ++pages>50000000 ){ CHECK(false, "[%s] scan does not end", name.c_str()); return; }
+    }
+    std::sort(got.begin(), got.end());
+    Pairs want;
+    for( auto &e : ref.m ) if( e.first>=lo && e.first<=hi ) want.push_back(e);
+    std::sort(want.begin(), want.end());
+    CHECK(got==want, "[%s] scan [%" PRId64 ",%" PRId64 "] nMax %zu: got %zu entries, want %zu",
+          name.c_str(), lo, hi, nMax, got.size(), want.size());
+  }
+
+  uint64_t devBytes(){
+    char z[1024];
+    G->xInfo(g, z, sizeof(z));
+    const char *s = strstr(z, "\"device_bytes\":");
+    return s ? strtoull(s+15, nullptr, 10) : 0;
+  }
+};
+
+static int64_t pickKey(std::mt19937_64 &r, int64_t K){
+  if( r()%100<3 ) return kSpecial[r()%nSpecial];
+  return (int64_t)(r()%(uint64_t)(2*K)) - K;
+}
+
+// Random batch: pU/pD percent upserts/deletes, rest lookups.
+static void randomBatch(std::mt19937_64 &r, size_t n, int64_t K, int pU, int pD,
+                        std::vector<uint8_t> &op, std::vector<int64_t> &key,
+                        std::vector<uint64_t> &val){
+  op.resize(n); key.resize(n); val.resize(n);
+  for( size_t i=0; i<n; i++ ){
+    int x = (int)(r()%100);
+    op[i] = x<pU ? GPUDS_OP_UPSERT : (x<pU+pD ? GPUDS_OP_DELETE : GPUDS_OP_LOOKUP);
+    key[i] = pickKey(r, K);
+    val[i] = r();
+  }
+}
+
+// Sentinel patterns, extremes, duplicates of them within one batch.
+static void testSpecialKeys(){
+  Harness H("special");
+  std::vector<int64_t> k(kSpecial, kSpecial+nSpecial);
+  std::vector<uint8_t> op(nSpecial, GPUDS_OP_UPSERT);
+  std::vector<uint64_t> v(nSpecial);
+  for( int i=0; i<nSpecial; i++ ) v[i] = 1000+i;
+  H.batch(op, k, v);
+  H.lookup(k);
+  H.scan(INT64_MIN, INT64_MAX, 3);
+  H.scan(-1, 0, 1);
+  H.scan((int64_t)gpuds_hash::kTombKey, (int64_t)gpuds_hash::kEmptyKey, 2);
+  // Every op kind on every special key, several times in one batch.
+  std::mt19937_64 r(1);
+  for( int it=0; it<20; it++ ){
+    std::vector<uint8_t> o2; std::vector<int64_t> k2; std::vector<uint64_t> v2;
+    for( int j=0; j<200; j++ ){
+      o2.push_back((uint8_t)(r()%3));
+      k2.push_back(kSpecial[r()%nSpecial]);
+      v2.push_back(r());
+    }
+    H.batch(o2, k2, v2);
+    H.lookup(k);
+    H.scan(INT64_MIN, INT64_MAX, 1+r()%5);
+  }
+  // Delete everything, then check absence.
+  std::vector<uint8_t> del(nSpecial, GPUDS_OP_DELETE);
+  H.batch(del, k, v);
+  CHECK(H.lookup(k)==0, "special keys still present after delete");
+  CHECK(G->xCount(H.g)==0, "count not 0");
+  printf("special keys: ok\n");
+}
+
+// Small key space: many duplicates within and across batches.
+static void testRandomMixed(){
+  Harness H("mixed");
+  std::mt19937_64 r(2);
+  std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+  int iters = gSmall ? 30 : 200;
+  for( int it=0; it<iters; it++ ){
+    size_t n = 1 + r()%(gSmall ? 1500 : 5000);
+    int64_t K = (it%3==0) ? 50 : (it%3==1 ? 2000 : 100000);
+    int pU = 20 + (int)(r()%50), pD = (int)(r()%40);
+    randomBatch(r, n, K, pU, pD, op, key, val);
+    H.batch(op, key, val);
+  }
+  H.scan(INT64_MIN, INT64_MAX, 1000);
+  H.scan(-100, 100, 7);
+  printf("random mixed batches: ok (count %lld)\n", (long long)G->xCount(H.g));
+}
+
+// One key repeated through a long batch (one long sequential run).
+static void testSameKey(){
+  Harness H("samekey");
+  std::mt19937_64 r(3);
+  size_t n = gSmall ? 3000 : 50000;
+  std::vector<uint8_t> op(n); std::vector<int64_t> key(n, 42); std::vector<uint64_t> val(n);
+  for( size_t i=0; i<n; i++ ){ op[i] = (uint8_t)(r()%3); val[i] = r(); }
+  H.batch(op, key, val);
+  for( size_t i=0; i<n; i++ ) key[i] = (i%3==0) ? 42 : (i%3==1 ? -7 : (int64_t)gpuds_hash::kEmptyKey);
+  H.batch(op, key, val);
+  printf("same key runs: ok\n");
+}
+
+// Growth from empty through several resizes; all-hit / all-miss lookups;
+// delete-heavy phase that shrinks the table; scans.
+static void testGrowShrink(){
+  Harness H("grow");
+  std::mt19937_64 r(4);
+  const size_t N = gSmall ? (1u<<14) : (1u<<20), B = gSmall ? (1u<<11) : (1u<<16);
+  std::vector<int64_t> keys(N);
+  for( size_t i=0; i<N; i++ ) keys[i] = (int64_t)(r() | 1);   // odd keys
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::shuffle(keys.begin(), keys.end(), r);
+  uint64_t nb0 = gpuds_hash::buckets(H.g), re0 = gpuds_hash::rehashCount(H.g);
+  for( size_t s=0; s<keys.size(); s+=B ){
+    size_t n = std::min(B, keys.size()-s);
+    std::vector<uint8_t> op(n);
+    std::vector<int64_t> k(keys.begin()+s, keys.begin()+s+n);
+    std::vector<uint64_t> v(n);
+    for( size_t i=0; i<n; i++ ){
+      op[i] = r()%10<8 ? GPUDS_OP_UPSERT : GPUDS_OP_LOOKUP;
+      v[i] = r();
+      if( r()%20==0 ){ k[i] = keys[r()%(s+n)]; }   // re-touch an older key
+    }
+    H.batch(op, k, v, (s/B)%4==0);
+  }
+  uint64_t nb1 = gpuds_hash::buckets(H.g), re1 = gpuds_hash::rehashCount(H.g);
+  CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck after growth: %s", G->xErrmsg(H.g));
+  CHECK(nb1>nb0 && re1-re0>=3, "table did not grow through resizes (%llu -> %llu buckets, %llu rehashes)",
+        (unsigned long long)nb0, (unsigned long long)nb1, (unsigned long long)(re1-re0));
+  printf("growth: %llu -> %llu buckets, %llu rehashes, %lld keys\n", (unsigned long long)nb0,
+         (unsigned long long)nb1, (unsigned long long)(re1-re0), (long long)G->xCount(H.g));
+  // all-hit (present keys) and all-miss (even keys never inserted)
+  std::vector<int64_t> hit;
+  for( auto &e : H.ref.m ) hit.push_back(e.first);
+  CHECK(H.lookup(hit)==hit.size(), "all-hit lookup missed keys");
+  std::vector<int64_t> miss(hit.size());
+  for( size_t i=0; i<miss.size(); i++ ) miss[i] = (int64_t)(r() & ~1ull);
+  CHECK(H.lookup(miss)==0, "all-miss lookup found keys");
+  {  // the same through xBatch (pure lookup batch) with duplicates
+    std::vector<uint8_t> op(hit.size()*2, GPUDS_OP_LOOKUP);
+    std::vector<int64_t> k(hit); k.insert(k.end(), miss.begin(), miss.end());
+    std::shuffle(k.begin(), k.end(), r);
+    for( size_t i=0; i<k.size(); i+=97 ) k[i] = k[0];
+    std::vector<uint64_t> v(k.size());
+    H.batch(op, k, v, false);
+  }
+  H.scan(INT64_MIN, INT64_MAX, 4096);
+  H.scan(0, INT64_MAX, 100000);
+  H.scan(-1000000, 1000000, 5);
+  // Delete-heavy: remove ~97% in mixed batches (deletes + some upserts).
+  std::vector<int64_t> live(hit);
+  std::shuffle(live.begin(), live.end(), r);
+  size_t keep = live.size()/32;
+  for( size_t s=keep; s<live.size(); s+=B ){
+    size_t n = std::min(B, live.size()-s);
+    std::vector<uint8_t> op(n, GPUDS_OP_DELETE);
+    std::vector<int64_t> k(live.begin()+s, live.begin()+s+n);
+    std::vector<uint64_t> v(n);
+    for( size_t i=0; i<n; i++ ){
+      if( r()%50==0 ){ op[i] = GPUDS_OP_UPSERT; v[i] = r(); k[i] = (int64_t)(r() & ~1ull); }
+      else if( r()%50==0 ){ op[i] = GPUDS_OP_LOOKUP; }
+    }
+    H.batch(op, k, v, (s/B)%4==0);
+  }
+  uint64_t nb2 = gpuds_hash::buckets(H.g);
+  CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck after deletes: %s", G->xErrmsg(H.g));
+  CHECK(nb2<nb1, "table did not shrink after mass deletes (%llu buckets)", (unsigned long long)nb2);
+  printf("shrink: %llu -> %llu buckets, %lld keys\n", (unsigned long long)nb1,
+         (unsigned long long)nb2, (long long)G->xCount(H.g));
+  CHECK(H.lookup(hit)==(size_t)std::count_if(hit.begin(), hit.end(),
+        [&](int64_t x){ return H.ref.m.count(x)>0; }), "lookup after shrink");
+  H.scan(INT64_MIN, INT64_MAX, 777);
+  char z[512];
+  G->xInfo(H.g, z, sizeof(z));
+  CHECK(strstr(z, "\"structure\":") && strstr(z, "\"keys\":") && strstr(z, "\"buckets\":")
+        && strstr(z, "\"load\":") && strstr(z, "\"device_bytes\":"), "xInfo: %s", z);
+  printf("info: %s\n", z);
+}
+
+// Tombstone churn: repeated insert/delete of fresh keys at a steady size
+// (tombstones must be reclaimed; lookups stay correct).
+static void testChurn(){
+  Harness H("churn");
+  std::mt19937_64 r(5);
+  const size_t N = gSmall ? 4000 : 100000;
+  std::vector<int64_t> live;
+  int64_t next = 1;
+  int rounds = gSmall ? 10 : 40;
+  for( int it=0; it<rounds; it++ ){
+    std::vector<uint8_t> op; std::vector<int64_t> k; std::vector<uint64_t> v;
+    while( live.size()<N ){ live.push_back(next); op.push_back(GPUDS_OP_UPSERT); k.push_back(next); v.push_back(next*3); next++; }
+    std::shuffle(live.begin(), live.end(), r);
+    for( size_t i=0; i<N/2; i++ ){ op.push_back(GPUDS_OP_DELETE); k.push_back(live.back()); v.push_back(0); live.pop_back(); }
+    for( size_t i=0; i<N/4; i++ ){ op.push_back(GPUDS_OP_LOOKUP); k.push_back((int64_t)(r()%(uint64_t)next)); v.push_back(0); }
+    H.batch(op, k, v);
+  }
+  char z[512];
+  G->xInfo(H.g, z, sizeof(z));
+  printf("churn: ok %s\n", z);
+}
+
+static void testBulkLoad(){
+  Harness H("bulk");
+  std::mt19937_64 r(6);
+  size_t n = gSmall ? 5000 : 200000;
+  std::vector<int64_t> k(n);
+  for( size_t i=0; i<n; i++ ) k[i] = (int64_t)r();
+  for( int i=0; i<nSpecial; i++ ) k.push_back(kSpecial[i]);
+  std::sort(k.begin(), k.end());
+  k.erase(std::unique(k.begin(), k.end()), k.end());
+  std::vector<uint64_t> v(k.size());
+  for( size_t i=0; i<k.size(); i++ ) v[i] = i*7;
+  int rc = G->xBulkLoad(H.g, k.size(), k.data(), v.data());
+  CHECK(rc==GPUDS_OK, "xBulkLoad rc=%d %s", rc, G->xErrmsg(H.g));
+  for( size_t i=0; i<k.size(); i++ ) H.ref.m[k[i]] = v[i];
+#if HAVE_HOST_HASH
+  rc = gpudsHostHashOps.xBulkLoad(H.h, k.size(), k.data(), v.data());
+  CHECK(rc==GPUDS_OK, "host xBulkLoad rc=%d", rc);
+#endif
+  CHECK(G->xCount(H.g)==(int64_t)k.size(), "bulk count");
+  CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck after bulk: %s", G->xErrmsg(H.g));
+  H.lookup(k);
+  // not ascending: MISUSE, unchanged
+  std::vector<int64_t> bad = {5, 3};
+  std::vector<uint64_t> bv = {1, 2};
+  rc = G->xBulkLoad(H.g, 2, bad.data(), bv.data());
+  CHECK(rc==GPUDS_MISUSE && G->xErrmsg(H.g)[0], "unsorted bulk load: rc=%d", rc);
+  CHECK(G->xCount(H.g)==(int64_t)k.size(), "count changed by a failed bulk load");
+  // invalid op code: MISUSE, unchanged
+  std::vector<uint8_t> op = {GPUDS_OP_UPSERT, 9};
+  std::vector<int64_t> ik = {123456789, 987654321};
+  rc = G->xBatch(H.g, 2, op.data(), ik.data(), bv.data(), nullptr, nullptr);
+  CHECK(rc==GPUDS_MISUSE, "invalid op: rc=%d", rc);
+  CHECK(G->xCount(H.g)==(int64_t)k.size(), "count changed by a failed batch");
+  H.scan(INT64_MIN, INT64_MAX, 65536);
+  printf("bulk load: ok (%zu keys)\n", k.size());
+}
+
+// Simulated out-of-memory: the batch fails with GPUDS_NOMEM, nothing changes.
+static void testNoMem(){
+  Harness H("nomem");
+  std::mt19937_64 r(7);
+  std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+  randomBatch(r, 3000, 1000000, 100, 0, op, key, val);
+  H.batch(op, key, val);
+  const uint64_t nb = gpuds_hash::buckets(H.g);
+  const int64_t cnt = G->xCount(H.g);
+  std::vector<int64_t> all;
+  for( auto &e : H.ref.m ) all.push_back(e.first);
+  // Size the scratch with a batch of the same shape that does not grow the
+  // table (deletes of absent keys), then allow almost nothing more.
+  const size_t n = 4000;
+  std::vector<uint8_t> opD(n, GPUDS_OP_DELETE), opU(n, GPUDS_OP_UPSERT);
+  std::vector<int64_t> kD(n), kU(n);
+  std::vector<uint64_t> v(n, 1);
+  for( size_t i=0; i<n; i++ ){ kD[i] = 7000000000ll+(int64_t)i; kU[i] = 5000000000ll+(int64_t)i; }
+  H.batch(opD, kD, v);
+  CHECK(gpuds_hash::buckets(H.g)==nb, "delete batch resized the table");
+  gpuds_hash::setDeviceLimit(H.g, H.devBytes()+4096);
+  int rc = G->xBatch(H.g, n, opU.data(), kU.data(), v.data(), nullptr, nullptr);
+  CHECK(rc==GPUDS_NOMEM, "expected GPUDS_NOMEM (table growth), got %d", rc);
+  CHECK(G->xErrmsg(H.g)[0]!=0, "no message for NOMEM");
+  printf("nomem message (growth): %s\n", G->xErrmsg(H.g));
+  CHECK(G->xCount(H.g)==cnt && gpuds_hash::buckets(H.g)==nb, "store changed by a failed batch");
+  CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck after NOMEM: %s", G->xErrmsg(H.g));
+  H.lookup(all);
+  H.lookup(kU);
+  // A batch whose scratch does not fit: NOMEM, unchanged.
+  std::vector<uint8_t> opB; std::vector<int64_t> kB; std::vector<uint64_t> vB;
+  randomBatch(r, 50000, 1000000, 60, 20, opB, kB, vB);
+  rc = G->xBatch(H.g, kB.size(), opB.data(), kB.data(), vB.data(), nullptr, nullptr);
+  CHECK(rc==GPUDS_NOMEM, "expected GPUDS_NOMEM (scratch), got %d", rc);
+  printf("nomem message (scratch): %s\n", G->xErrmsg(H.g));
+  CHECK(G->xCount(H.g)==cnt && gpuds_hash::buckets(H.g)==nb, "store changed by a failed batch");
+  // Lift the limit: the same batches now work.
+  gpuds_hash::setDeviceLimit(H.g, 0);
+  H.batch(opU, kU, v);
+  H.batch(opB, kB, vB);
+  H.lookup(all);
+  printf("nomem: ok\n");
+}
+
+// Big contended batches, run twice on fresh stores: results must be identical
+// (and equal to the model).
+static void testDeterminism(){
+  const size_t n = gSmall ? (1u<<14) : (1u<<20);
+  std::vector<std::vector<uint8_t>> F[2];
+  std::vector<std::vector<uint64_t>> O[2];
+  Pairs S[2];
+  for( int run=0; run<2; run++ ){
+    Harness H(run ? "determinism-2" : "determinism-1");
+    std::mt19937_64 r(8);
+    std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+    for( int it=0; it<4; it++ ){
+      int64_t K = it==0 ? (int64_t)(n/2) : (it==1 ? 4096 : (it==2 ? (int64_t)n*4 : 64));
+      randomBatch(r, n, K, 45, 25, op, key, val);
+      std::vector<uint8_t> f; std::vector<uint64_t> o;
+      H.batch(op, key, val, true, &f, &o);
+      F[run].push_back(f); O[run].push_back(o);
+    }
+    S[run] = H.ref.sorted();
+    H.scan(INT64_MIN, INT64_MAX, 1u<<16);
+  }
+  for( size_t i=0; i<F[0].size(); i++ ){
+    CHECK(F[0][i]==F[1][i] && O[0][i]==O[1][i], "batch %zu results differ between runs", i);
+  }
+  printf("determinism / contention: ok\n");
+}
+
+// Device-array entry points agree with the host-array ones.
+static void testDeviceApi(){
+  Harness H("device-api");
+  std::mt19937_64 r(9);
+  const size_t n = gSmall ? 4096 : (1u<<18);
+  std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+  randomBatch(r, n, (int64_t)n, 50, 20, op, key, val);
+  uint8_t *dOp, *dF; int64_t *dK; uint64_t *dV, *dO;
+  cudaMalloc(&dOp, n); cudaMalloc(&dF, n); cudaMalloc(&dK, 8*n);
+  cudaMalloc(&dV, 8*n); cudaMalloc(&dO, 8*n);
+  cudaMemcpy(dOp, op.data(), n, cudaMemcpyHostToDevice);
+  cudaMemcpy(dK, key.data(), 8*n, cudaMemcpyHostToDevice);
+  cudaMemcpy(dV, val.data(), 8*n, cudaMemcpyHostToDevice);
+  int rc = gpuds_hash::batchDevice(H.g, n, dOp, dK, dV, dF, dO);
+  CHECK(rc==GPUDS_OK, "batchDevice rc=%d %s", rc, G->xErrmsg(H.g));
+  std::vector<uint8_t> f(n), fR(n); std::vector<uint64_t> o(n), oR(n);
+  cudaMemcpy(f.data(), dF, n, cudaMemcpyDeviceToHost);
+  cudaMemcpy(o.data(), dO, 8*n, cudaMemcpyDeviceToHost);
+  H.ref.apply(n, op.data(), key.data(), val.data(), fR.data(), oR.data());
+  CHECK(f==fR && o==oR, "batchDevice results differ from the model");
+  rc = gpuds_hash::lookupDevice(H.g, n, dK, dF, dO);
+  CHECK(rc==GPUDS_OK, "lookupDevice rc=%d", rc);
+  cudaMemcpy(f.data(), dF, n, cudaMemcpyDeviceToHost);
+  cudaMemcpy(o.data(), dO, 8*n, cudaMemcpyDeviceToHost);
+  size_t bad = 0;
+  for( size_t i=0; i<n; i++ ){
+    auto it = H.ref.m.find(key[i]);
+    bad += f[i]!=(it!=H.ref.m.end()) || o[i]!=(it!=H.ref.m.end() ? it->second : 0);
+  }
+  CHECK(bad==0, "lookupDevice: %zu wrong", bad);
+  // distinct upserts (fresh keys)
+  for( size_t i=0; i<n; i++ ) key[i] = (int64_t)(0x4000000000000000ull + i*0x9E3779B97F4A7C15ull % (1ull<<60));
+  std::sort(key.begin(), key.end());
+  key.erase(std::unique(key.begin(), key.end()), key.end());
+  size_t m = key.size();
+  cudaMemcpy(dK, key.data(), 8*m, cudaMemcpyHostToDevice);
+  rc = gpuds_hash::upsertDistinctDevice(H.g, m, dK, dV, nullptr, nullptr);
+  CHECK(rc==GPUDS_OK, "upsertDistinctDevice rc=%d", rc);
+  for( size_t i=0; i<m; i++ ) H.ref.m[key[i]] = val[i];
+  CHECK(G->xCount(H.g)==(int64_t)H.ref.m.size(), "count after upsertDistinctDevice");
+  CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck: %s", G->xErrmsg(H.g));
+  H.lookup(key);
+  cudaFree(dOp); cudaFree(dF); cudaFree(dK); cudaFree(dV); cudaFree(dO);
+  CHECK(cudaGetLastError()==cudaSuccess, "CUDA error in test");
+  printf("device api: ok\n");
+}
+
+int main(int argc, char **argv){
+  char zDev[256];
+  uint64_t nFree = 0, nTotal = 0;
+  if( argc>1 && strcmp(argv[1], "small")==0 ) gSmall = true;
+  if( !gpudsCudaDevice(zDev, sizeof(zDev), &nFree, &nTotal) ){
+    printf("SKIPPED: no usable CUDA device (%s)\n", zDev);
+    return 77;
+  }
+  printf("device: %s, %.1f GiB free; host store oracle: %s; sizes: %s\n", zDev,
+         nFree/1073741824.0, HAVE_HOST_HASH ? "yes" : "no (model only)",
+         gSmall ? "small" : "full");
+  testSpecialKeys();
+  testRandomMixed();
+  testSameKey();
+  testBulkLoad();
+  testChurn();
+  testGrowShrink();
+  testNoMem();
+  testDeterminism();
+  testDeviceApi();
+  if( gFail ){
+    printf("FAILED: %d checks\n", gFail);
+    return 1;
+  }
+  printf("PASS\n");
+  return 0;
+}
