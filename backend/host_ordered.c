@@ -1,0 +1,1101 @@
+/*
+** host_ordered.c -- the host (CPU) ordered store: a B+tree from int64_t keys
+** (the full range, no key value reserved) to uint64_t words.
+**
+** It is the fallback where no GPU exists and the oracle the GPU kernels are
+** tested against, so it aims first at being exactly right, then at speed.
+**
+** Layout.  Leaves hold up to BT_LEAF_MAX entries, keys and values in two
+** contiguous arrays, and are chained both ways for scans.  Inner nodes hold
+** up to BT_FANOUT children and one separator key fewer: child i holds the
+** keys k with aKey[i-1] <= k < aKey[i].  Every node but the root is at least
+** half full; all leaves are at the same depth.
+**
+** All-or-nothing batches.  The only failure a batch can meet half way is an
+** allocation failure while splitting.  A batch therefore applies its
+** operations in order WITHOUT merging underfull nodes (deletes only remove
+** entries; splits only narrow the key ranges of leaves), and remembers the
+** operations that left a leaf underfull.  If an allocation fails, the
+** operations already applied are undone in reverse order: an undone insert
+** removes a key, an undone update writes the old value back, and an undone
+** delete re-inserts a key into a leaf that provably has room (its range is a
+** subset of the range of the leaf the key was deleted from, and that leaf
+** had room right after the delete), so the undo needs no memory.  Finally,
+** whether the batch succeeded or not, the underfull nodes are repaired by
+** merging and redistributing, which frees memory but never allocates.
+*/
+#include "gpuds_backend.h"
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BT_LEAF_MAX   64                 /* entries in a leaf, at most */
+#define BT_LEAF_MIN   (BT_LEAF_MAX/2)    /* entries in a non-root leaf, at least */
+#define BT_FANOUT     64                 /* children of an inner node, at most */
+#define BT_INNER_MIN  (BT_FANOUT/2)      /* children of a non-root inner node */
+#define BT_MAX_HEIGHT 40                 /* far beyond 2^64 keys at min fill */
+
+typedef struct BtNode BtNode;
+typedef struct BtLeaf BtLeaf;
+typedef struct BtInner BtInner;
+
+/* The header common to both kinds of node. */
+struct BtNode {
+  int n;         /* leaf: number of entries; inner: number of children */
+  int isLeaf;    /* 1 for a leaf */
+};
+
+struct BtLeaf {
+  BtNode h;
+  BtLeaf *pPrev, *pNext;          /* neighbours in key order, or NULL */
+  int64_t aKey[BT_LEAF_MAX];      /* strictly ascending */
+  uint64_t aVal[BT_LEAF_MAX];
+};
+
+struct BtInner {
+  BtNode h;
+  int64_t aKey[BT_FANOUT-1];      /* h.n-1 separators, strictly ascending */
+  BtNode *apChild[BT_FANOUT];     /* h.n children */
+};
+
+struct gpuds_store {
+  BtNode *pRoot;        /* never NULL: an empty tree is one empty leaf */
+  int nHeight;          /* levels: 1 when the root is a leaf */
+  int64_t nKey;         /* entries held */
+  int64_t nLeaf;        /* leaves allocated */
+  int64_t nInner;       /* inner nodes allocated */
+  char zErr[200];       /* message of the last failed call */
+};
+
+/* Record a message for xErrmsg() and return rc. */
+static int btError(gpuds_store *p, int rc, const char *zFmt, ...){
+  va_list ap;
+  va_start(ap, zFmt);
+  vsnprintf(p->zErr, sizeof(p->zErr), zFmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Index of the first of the n keys of a[] that is >= k; n if none is. */
+static int btLowerBound(const int64_t *a, int n, int64_t k){
+  const int64_t *base = a;
+  if( n<=0 ) return 0;
+  while( n>1 ){
+    int half = n/2;
+    base = (base[half]<k) ? base+half : base;
+    n -= half;
+  }
+  return (int)(base - a) + (*base<k);
+}
+
+/* Index of the first of the n keys of a[] that is > k; n if none is.  For
+** the separators of an inner node, this is the child that may hold k. */
+static int btUpperBound(const int64_t *a, int n, int64_t k){
+  const int64_t *base = a;
+  if( n<=0 ) return 0;
+  while( n>1 ){
+    int half = n/2;
+    base = (base[half]<=k) ? base+half : base;
+    n -= half;
+  }
+  return (int)(base - a) + (*base<=k);
+}
+
+/* A new empty leaf, or NULL when out of memory.  Counted in p->nLeaf. */
+static BtLeaf *btNewLeaf(gpuds_store *p){
+  BtLeaf *pL = (BtLeaf*)malloc(sizeof(BtLeaf));
+  if( pL ){
+    pL->h.n = 0;
+    pL->h.isLeaf = 1;
+    pL->pPrev = pL->pNext = 0;
+    if( p ) p->nLeaf++;
+  }
+  return pL;
+}
+
+/* A new inner node with no children, or NULL.  Counted in p->nInner. */
+static BtInner *btNewInner(gpuds_store *p){
+  BtInner *pI = (BtInner*)malloc(sizeof(BtInner));
+  if( pI ){
+    pI->h.n = 0;
+    pI->h.isLeaf = 0;
+    if( p ) p->nInner++;
+  }
+  return pI;
+}
+
+/* Free the subtree rooted at pN (the leaf chain is not consulted). */
+static void btFreeTree(BtNode *pN){
+  if( pN==0 ) return;
+  if( !pN->isLeaf ){
+    BtInner *pI = (BtInner*)pN;
+    int i;
+    for(i=0; i<pI->h.n; i++) btFreeTree(pI->apChild[i]);
+  }
+  free(pN);
+}
+
+/* The leaf whose key range holds k. */
+static BtLeaf *btFindLeaf(gpuds_store *p, int64_t k){
+  BtNode *pN = p->pRoot;
+  while( !pN->isLeaf ){
+    BtInner *pI = (BtInner*)pN;
+    pN = pI->apChild[btUpperBound(pI->aKey, pI->h.n-1, k)];
+  }
+  return (BtLeaf*)pN;
+}
+
+/* Look k up: *pFound is 1 and *pVal its value if present, else 0 and 0. */
+static void btGet(gpuds_store *p, int64_t k, uint8_t *pFound, uint64_t *pVal){
+  BtLeaf *pL = btFindLeaf(p, k);
+  int i = btLowerBound(pL->aKey, pL->h.n, k);
+  if( i<pL->h.n && pL->aKey[i]==k ){
+    *pFound = 1;
+    *pVal = pL->aVal[i];
+  }else{
+    *pFound = 0;
+    *pVal = 0;
+  }
+}
+
+/*
+** Set k to v, reporting the previous state in *pFound and *pOld.  Memory is
+** allocated only when k is absent and its leaf is full; all of it is taken
+** before anything changes, so GPUDS_NOMEM means the tree is untouched.
+*/
+static int btInsert(gpuds_store *p, int64_t k, uint64_t v,
+                    uint8_t *pFound, uint64_t *pOld){
+  BtInner *aPath[BT_MAX_HEIGHT];
+  int aIdx[BT_MAX_HEIGHT];
+  BtInner *apNew[BT_MAX_HEIGHT+1];   /* inner nodes taken for the split */
+  int nNew = 0, nUsed = 0;
+  int d = 0, lvl, i, j = 0;
+  BtNode *pN = p->pRoot;
+  BtLeaf *pL, *pR = 0;
+  int64_t sep;
+  BtNode *pUp;
+
+  while( !pN->isLeaf ){
+    BtInner *pI = (BtInner*)pN;
+    i = btUpperBound(pI->aKey, pI->h.n-1, k);
+    aPath[d] = pI;
+    aIdx[d] = i;
+    d++;
+    pN = pI->apChild[i];
+  }
+  pL = (BtLeaf*)pN;
+  i = btLowerBound(pL->aKey, pL->h.n, k);
+  if( i<pL->h.n && pL->aKey[i]==k ){
+    *pFound = 1;
+    *pOld = pL->aVal[i];
+    pL->aVal[i] = v;
+    return GPUDS_OK;
+  }
+  *pFound = 0;
+  *pOld = 0;
+  if( pL->h.n<BT_LEAF_MAX ){
+    int nMove = pL->h.n - i;
+    memmove(&pL->aKey[i+1], &pL->aKey[i], nMove*sizeof(int64_t));
+    memmove(&pL->aVal[i+1], &pL->aVal[i], nMove*sizeof(uint64_t));
+    pL->aKey[i] = k;
+    pL->aVal[i] = v;
+    pL->h.n++;
+    p->nKey++;
+    return GPUDS_OK;
+  }
+
+  /* The leaf is full.  Count the full ancestors that will split too, and
+  ** a new root if all of them are full; take all the memory first. */
+  for(lvl=d-1; lvl>=0 && aPath[lvl]->h.n==BT_FANOUT; lvl--) nNew++;
+  if( lvl<0 ) nNew++;
+  if( lvl<0 && p->nHeight>=BT_MAX_HEIGHT ){
+    return btError(p, GPUDS_NOMEM, "b+tree: height limit reached");
+  }
+  pR = btNewLeaf(p);
+  if( pR==0 ) goto no_mem;
+  for(j=0; j<nNew; j++){
+    apNew[j] = btNewInner(p);
+    if( apNew[j]==0 ) goto no_mem;
+  }
+
+  /* Split the leaf: BT_LEAF_MAX+1 entries, the left keeps the first half. */
+  {
+    int64_t aK[BT_LEAF_MAX+1];
+    uint64_t aV[BT_LEAF_MAX+1];
+    int nLeft = (BT_LEAF_MAX+1)/2;
+    memcpy(aK, pL->aKey, i*sizeof(int64_t));
+    memcpy(aV, pL->aVal, i*sizeof(uint64_t));
+    aK[i] = k;
+    aV[i] = v;
+    memcpy(&aK[i+1], &pL->aKey[i], (BT_LEAF_MAX-i)*sizeof(int64_t));
+    memcpy(&aV[i+1], &pL->aVal[i], (BT_LEAF_MAX-i)*sizeof(uint64_t));
+    memcpy(pL->aKey, aK, nLeft*sizeof(int64_t));
+    memcpy(pL->aVal, aV, nLeft*sizeof(uint64_t));
+    pL->h.n = nLeft;
+    memcpy(pR->aKey, &aK[nLeft], (BT_LEAF_MAX+1-nLeft)*sizeof(int64_t));
+    memcpy(pR->aVal, &aV[nLeft], (BT_LEAF_MAX+1-nLeft)*sizeof(uint64_t));
+    pR->h.n = BT_LEAF_MAX+1-nLeft;
+    pR->pNext = pL->pNext;
+    pR->pPrev = pL;
+    if( pL->pNext ) pL->pNext->pPrev = pR;
+    pL->pNext = pR;
+    p->nKey++;
+  }
+  sep = pR->aKey[0];
+  pUp = &pR->h;
+
+  /* Insert (sep, pUp) to the right of child aIdx[lvl] of each ancestor,
+  ** splitting the full ones. */
+  for(lvl=d-1; lvl>=0 && pUp; lvl--){
+    BtInner *pI = aPath[lvl];
+    int ci = aIdx[lvl];
+    if( pI->h.n<BT_FANOUT ){
+      int nK = pI->h.n-1;
+      memmove(&pI->aKey[ci+1], &pI->aKey[ci], (nK-ci)*sizeof(int64_t));
+      memmove(&pI->apChild[ci+2], &pI->apChild[ci+1],
+              (pI->h.n-ci-1)*sizeof(BtNode*));
+      pI->aKey[ci] = sep;
+      pI->apChild[ci+1] = pUp;
+      pI->h.n++;
+      pUp = 0;
+    }else{
+      int64_t aK[BT_FANOUT];
+      BtNode *aC[BT_FANOUT+1];
+      int nLeft = (BT_FANOUT+1)/2;          /* children kept on the left */
+      int nRight = BT_FANOUT+1-nLeft;
+      BtInner *pIR = apNew[nUsed++];
+      memcpy(aK, pI->aKey, ci*sizeof(int64_t));
+      aK[ci] = sep;
+      memcpy(&aK[ci+1], &pI->aKey[ci], (BT_FANOUT-1-ci)*sizeof(int64_t));
+      memcpy(aC, pI->apChild, (ci+1)*sizeof(BtNode*));
+      aC[ci+1] = pUp;
+      memcpy(&aC[ci+2], &pI->apChild[ci+1], (BT_FANOUT-1-ci)*sizeof(BtNode*));
+      memcpy(pI->apChild, aC, nLeft*sizeof(BtNode*));
+      memcpy(pI->aKey, aK, (nLeft-1)*sizeof(int64_t));
+      pI->h.n = nLeft;
+      memcpy(pIR->apChild, &aC[nLeft], nRight*sizeof(BtNode*));
+      memcpy(pIR->aKey, &aK[nLeft], (nRight-1)*sizeof(int64_t));
+      pIR->h.n = nRight;
+      sep = aK[nLeft-1];
+      pUp = &pIR->h;
+    }
+  }
+  if( pUp ){
+    BtInner *pRoot = apNew[nUsed++];
+    pRoot->apChild[0] = p->pRoot;
+    pRoot->apChild[1] = pUp;
+    pRoot->aKey[0] = sep;
+    pRoot->h.n = 2;
+    p->pRoot = &pRoot->h;
+    p->nHeight++;
+  }
+  assert( nUsed==nNew );
+  return GPUDS_OK;
+
+no_mem:
+  if( pR ){ free(pR); p->nLeaf--; }
+  while( j-- > 0 ){ free(apNew[j]); p->nInner--; }
+  return btError(p, GPUDS_NOMEM, "b+tree: out of memory splitting a node");
+}
+
+/*
+** Remove k if present, reporting the previous state in *pFound and *pOld.
+** Never merges: *pUnder is set to 1 if a non-root leaf was left with fewer
+** than BT_LEAF_MIN entries, for btFixup() to repair later.
+*/
+static void btRemove(gpuds_store *p, int64_t k, uint8_t *pFound,
+                     uint64_t *pOld, uint8_t *pUnder){
+  BtLeaf *pL = btFindLeaf(p, k);
+  int i = btLowerBound(pL->aKey, pL->h.n, k);
+  *pUnder = 0;
+  if( i<pL->h.n && pL->aKey[i]==k ){
+    int nMove = pL->h.n - i - 1;
+    *pFound = 1;
+    *pOld = pL->aVal[i];
+    memmove(&pL->aKey[i], &pL->aKey[i+1], nMove*sizeof(int64_t));
+    memmove(&pL->aVal[i], &pL->aVal[i+1], nMove*sizeof(uint64_t));
+    pL->h.n--;
+    p->nKey--;
+    if( pL->h.n<BT_LEAF_MIN && &pL->h!=p->pRoot ) *pUnder = 1;
+  }else{
+    *pFound = 0;
+    *pOld = 0;
+  }
+}
+
+/* True if pN, not the root, has fewer entries or children than allowed. */
+static int btUnderfull(const BtNode *pN){
+  return pN->n < (pN->isLeaf ? BT_LEAF_MIN : BT_INNER_MIN);
+}
+
+/*
+** Children li and li+1 of pP are leaves together holding at least
+** 2*BT_LEAF_MIN entries: share them out evenly and fix the separator.
+*/
+static void btLeafShare(BtInner *pP, int li){
+  BtLeaf *pA = (BtLeaf*)pP->apChild[li];
+  BtLeaf *pB = (BtLeaf*)pP->apChild[li+1];
+  int nTotal = pA->h.n + pB->h.n;
+  int nA = nTotal/2;
+  if( pA->h.n>nA ){                         /* move A's tail to B's head */
+    int m = pA->h.n - nA;
+    memmove(&pB->aKey[m], pB->aKey, pB->h.n*sizeof(int64_t));
+    memmove(&pB->aVal[m], pB->aVal, pB->h.n*sizeof(uint64_t));
+    memcpy(pB->aKey, &pA->aKey[nA], m*sizeof(int64_t));
+    memcpy(pB->aVal, &pA->aVal[nA], m*sizeof(uint64_t));
+  }else if( pA->h.n<nA ){                   /* move B's head to A's tail */
+    int m = nA - pA->h.n;
+    memcpy(&pA->aKey[pA->h.n], pB->aKey, m*sizeof(int64_t));
+    memcpy(&pA->aVal[pA->h.n], pB->aVal, m*sizeof(uint64_t));
+    memmove(pB->aKey, &pB->aKey[m], (pB->h.n-m)*sizeof(int64_t));
+    memmove(pB->aVal, &pB->aVal[m], (pB->h.n-m)*sizeof(uint64_t));
+  }
+  pA->h.n = nA;
+  pB->h.n = nTotal - nA;
+  pP->aKey[li] = pB->aKey[0];
+}
+
+/*
+** Children li and li+1 of pP are inner nodes together holding at least
+** 2*BT_INNER_MIN children: share them out evenly, rotating through the
+** separator in pP.
+*/
+static void btInnerShare(BtInner *pP, int li){
+  BtInner *pA = (BtInner*)pP->apChild[li];
+  BtInner *pB = (BtInner*)pP->apChild[li+1];
+  int64_t aK[2*BT_FANOUT];
+  BtNode *aC[2*BT_FANOUT];
+  int nTotal = pA->h.n + pB->h.n;
+  int nA = nTotal/2;
+  int nB = nTotal - nA;
+  memcpy(aK, pA->aKey, (pA->h.n-1)*sizeof(int64_t));
+  aK[pA->h.n-1] = pP->aKey[li];
+  memcpy(&aK[pA->h.n], pB->aKey, (pB->h.n-1)*sizeof(int64_t));
+  memcpy(aC, pA->apChild, pA->h.n*sizeof(BtNode*));
+  memcpy(&aC[pA->h.n], pB->apChild, pB->h.n*sizeof(BtNode*));
+  memcpy(pA->aKey, aK, (nA-1)*sizeof(int64_t));
+  memcpy(pA->apChild, aC, nA*sizeof(BtNode*));
+  pP->aKey[li] = aK[nA-1];
+  memcpy(pB->aKey, &aK[nA], (nB-1)*sizeof(int64_t));
+  memcpy(pB->apChild, &aC[nA], nB*sizeof(BtNode*));
+  pA->h.n = nA;
+  pB->h.n = nB;
+}
+
+/*
+** Children li and li+1 of pP (both leaves or both inner) fit in one node:
+** move everything into child li, free child li+1 and drop it from pP.
+*/
+static void btMerge(gpuds_store *p, BtInner *pP, int li){
+  BtNode *pA = pP->apChild[li];
+  BtNode *pB = pP->apChild[li+1];
+  if( pA->isLeaf ){
+    BtLeaf *pLA = (BtLeaf*)pA, *pLB = (BtLeaf*)pB;
+    assert( pLA->h.n + pLB->h.n <= BT_LEAF_MAX );
+    memcpy(&pLA->aKey[pLA->h.n], pLB->aKey, pLB->h.n*sizeof(int64_t));
+    memcpy(&pLA->aVal[pLA->h.n], pLB->aVal, pLB->h.n*sizeof(uint64_t));
+    pLA->h.n += pLB->h.n;
+    pLA->pNext = pLB->pNext;
+    if( pLB->pNext ) pLB->pNext->pPrev = pLA;
+    p->nLeaf--;
+  }else{
+    BtInner *pIA = (BtInner*)pA, *pIB = (BtInner*)pB;
+    assert( pIA->h.n + pIB->h.n <= BT_FANOUT );
+    pIA->aKey[pIA->h.n-1] = pP->aKey[li];
+    memcpy(&pIA->aKey[pIA->h.n], pIB->aKey, (pIB->h.n-1)*sizeof(int64_t));
+    memcpy(&pIA->apChild[pIA->h.n], pIB->apChild, pIB->h.n*sizeof(BtNode*));
+    pIA->h.n += pIB->h.n;
+    p->nInner--;
+  }
+  free(pB);
+  memmove(&pP->aKey[li], &pP->aKey[li+1], (pP->h.n-2-li)*sizeof(int64_t));
+  memmove(&pP->apChild[li+1], &pP->apChild[li+2],
+          (pP->h.n-2-li)*sizeof(BtNode*));
+  pP->h.n--;
+}
+
+/*
+** Restore the fill bounds on the path from the root to the leaf of key k:
+** every underfull node on it borrows from or merges with a sibling, and a
+** root with a single child is dropped.  Frees memory, never allocates.
+** Underfull nodes off the path are left for their own fixup.
+*/
+static void btFixup(gpuds_store *p, int64_t k){
+  for(;;){
+    BtInner *aPath[BT_MAX_HEIGHT];
+    int aIdx[BT_MAX_HEIGHT];
+    BtNode *aNode[BT_MAX_HEIGHT+1];
+    int d = 0, lvl;
+    int bAgain = 0;
+    BtNode *pN = p->pRoot;
+
+    aNode[0] = pN;
+    while( !pN->isLeaf ){
+      BtInner *pI = (BtInner*)pN;
+      int i = btUpperBound(pI->aKey, pI->h.n-1, k);
+      aPath[d] = pI;
+      aIdx[d] = i;
+      pN = pI->apChild[i];
+      aNode[++d] = pN;
+    }
+    for(lvl=d; lvl>=1; lvl--){
+      BtInner *pP = aPath[lvl-1];
+      int ci = aIdx[lvl-1];
+      int li;
+      BtNode *pA, *pB;
+      if( !btUnderfull(aNode[lvl]) ) continue;
+      if( pP->h.n<2 ){
+        /* No sibling: the parent is underfull too; once it is repaired,
+        ** come back for this node. */
+        bAgain = 1;
+        continue;
+      }
+      li = ci>0 ? ci-1 : 0;
+      pA = pP->apChild[li];
+      pB = pP->apChild[li+1];
+      if( pA->n + pB->n >= 2*(pA->isLeaf ? BT_LEAF_MIN : BT_INNER_MIN) ){
+        if( pA->isLeaf ) btLeafShare(pP, li); else btInnerShare(pP, li);
+      }else{
+        btMerge(p, pP, li);
+        bAgain = 1;   /* the merged node may still be underfull */
+      }
+    }
+    while( !p->pRoot->isLeaf && p->pRoot->n==1 ){
+      BtInner *pOld = (BtInner*)p->pRoot;
+      p->pRoot = pOld->apChild[0];
+      free(pOld);
+      p->nInner--;
+      p->nHeight--;
+    }
+    if( !bAgain ) break;
+  }
+}
+
+/*
+** The batch engine behind xBatch and the insert path of xBulkLoad.  aOp
+** NULL means every operation is an upsert.  See the comment at the top of
+** the file for how it stays all-or-nothing.
+*/
+static int btApply(gpuds_store *p, size_t n, const uint8_t *aOp,
+                   const int64_t *aKey, const uint64_t *aVal,
+                   uint8_t *aFound, uint64_t *aOld){
+  size_t i, j;
+  int bMut = 0;
+  int rc = GPUDS_OK;
+  unsigned char *pWork;
+  uint8_t *aFlag;
+  size_t nWork;
+
+  if( aOp ){
+    for(i=0; i<n; i++){
+      if( aOp[i]>GPUDS_OP_DELETE ){
+        return btError(p, GPUDS_MISUSE,
+                       "invalid operation code %d at batch index %zu",
+                       (int)aOp[i], i);
+      }
+      if( aOp[i]!=GPUDS_OP_LOOKUP ) bMut = 1;
+    }
+  }else{
+    bMut = n>0;
+  }
+  if( !bMut ){
+    uint8_t f;
+    uint64_t v;
+    for(i=0; i<n; i++){
+      btGet(p, aKey[i], &f, &v);
+      if( aFound ) aFound[i] = f;
+      if( aOld ) aOld[i] = v;
+    }
+    return GPUDS_OK;
+  }
+
+  /* Work space: the previous states (needed to undo) when the caller does
+  ** not want them, and one flag per operation that left a leaf underfull. */
+  if( n > ((size_t)-1)/(sizeof(uint64_t)+2) ){
+    return btError(p, GPUDS_NOMEM, "b+tree: batch too large");
+  }
+  nWork = n + (aOld ? 0 : n*sizeof(uint64_t)) + (aFound ? 0 : n);
+  pWork = (unsigned char*)malloc(nWork);
+  if( pWork==0 ){
+    return btError(p, GPUDS_NOMEM, "b+tree: out of memory for a batch of %zu",
+                   n);
+  }
+  aFlag = pWork;
+  if( aOld==0 ){
+    aOld = (uint64_t*)pWork;              /* malloc()'s alignment suits it */
+    aFlag = pWork + n*sizeof(uint64_t);
+  }
+  if( aFound==0 ) aFound = aFlag + n;
+  memset(aFlag, 0, n);
+
+  for(i=0; i<n; i++){
+    int op = aOp ? aOp[i] : GPUDS_OP_UPSERT;
+    if( op==GPUDS_OP_UPSERT ){
+      rc = btInsert(p, aKey[i], aVal[i], &aFound[i], &aOld[i]);
+      if( rc ) break;
+    }else if( op==GPUDS_OP_DELETE ){
+      btRemove(p, aKey[i], &aFound[i], &aOld[i], &aFlag[i]);
+    }else{
+      btGet(p, aKey[i], &aFound[i], &aOld[i]);
+    }
+  }
+  if( rc ){
+    /* Undo operations i-1 down to 0.  None of this allocates. */
+    for(j=i; j-- > 0; ){
+      int op = aOp ? aOp[j] : GPUDS_OP_UPSERT;
+      uint8_t f;
+      uint64_t v;
+      if( op==GPUDS_OP_UPSERT ){
+        if( aFound[j] ){
+          int rc2 = btInsert(p, aKey[j], aOld[j], &f, &v);
+          assert( rc2==GPUDS_OK && f );
+          (void)rc2;
+        }else{
+          btRemove(p, aKey[j], &f, &v, &aFlag[j]);
+          assert( f );
+        }
+      }else if( op==GPUDS_OP_DELETE && aFound[j] ){
+        int rc2 = btInsert(p, aKey[j], aOld[j], &f, &v);
+        assert( rc2==GPUDS_OK && !f );
+        (void)rc2;
+      }
+    }
+  }
+  for(j=0; j<n; j++){
+    if( aFlag[j] ) btFixup(p, aKey[j]);
+  }
+  free(pWork);
+  return rc;
+}
+
+/* The node counts of a tree of nEntry entries built densely by btBuild():
+** aCount[0] leaves, aCount[1] nodes one level up, ...; returns the height. */
+static int btBuildShape(int64_t nEntry, int64_t *aCount){
+  int h = 0;
+  int64_t m = (nEntry + BT_LEAF_MAX - 1)/BT_LEAF_MAX;
+  aCount[h++] = m;
+  while( m>1 ){
+    m = (m + BT_FANOUT - 1)/BT_FANOUT;
+    aCount[h++] = m;
+  }
+  return h;
+}
+
+/*
+** A source of entries in strictly ascending key order for btBuild(): the
+** merge of an existing tree's leaf chain (pL, may be NULL) with the arrays
+** aKey/aVal; on equal keys the array's value wins (an upsert).
+*/
+typedef struct BtSource BtSource;
+struct BtSource {
+  BtLeaf *pL;  int iL;                         /* next entry of the tree */
+  const int64_t *aKey; const uint64_t *aVal;   /* the arrays */
+  size_t i, n;                                 /* next array entry, count */
+};
+
+/* Skip empty leaves so that pSrc->pL is NULL or has an entry at iL. */
+static void btSourceSettle(BtSource *pSrc){
+  while( pSrc->pL && pSrc->iL>=pSrc->pL->h.n ){
+    pSrc->pL = pSrc->pL->pNext;
+    pSrc->iL = 0;
+  }
+}
+
+/* The next entry of the merge into *pK and *pV; 0 once it is exhausted. */
+static int btSourceNext(BtSource *pSrc, int64_t *pK, uint64_t *pV){
+  int bTree = pSrc->pL!=0;
+  int bArr = pSrc->i<pSrc->n;
+  if( bTree && bArr ){
+    int64_t kT = pSrc->pL->aKey[pSrc->iL];
+    int64_t kA = pSrc->aKey[pSrc->i];
+    if( kT<kA ){
+      bArr = 0;
+    }else{
+      if( kT==kA ){ pSrc->iL++; btSourceSettle(pSrc); }
+      bTree = 0;
+    }
+  }
+  if( bTree ){
+    *pK = pSrc->pL->aKey[pSrc->iL];
+    *pV = pSrc->pL->aVal[pSrc->iL];
+    pSrc->iL++;
+    btSourceSettle(pSrc);
+    return 1;
+  }
+  if( bArr ){
+    *pK = pSrc->aKey[pSrc->i];
+    *pV = pSrc->aVal[pSrc->i];
+    pSrc->i++;
+    return 1;
+  }
+  return 0;
+}
+
+/*
+** Build a new tree of exactly nEntry (>0) entries read from pSrc, leaves
+** and inner nodes filled as evenly as possible (all at least half full),
+** into *ppRoot, *pnHeight, *pnLeaf and *pnInner.  All memory is taken
+** before any entry is read; on GPUDS_NOMEM nothing is left allocated.
+*/
+static int btBuild(int64_t nEntry, BtSource *pSrc, BtNode **ppRoot,
+                   int *pnHeight, int64_t *pnLeaf, int64_t *pnInner){
+  int64_t aCount[BT_MAX_HEIGHT];
+  int nHeight = btBuildShape(nEntry, aCount);
+  int64_t nNode = 0, nDone = 0, j, lvl;
+  BtNode **apNode;          /* every node, leaves first, level by level */
+  int64_t *aMin;            /* smallest key under each node of a level */
+  BtLeaf *pPrev = 0;
+
+  for(lvl=0; lvl<nHeight; lvl++) nNode += aCount[lvl];
+  if( (uint64_t)nNode > ((size_t)-1)/(sizeof(BtNode*)+sizeof(int64_t)) ){
+    return GPUDS_NOMEM;
+  }
+  apNode = (BtNode**)malloc(nNode*sizeof(BtNode*));
+  aMin = (int64_t*)malloc(aCount[0]*sizeof(int64_t));
+  if( apNode==0 || aMin==0 ) goto no_mem;
+  for(nDone=0; nDone<nNode; nDone++){
+    apNode[nDone] = nDone<aCount[0] ? (BtNode*)btNewLeaf(0)
+                                    : (BtNode*)btNewInner(0);
+    if( apNode[nDone]==0 ) goto no_mem;
+  }
+
+  /* Leaves. */
+  {
+    int64_t m = aCount[0];
+    int64_t nBase = nEntry/m, nExtra = nEntry%m;
+    for(j=0; j<m; j++){
+      BtLeaf *pL = (BtLeaf*)apNode[j];
+      int c = (int)(nBase + (j<nExtra)), e;
+      for(e=0; e<c; e++){
+        int ok = btSourceNext(pSrc, &pL->aKey[e], &pL->aVal[e]);
+        assert( ok );
+        (void)ok;
+      }
+      pL->h.n = c;
+      pL->pPrev = pPrev;
+      if( pPrev ) pPrev->pNext = pL;
+      pPrev = pL;
+      aMin[j] = pL->aKey[0];
+    }
+  }
+
+  /* Inner levels.  aMin is rewritten in place: group g reads entries at
+  ** positions >= g before writing position g. */
+  {
+    BtNode **apBelow = apNode;
+    for(lvl=1; lvl<nHeight; lvl++){
+      int64_t m = aCount[lvl-1], g = aCount[lvl];
+      int64_t nBase = m/g, nExtra = m%g, iChild = 0;
+      BtNode **apHere = apBelow + m;
+      for(j=0; j<g; j++){
+        BtInner *pI = (BtInner*)apHere[j];
+        int c = (int)(nBase + (j<nExtra)), e;
+        int64_t iMin = aMin[iChild];
+        for(e=0; e<c; e++){
+          pI->apChild[e] = apBelow[iChild];
+          if( e>0 ) pI->aKey[e-1] = aMin[iChild];
+          iChild++;
+        }
+        pI->h.n = c;
+        aMin[j] = iMin;
+      }
+      apBelow = apHere;
+    }
+    *ppRoot = apBelow[0];
+  }
+  *pnHeight = nHeight;
+  *pnLeaf = aCount[0];
+  *pnInner = nNode - aCount[0];
+  free(apNode);
+  free(aMin);
+  return GPUDS_OK;
+
+no_mem:
+  if( apNode ){
+    for(j=0; j<nDone; j++) free(apNode[j]);
+  }
+  free(apNode);
+  free(aMin);
+  return GPUDS_NOMEM;
+}
+
+/* Replace the tree of p by a freshly built one (see btBuild). */
+static void btInstall(gpuds_store *p, BtNode *pRoot, int nHeight,
+                      int64_t nEntry, int64_t nLeaf, int64_t nInner){
+  btFreeTree(p->pRoot);
+  p->pRoot = pRoot;
+  p->nHeight = nHeight;
+  p->nKey = nEntry;
+  p->nLeaf = nLeaf;
+  p->nInner = nInner;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The gpuds_store_ops methods.                                            */
+
+/* An empty tree: one empty leaf as the root. */
+static int btCreate(gpuds_store **pp, char **pzErr){
+  gpuds_store *p = (gpuds_store*)malloc(sizeof(gpuds_store));
+  *pp = 0;
+  if( pzErr ) *pzErr = 0;
+  if( p ){
+    memset(p, 0, sizeof(*p));
+    p->pRoot = (BtNode*)btNewLeaf(p);
+    if( p->pRoot==0 ){ free(p); p = 0; }
+  }
+  if( p==0 ){
+    if( pzErr ){
+      static const char zMsg[] = "b+tree: out of memory creating a store";
+      *pzErr = (char*)malloc(sizeof(zMsg));
+      if( *pzErr ) memcpy(*pzErr, zMsg, sizeof(zMsg));
+    }
+    return GPUDS_NOMEM;
+  }
+  p->nHeight = 1;
+  *pp = p;
+  return GPUDS_OK;
+}
+
+/* Free the tree and the store.  NULL is a no-op. */
+static void btDestroy(gpuds_store *p){
+  if( p==0 ) return;
+  btFreeTree(p->pRoot);
+  free(p);
+}
+
+/* A mixed batch, all-or-nothing (btApply). */
+static int btBatch(gpuds_store *p, size_t n, const uint8_t *aOp,
+                   const int64_t *aKey, const uint64_t *aVal,
+                   uint8_t *aFound, uint64_t *aOld){
+  if( n>0 && aOp==0 ){
+    return btError(p, GPUDS_MISUSE, "xBatch: aOp is NULL");
+  }
+  return btApply(p, n, aOp, aKey, aVal, aFound, aOld);
+}
+
+/* Point lookups; never fails.  aFound or aVal may be NULL. */
+static int btLookup(gpuds_store *p, size_t n, const int64_t *aKey,
+                    uint8_t *aFound, uint64_t *aVal){
+  size_t i;
+  for(i=0; i<n; i++){
+    uint8_t f;
+    uint64_t v;
+    btGet(p, aKey[i], &f, &v);
+    if( aFound ) aFound[i] = f;
+    if( aVal ) aVal[i] = v;
+  }
+  return GPUDS_OK;
+}
+
+/*
+** The next page of an ordered scan.  Sets done when no entry in range is
+** left after the page (it looks one entry ahead), else narrows lo (or hi)
+** to just past the last key returned; a last key equal to the bound being
+** narrowed ends the scan, so INT64_MAX/INT64_MIN never overflow.
+*/
+static int btScan(gpuds_store *p, gpuds_scan *pScan, size_t nMax,
+                  int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  size_t nOut = 0;
+  int64_t lo = pScan->lo, hi = pScan->hi;
+  *pnOut = 0;
+  if( pScan->done ) return GPUDS_OK;
+  if( lo>hi ){
+    pScan->done = 1;
+    return GPUDS_OK;
+  }
+  if( nMax==0 ) return GPUDS_OK;
+  if( !pScan->desc ){
+    BtLeaf *pL = btFindLeaf(p, lo);
+    int i = btLowerBound(pL->aKey, pL->h.n, lo);
+    int bEnd = 1;
+    while( pL ){
+      for(; i<pL->h.n; i++){
+        int64_t k = pL->aKey[i];
+        if( k>hi ) goto asc_done;
+        if( nOut==nMax ){ bEnd = 0; goto asc_done; }
+        aKey[nOut] = k;
+        if( aVal ) aVal[nOut] = pL->aVal[i];
+        nOut++;
+      }
+      pL = pL->pNext;
+      i = 0;
+    }
+  asc_done:
+    if( nOut>0 ){
+      int64_t kLast = aKey[nOut-1];
+      if( kLast>=hi ) bEnd = 1; else pScan->lo = kLast+1;
+    }
+    pScan->done = bEnd;
+  }else{
+    BtLeaf *pL = btFindLeaf(p, hi);
+    int i = btUpperBound(pL->aKey, pL->h.n, hi) - 1;
+    int bEnd = 1;
+    while( pL ){
+      for(; i>=0; i--){
+        int64_t k = pL->aKey[i];
+        if( k<lo ) goto desc_done;
+        if( nOut==nMax ){ bEnd = 0; goto desc_done; }
+        aKey[nOut] = k;
+        if( aVal ) aVal[nOut] = pL->aVal[i];
+        nOut++;
+      }
+      pL = pL->pPrev;
+      if( pL ) i = pL->h.n-1;
+    }
+  desc_done:
+    if( nOut>0 ){
+      int64_t kLast = aKey[nOut-1];
+      if( kLast<=lo ) bEnd = 1; else pScan->hi = kLast-1;
+    }
+    pScan->done = bEnd;
+  }
+  *pnOut = nOut;
+  return GPUDS_OK;
+}
+
+/* True unless aKey[0..n-1] is strictly ascending; sets *pi to the index of
+** the first key out of order. */
+static int btNotAscending(size_t n, const int64_t *aKey, size_t *pi){
+  size_t i;
+  for(i=1; i<n; i++){
+    if( aKey[i]<=aKey[i-1] ){ *pi = i; return 1; }
+  }
+  return 0;
+}
+
+/*
+** Insert n entries with strictly ascending keys.  An empty tree is built
+** directly from the arrays; a big load into a non-empty tree rebuilds it
+** from the merge of the old entries and the new ones; a small one inserts.
+** A key already present is updated, as by an upsert.  All-or-nothing.
+*/
+static int btBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
+                      const uint64_t *aVal){
+  size_t iBad;
+  if( n==0 ) return GPUDS_OK;
+  if( btNotAscending(n, aKey, &iBad) ){
+    return btError(p, GPUDS_MISUSE,
+                   "xBulkLoad: keys not strictly ascending at index %zu", iBad);
+  }
+  if( (uint64_t)n >= (uint64_t)INT64_MAX/2 ){
+    return btError(p, GPUDS_NOMEM, "xBulkLoad: too many entries");
+  }
+  if( p->nKey==0 || (int64_t)n >= p->nKey/16 ){
+    BtSource src;
+    int64_t nEntry = 0, k;
+    uint64_t v;
+    BtNode *pRoot;
+    int nHeight, rc;
+    int64_t nLeaf, nInner;
+
+    memset(&src, 0, sizeof(src));
+    src.aKey = aKey;
+    src.aVal = aVal;
+    src.n = n;
+    if( p->nKey==0 ){
+      nEntry = (int64_t)n;
+    }else{
+      src.pL = btFindLeaf(p, INT64_MIN);
+      btSourceSettle(&src);
+      while( btSourceNext(&src, &k, &v) ) nEntry++;
+      src.pL = btFindLeaf(p, INT64_MIN);
+      src.iL = 0;
+      src.i = 0;
+      btSourceSettle(&src);
+    }
+    rc = btBuild(nEntry, &src, &pRoot, &nHeight, &nLeaf, &nInner);
+    if( rc==GPUDS_OK ){
+      btInstall(p, pRoot, nHeight, nEntry, nLeaf, nInner);
+      return GPUDS_OK;
+    }
+    if( p->nKey==0 ){
+      return btError(p, rc, "b+tree: out of memory bulk loading %zu entries",
+                     n);
+    }
+    /* Not enough memory for a second tree: try inserting instead. */
+  }
+  return btApply(p, n, 0, aKey, aVal, 0, 0);
+}
+
+/* Number of keys held. */
+static int64_t btCount(gpuds_store *p){
+  return p->nKey;
+}
+
+/* A JSON description; "{}" if it does not fit in nBuf bytes. */
+static void btInfo(gpuds_store *p, char *zBuf, size_t nBuf){
+  int64_t nByte = (int64_t)sizeof(gpuds_store)
+                + p->nLeaf*(int64_t)sizeof(BtLeaf)
+                + p->nInner*(int64_t)sizeof(BtInner);
+  int nw;
+  if( nBuf==0 ) return;
+  nw = snprintf(zBuf, nBuf,
+      "{\"structure\":\"b+tree\",\"keys\":%lld,\"height\":%d,\"nodes\":%lld,"
+      "\"leaves\":%lld,\"leaf_capacity\":%d,\"fanout\":%d,\"bytes\":%lld}",
+      (long long)p->nKey, p->nHeight, (long long)(p->nLeaf+p->nInner),
+      (long long)p->nLeaf, BT_LEAF_MAX, BT_FANOUT, (long long)nByte);
+  if( nw<0 || (size_t)nw>=nBuf ){
+    if( nBuf>=3 ) memcpy(zBuf, "{}", 3); else zBuf[0] = 0;
+  }
+}
+
+/* State of an xCheck walk. */
+typedef struct BtCheck BtCheck;
+struct BtCheck {
+  gpuds_store *p;
+  int leafDepth;        /* depth of the first leaf reached, -1 before */
+  int64_t nKey, nLeaf, nInner;
+  BtLeaf *pLast;        /* the previous leaf in key order */
+};
+
+/*
+** Check the subtree pN at depth d whose keys must lie in [lo,hi) (bounded
+** below only if bLo, above only if bHi).  Returns GPUDS_OK or an error with
+** the failed invariant recorded.
+*/
+static int btCheckNode(BtCheck *pC, BtNode *pN, int d, int bLo, int64_t lo,
+                       int bHi, int64_t hi){
+  gpuds_store *p = pC->p;
+  int isRoot = pN==p->pRoot;
+  int i, rc;
+  if( d>=BT_MAX_HEIGHT ){
+    return btError(p, GPUDS_ERROR, "b+tree invariant: depth beyond %d", d);
+  }
+  if( pN->isLeaf ){
+    BtLeaf *pL = (BtLeaf*)pN;
+    pC->nLeaf++;
+    if( pL->h.n<0 || pL->h.n>BT_LEAF_MAX ){
+      return btError(p, GPUDS_ERROR,
+                     "b+tree invariant: leaf entry count %d out of range",
+                     pL->h.n);
+    }
+    if( !isRoot && pL->h.n<BT_LEAF_MIN ){
+      return btError(p, GPUDS_ERROR,
+          "b+tree invariant: fill bound: leaf with %d entries (min %d)",
+          pL->h.n, BT_LEAF_MIN);
+    }
+    if( pC->leafDepth<0 ) pC->leafDepth = d;
+    if( d!=pC->leafDepth ){
+      return btError(p, GPUDS_ERROR,
+          "b+tree invariant: leaves at depths %d and %d", pC->leafDepth, d);
+    }
+    for(i=0; i<pL->h.n; i++){
+      int64_t k = pL->aKey[i];
+      if( i>0 && k<=pL->aKey[i-1] ){
+        return btError(p, GPUDS_ERROR,
+            "b+tree invariant: keys not strictly ascending within a leaf");
+      }
+      if( (bLo && k<lo) || (bHi && k>=hi) ){
+        return btError(p, GPUDS_ERROR,
+            "b+tree invariant: separator keys: leaf key %lld outside its "
+            "parent's range", (long long)k);
+      }
+    }
+    if( pL->pPrev!=pC->pLast ){
+      return btError(p, GPUDS_ERROR,
+          "b+tree invariant: leaf chain: pPrev is not the previous leaf");
+    }
+    if( pC->pLast ){
+      if( pC->pLast->pNext!=pL ){
+        return btError(p, GPUDS_ERROR,
+            "b+tree invariant: leaf chain: pNext is not the next leaf");
+      }
+      if( pL->h.n>0 && pC->pLast->h.n>0
+       && pC->pLast->aKey[pC->pLast->h.n-1]>=pL->aKey[0] ){
+        return btError(p, GPUDS_ERROR,
+            "b+tree invariant: keys not ascending across leaves");
+      }
+    }
+    pC->pLast = pL;
+    pC->nKey += pL->h.n;
+    return GPUDS_OK;
+  }else{
+    BtInner *pI = (BtInner*)pN;
+    pC->nInner++;
+    if( pI->h.n<(isRoot ? 2 : BT_INNER_MIN) || pI->h.n>BT_FANOUT ){
+      return btError(p, GPUDS_ERROR,
+          "b+tree invariant: fill bound: %s inner node with %d children",
+          isRoot ? "root" : "non-root", pI->h.n);
+    }
+    for(i=0; i<pI->h.n-1; i++){
+      int64_t k = pI->aKey[i];
+      if( i>0 && k<=pI->aKey[i-1] ){
+        return btError(p, GPUDS_ERROR,
+            "b+tree invariant: separator keys not strictly ascending");
+      }
+      if( (bLo && k<=lo) || (bHi && k>=hi) ){
+        return btError(p, GPUDS_ERROR,
+            "b+tree invariant: separator key %lld outside its parent's range",
+            (long long)k);
+      }
+    }
+    for(i=0; i<pI->h.n; i++){
+      int bL = i>0 ? 1 : bLo, bH = i<pI->h.n-1 ? 1 : bHi;
+      int64_t l = i>0 ? pI->aKey[i-1] : lo;
+      int64_t h = i<pI->h.n-1 ? pI->aKey[i] : hi;
+      if( pI->apChild[i]==0 ){
+        return btError(p, GPUDS_ERROR, "b+tree invariant: NULL child");
+      }
+      rc = btCheckNode(pC, pI->apChild[i], d+1, bL, l, bH, h);
+      if( rc ) return rc;
+    }
+    return GPUDS_OK;
+  }
+}
+
+/* Verify every invariant of the tree; see btCheckNode. */
+static int btCheckTree(gpuds_store *p){
+  BtCheck c;
+  int rc;
+  memset(&c, 0, sizeof(c));
+  c.p = p;
+  c.leafDepth = -1;
+  if( p->pRoot==0 ){
+    return btError(p, GPUDS_ERROR, "b+tree invariant: no root");
+  }
+  rc = btCheckNode(&c, p->pRoot, 0, 0, 0, 0, 0);
+  if( rc ) return rc;
+  if( c.pLast && c.pLast->pNext!=0 ){
+    return btError(p, GPUDS_ERROR,
+                   "b+tree invariant: leaf chain: last leaf has a successor");
+  }
+  if( c.leafDepth+1!=p->nHeight ){
+    return btError(p, GPUDS_ERROR,
+        "b+tree invariant: height %d recorded, %d found", p->nHeight,
+        c.leafDepth+1);
+  }
+  if( c.nKey!=p->nKey ){
+    return btError(p, GPUDS_ERROR,
+        "b+tree invariant: count: %lld recorded, %lld found",
+        (long long)p->nKey, (long long)c.nKey);
+  }
+  if( c.nLeaf!=p->nLeaf || c.nInner!=p->nInner ){
+    return btError(p, GPUDS_ERROR,
+        "b+tree invariant: node count: %lld+%lld recorded, %lld+%lld found",
+        (long long)p->nLeaf, (long long)p->nInner,
+        (long long)c.nLeaf, (long long)c.nInner);
+  }
+  return GPUDS_OK;
+}
+
+/* Message of the last failed call, "" if none. */
+static const char *btErrmsg(gpuds_store *p){
+  return p ? p->zErr : "";
+}
+
+const gpuds_store_ops gpudsHostOrderedOps = {
+  "host",
+  GPUDS_ORDERED,
+  btCreate,
+  btDestroy,
+  btBatch,
+  btLookup,
+  btScan,
+  btBulkLoad,
+  btCount,
+  btInfo,
+  btCheckTree,
+  btErrmsg,
+};
