@@ -77,8 +77,9 @@ typedef struct GpudsUndo GpudsUndo;
 typedef struct GpudsFlush GpudsFlush;
 
 /* The write buffer of the open transaction. */
+typedef struct GpudsOverlay GpudsOverlay;
 typedef struct GpudsWbuf {
-  gpuds_store *pOver;     /* host ordered map key -> row handle (0 = deleted) */
+  GpudsOverlay *pOver;    /* map key -> row handle (0 = deleted), overlay.c */
   int64_t nOver;          /* keys in pOver */
   GpudsUndo *aUndo;       /* undo log */
   int64_t nUndo, nUndoAlloc;

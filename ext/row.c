@@ -11,6 +11,7 @@
 SQLITE_EXTENSION_INIT3
 #include "schema.h"
 #include <string.h>
+#include <stdlib.h>
 
 struct GpudsRow {
   uint32_t nCol;
@@ -104,7 +105,8 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
       case SQLITE_TEXT: case SQLITE_BLOB: nByte += (size_t)aV[i].n; break;
     }
   }
-  if( nByte<=0x7fffffff ) p = (GpudsRow*)sqlite3_malloc64(nByte);
+  /* Rows use malloc() directly: one per row, freed by gpudsRowFree(). */
+  if( nByte<=0x7fffffff ) p = (GpudsRow*)malloc(nByte);
   if( p ){
     p->nCol = (uint32_t)nCol;
     p->nByte = (uint32_t)nByte;
@@ -139,19 +141,19 @@ GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
   if( a==0 || n<nHdr ) return 0;
   memcpy(&hdr, a, sizeof(hdr));
   if( hdr.nCol!=(uint32_t)nCol || hdr.nByte!=n ) return 0;
-  p = (GpudsRow*)sqlite3_malloc64(n);
+  p = (GpudsRow*)malloc(n);
   if( p==0 ) return 0;
   memcpy(p, a, n);
   for(i=0; i<hdr.nCol; i++){
     const RowCell *c = rowCell(p, (int)i);
-    if( c->iOff<nHdr || (uint64_t)c->iOff + c->nLen > n ){ sqlite3_free(p); return 0; }
+    if( c->iOff<nHdr || (uint64_t)c->iOff + c->nLen > n ){ free(p); return 0; }
   }
   return p;
 }
 
 /* Free a record (NULL is a no-op). */
 void gpudsRowFree(GpudsRow *p){
-  sqlite3_free(p);
+  free(p);
 }
 
 /* Bytes held by a record. */

@@ -267,7 +267,8 @@ typedef struct RunWriter {
   int iChunk;
   int n;
   int64_t *aKey;          /* SHADOW_CHUNK keys */
-  sqlite3_str *pVal;      /* the chunk's vals */
+  unsigned char *aVal;    /* the chunk's vals */
+  size_t nVal, nValAlloc;
   int64_t nTotal;
 } RunWriter;
 
@@ -275,7 +276,6 @@ static int writerOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
   memset(w, 0, sizeof(*w));
   w->iRun = iRun;
   w->aKey = sqlite3_malloc64(SHADOW_CHUNK*8);
-  w->pVal = sqlite3_str_new(0);
   if( w->aKey==0 ) return SQLITE_NOMEM;
   return shadowPrepare(p, &w->pIns, "INSERT INTO %Q.'%q_run'(id, n, keys, vals) VALUES(?,?,?,?)",
                        p->zDb, p->zName);
@@ -283,19 +283,17 @@ static int writerOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
 
 /* Write the pending chunk, if any. */
 static int writerFlush(GpudsTable *p, RunWriter *w){
-  int rc, nVal;
+  int rc;
   if( w->n==0 ) return SQLITE_OK;
   if( w->iChunk>=(1<<RUN_SHIFT) ) return gpudsVtabError(p, SQLITE_FULL, "run too large");
-  nVal = sqlite3_str_length(w->pVal);
-  if( sqlite3_str_errcode(w->pVal) ) return SQLITE_NOMEM;
   sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
   sqlite3_bind_int(w->pIns, 2, w->n);
   sqlite3_bind_blob(w->pIns, 3, w->aKey, w->n*8, SQLITE_STATIC);
-  sqlite3_bind_blob(w->pIns, 4, sqlite3_str_value(w->pVal), nVal, SQLITE_STATIC);
+  sqlite3_bind_blob64(w->pIns, 4, w->aVal ? (const void*)w->aVal : (const void*)"", w->nVal, SQLITE_STATIC);
   sqlite3_step(w->pIns);
   rc = sqlite3_reset(w->pIns);
   if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
-  sqlite3_str_reset(w->pVal);
+  w->nVal = 0;
   w->iChunk++;
   w->n = 0;
   return SQLITE_OK;
@@ -305,18 +303,29 @@ static int writerFlush(GpudsTable *p, RunWriter *w){
 static int writerAdd(GpudsTable *p, RunWriter *w, int64_t k,
                      const unsigned char *aRec, uint32_t nRec){
   uint32_t L = aRec ? nRec : SHADOW_TOMB;
+  size_t nNeed = w->nVal + 4 + (aRec ? nRec : 0);
+  if( nNeed>w->nValAlloc ){
+    size_t nNew = w->nValAlloc ? w->nValAlloc*2 : 65536;
+    unsigned char *a;
+    while( nNew<nNeed ) nNew *= 2;
+    a = sqlite3_realloc64(w->aVal, nNew);
+    if( a==0 ) return SQLITE_NOMEM;
+    w->aVal = a;
+    w->nValAlloc = nNew;
+  }
   w->aKey[w->n++] = k;
-  sqlite3_str_append(w->pVal, (const char*)&L, 4);
-  if( aRec && nRec ) sqlite3_str_append(w->pVal, (const char*)aRec, (int)nRec);
+  memcpy(w->aVal + w->nVal, &L, 4);
+  if( aRec && nRec ) memcpy(w->aVal + w->nVal + 4, aRec, nRec);
+  w->nVal = nNeed;
   w->nTotal++;
-  if( w->n==SHADOW_CHUNK || sqlite3_str_length(w->pVal)>(64<<20) ) return writerFlush(p, w);
+  if( w->n==SHADOW_CHUNK || w->nVal>(64<<20) ) return writerFlush(p, w);
   return SQLITE_OK;
 }
 
 static void writerClose(RunWriter *w){
   sqlite3_finalize(w->pIns);
   sqlite3_free(w->aKey);
-  sqlite3_free(sqlite3_str_finish(w->pVal));
+  sqlite3_free(w->aVal);
   memset(w, 0, sizeof(*w));
 }
 

@@ -18,6 +18,7 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "overlay.h"
 #include <string.h>
 #include <stdlib.h>
 
@@ -40,8 +41,6 @@ struct GpudsFlush {
   uint64_t *aOld;       /* its value then */
 };
 
-static const gpuds_store_ops *overOps(void){ return &gpudsHostOrderedOps; }
-
 /* Copy the store's last error message into the vtab error. */
 static int storeError(GpudsTable *p, const gpuds_store_ops *pOps,
                       gpuds_store *pS, int rc, const char *zWhat){
@@ -50,14 +49,9 @@ static int storeError(GpudsTable *p, const gpuds_store_ops *pOps,
 
 /* Create the (empty) overlay. */
 int gpudsWbufInit(GpudsTable *p){
-  char *zErr = 0;
-  int rc = overOps()->xCreate(&p->wb.pOver, &zErr);
-  if( rc ){
-    gpudsVtabError(p, rc, "cannot create write buffer: %s", zErr ? zErr : "");
-    free(zErr);
-  }
+  p->wb.pOver = gpudsOvNew();
   p->wb.nOver = 0;
-  return rc;
+  return p->wb.pOver ? SQLITE_OK : SQLITE_NOMEM;
 }
 
 /* Free a flush record. */
@@ -80,7 +74,7 @@ void gpudsWbufClear(GpudsTable *p){
   }
   sqlite3_free(p->wb.aUndo);
   sqlite3_free(p->wb.aMark);
-  overOps()->xDestroy(p->wb.pOver);
+  gpudsOvFree(p->wb.pOver);
   gpudsCollectGarbage(p);
   sqlite3_free(p->wb.aGarbage);
   memset(&p->wb, 0, sizeof(p->wb));
@@ -129,34 +123,29 @@ static int undoReserve(GpudsWbuf *w, int64_t n){
 /* Look key k up in the overlay: *pbHit says whether the overlay holds it,
 ** *pVal its value (0 = deleted in this transaction). */
 int gpudsWbufGet(GpudsTable *p, int64_t k, int *pbHit, uint64_t *pVal){
-  uint8_t f = 0;
-  uint64_t v = 0;
-  int rc;
-  *pbHit = 0; *pVal = 0;
-  if( p->wb.nOver==0 ) return SQLITE_OK;
-  rc = overOps()->xLookup(p->wb.pOver, 1, &k, &f, &v);
-  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
-  *pbHit = f; *pVal = v;
+  *pVal = 0;
+  *pbHit = gpudsOvGet(p->wb.pOver, k, pVal);
   return SQLITE_OK;
 }
 
 /* Set overlay[k] = v without logging; reports the previous value. */
 static int overPut(GpudsTable *p, int64_t k, uint64_t v, uint8_t *pHad,
                    uint64_t *pPrev){
-  uint8_t op = GPUDS_OP_UPSERT;
-  int rc = overOps()->xBatch(p->wb.pOver, 1, &op, &k, &v, pHad, pPrev);
-  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
-  if( !*pHad ) p->wb.nOver++;
+  int had = 0;
+  int rc = gpudsOvPut(p->wb.pOver, k, v, &had, pPrev);
+  if( rc ) return gpudsVtabError(p, rc, "write buffer: out of memory");
+  *pHad = (uint8_t)had;
+  if( !had ) p->wb.nOver++;
   return SQLITE_OK;
 }
 
 /* Remove k from the overlay without logging. */
 static int overDel(GpudsTable *p, int64_t k){
-  uint8_t op = GPUDS_OP_DELETE, had = 0;
-  uint64_t old = 0, z = 0;
-  int rc = overOps()->xBatch(p->wb.pOver, 1, &op, &k, &z, &had, &old);
-  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
-  if( had ) p->wb.nOver--;
+  uint64_t v;
+  if( gpudsOvGet(p->wb.pOver, k, &v) ){
+    gpudsOvDel(p->wb.pOver, k);
+    p->wb.nOver--;
+  }
   return SQLITE_OK;
 }
 
@@ -198,7 +187,7 @@ int gpudsWbufPut2(GpudsTable *p, int64_t k1, uint64_t v1, int64_t k2, uint64_t v
     /* Take the first write back; its new value was a row the caller owns
     ** (or 0), so it must not be queued for freeing here. */
     GpudsUndo *u = &p->wb.aUndo[--p->wb.nUndo];
-    uint8_t had; uint64_t cur;
+    uint8_t had = 0; uint64_t cur = 0;
     if( u->bHad ) overPut(p, u->k, u->prev, &had, &cur);
     else overDel(p, u->k);
   }
@@ -255,6 +244,11 @@ void gpudsFilterRebuild(GpudsTable *p){
 static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
   size_t i;
   int bFull = 0;
+  if( p->filter.nAdded + (int64_t)f->n > p->filter.nCap ){
+    /* It would overflow: size it for the new contents in one rebuild. */
+    filterRebuild(p);
+    return;
+  }
   for(i=0; i<f->n; i++){
     if( f->aNew[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
     else if( f->aFound[i] ) p->filter.nStale++;
@@ -271,8 +265,6 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   GpudsWbuf *w = &p->wb;
   GpudsFlush *f = 0;
   uint8_t *aOp = 0;
-  gpuds_store *pNewOver = 0;
-  char *zErr = 0;
   gpuds_scan s;
   size_t n = (size_t)w->nOver, nOut = 0, i;
   int rc = SQLITE_OK, bAllUpsert = 1;
@@ -296,20 +288,13 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
     goto flush_out;
   }
-  rc = overOps()->xCreate(&pNewOver, &zErr);
-  if( rc ){
-    rc = gpudsVtabError(p, rc, "cannot create write buffer: %s", zErr?zErr:"");
-    free(zErr);
-    goto flush_out;
-  }
-
   /* The overlay in key order: one page holds all of it. */
   memset(&s, 0, sizeof(s));
   s.lo = INT64_MIN; s.hi = INT64_MAX;
-  rc = overOps()->xScan(w->pOver, &s, n, f->aKey, f->aNew, &nOut);
+  rc = gpudsOvScan(w->pOver, &s, n, f->aKey, f->aNew, &nOut);
   if( rc || nOut!=n ){
-    rc = storeError(p, overOps(), w->pOver, rc ? rc : SQLITE_INTERNAL,
-                    "write buffer");
+    rc = gpudsVtabError(p, rc ? rc : SQLITE_INTERNAL, "write buffer: %s",
+                        rc ? "out of memory" : "count mismatch");
     goto flush_out;
   }
   for(i=0; i<n; i++){
@@ -340,15 +325,12 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   w->aUndo[w->nUndo].neu = 0;
   w->nUndo++;
   f = 0;
-  overOps()->xDestroy(w->pOver);
-  w->pOver = pNewOver;
-  pNewOver = 0;
+  gpudsOvClear(w->pOver);
   w->nOver = 0;
 
 flush_out:
   flushFree(f);
   sqlite3_free(aOp);
-  overOps()->xDestroy(pNewOver);
   return rc;
 }
 
@@ -356,7 +338,7 @@ flush_out:
 static int undoOne(GpudsTable *p, GpudsUndo *u){
   int rc = SQLITE_OK;
   if( u->eType==UNDO_PUT ){
-    uint8_t had; uint64_t cur;
+    uint8_t had = 0; uint64_t cur = 0;
     gpudsRowGarbage(p, u->neu);
     if( u->bHad ) rc = overPut(p, u->k, u->prev, &had, &cur);
     else rc = overDel(p, u->k);
@@ -386,25 +368,12 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
     ** made after the flush with no savepoint open (never logged); a value
     ** such a write displaces is a row of this transaction that nothing else
     ** references, so it is freed. */
-    aOp = sqlite3_malloc64(f->n ? f->n : 1);
-    {
-      uint8_t *aHad = sqlite3_malloc64(f->n ? f->n : 1);
-      uint64_t *aPrev = sqlite3_malloc64(f->n ? f->n*8 : 8);
-      if( aOp==0 || aHad==0 || aPrev==0 ){
-        sqlite3_free(aOp); sqlite3_free(aHad); sqlite3_free(aPrev);
-        return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-      }
-      memset(aOp, GPUDS_OP_UPSERT, f->n);
-      rc = overOps()->xBatch(p->wb.pOver, f->n, aOp, f->aKey, f->aNew, aHad, aPrev);
-      if( rc==SQLITE_OK ){
-        for(i=0; i<f->n; i++){
-          if( aHad[i] ) gpudsRowGarbage(p, aPrev[i]);
-          else p->wb.nOver++;
-        }
-      }
-      sqlite3_free(aOp); sqlite3_free(aHad); sqlite3_free(aPrev);
+    for(i=0; i<f->n; i++){
+      uint8_t had = 0; uint64_t prev = 0;
+      rc = overPut(p, f->aKey[i], f->aNew[i], &had, &prev);
+      if( rc ) return rc;
+      if( had ) gpudsRowGarbage(p, prev);
     }
-    if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
     flushFree(f);
   }
   return rc;
@@ -473,22 +442,18 @@ int gpudsWbufRollback(GpudsTable *p){
     size_t nPage = 4096, nOut, i;
     int64_t *aK = sqlite3_malloc64(nPage*8);
     uint64_t *aV = sqlite3_malloc64(nPage*8);
-    char *zErr = 0;
     if( aK && aV ){
       memset(&s, 0, sizeof(s));
       s.lo = INT64_MIN; s.hi = INT64_MAX;
       while( !s.done ){
-        if( overOps()->xScan(w->pOver, &s, nPage, aK, aV, &nOut) ) break;
+        if( gpudsOvScan(w->pOver, &s, nPage, aK, aV, &nOut) ) break;
         for(i=0; i<nOut; i++) gpudsRowGarbage(p, aV[i]);
       }
+    }else if( w->nOver>0 && rc==SQLITE_OK ){
+      rc = SQLITE_NOMEM;       /* rows leak; the table stays consistent */
     }
     sqlite3_free(aK); sqlite3_free(aV);
-    overOps()->xDestroy(w->pOver);
-    w->pOver = 0;
-    if( overOps()->xCreate(&w->pOver, &zErr) && rc==SQLITE_OK ){
-      rc = SQLITE_NOMEM;
-    }
-    free(zErr);
+    gpudsOvClear(w->pOver);
     w->nOver = 0;
   }
   w->nUndo = 0;
@@ -529,27 +494,18 @@ void gpudsWbufCommit(GpudsTable *p){
 ** aKey[i], aVal[i] its value (0 = deleted in this transaction). */
 int gpudsOverlayLookup(GpudsTable *p, size_t n, const int64_t *aKey,
                        uint8_t *aHit, uint64_t *aVal){
-  int rc;
-  if( p->wb.nOver==0 ){
-    memset(aHit, 0, n);
-    memset(aVal, 0, n*8);
-    return SQLITE_OK;
+  size_t i;
+  for(i=0; i<n; i++){
+    aVal[i] = 0;
+    aHit[i] = (uint8_t)gpudsOvGet(p->wb.pOver, aKey[i], &aVal[i]);
   }
-  rc = overOps()->xLookup(p->wb.pOver, n, aKey, aHit, aVal);
-  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
   return SQLITE_OK;
 }
 
 /* Next page of the overlay scan *pScan (key order). */
 int gpudsOverlayScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
                      int64_t *aKey, uint64_t *aVal, size_t *pnOut){
-  int rc;
-  if( p->wb.nOver==0 ){
-    *pnOut = 0;
-    pScan->done = 1;
-    return SQLITE_OK;
-  }
-  rc = overOps()->xScan(p->wb.pOver, pScan, nMax, aKey, aVal, pnOut);
-  if( rc ) return storeError(p, overOps(), p->wb.pOver, rc, "write buffer");
+  int rc = gpudsOvScan(p->wb.pOver, pScan, nMax, aKey, aVal, pnOut);
+  if( rc ) return gpudsVtabError(p, rc, "write buffer: out of memory");
   return SQLITE_OK;
 }

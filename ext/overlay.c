@@ -1,0 +1,290 @@
+/*
+** overlay.c -- the write buffer's map key -> value for one transaction.
+**
+** Built for the access pattern of xUpdate: one point read and one write per
+** row, many rows, and an ordered read of everything at flush time.
+**   - entries live in an append-only array (key, value);
+**   - an open-addressing hash table (linear probing, backward-shift delete)
+**     maps a key to its entry: get, put and delete are O(1);
+**   - the ordered view (for merged scans and flushes) is an array of entry
+**     numbers sorted by key, rebuilt lazily after the key set changed: not
+**     at all while keys arrive in ascending order, else by an LSD radix sort
+**     that skips the byte positions where all keys agree.
+** Deleted entries (only undo deletes) are marked dead and dropped when the
+** array is compacted.  No SQLite dependency: tests/test_overlay.c links it
+** alone.  Returns GPUDS_OK or GPUDS_NOMEM (equal to the SQLite codes).
+*/
+#include "gpuds_backend.h"
+#include "overlay.h"
+#include <string.h>
+#include <stdlib.h>
+
+#define OV_EMPTY 0xffffffffu          /* empty hash slot */
+
+typedef struct OvEntry {
+  int64_t k;
+  uint64_t v;
+} OvEntry;
+
+struct GpudsOverlay {
+  OvEntry *aE;           /* entries, in insertion order */
+  uint8_t *aDead;        /* aDead[i]: entry i was deleted */
+  uint32_t nE, nEAlloc;  /* entries used / allocated */
+  uint32_t nLive;        /* entries not dead */
+  uint32_t *aSlot;       /* hash slots: entry number or OV_EMPTY */
+  uint32_t nSlot;        /* power of two */
+  uint32_t *aSort;       /* live entry numbers in key order */
+  int bSorted;           /* aSort is up to date */
+  int bAppendSorted;     /* every key appended so far ascended */
+};
+
+/* Hash of a key (splitmix64 finalizer). */
+static uint32_t ovHash(int64_t k, uint32_t mask){
+  uint64_t x = (uint64_t)k;
+  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27; x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return (uint32_t)x & mask;
+}
+
+/* A new empty overlay, or NULL. */
+GpudsOverlay *gpudsOvNew(void){
+  GpudsOverlay *p = malloc(sizeof(*p));
+  if( p==0 ) return 0;
+  memset(p, 0, sizeof(*p));
+  p->bAppendSorted = 1;
+  return p;
+}
+
+/* Free the overlay (NULL is a no-op). */
+void gpudsOvFree(GpudsOverlay *p){
+  if( p ){
+    free(p->aE); free(p->aDead); free(p->aSlot); free(p->aSort);
+    free(p);
+  }
+}
+
+/* Empty the overlay, keeping its memory if it is small. */
+void gpudsOvClear(GpudsOverlay *p){
+  if( p->nEAlloc > 65536 ){
+    free(p->aE); free(p->aDead); free(p->aSlot); free(p->aSort);
+    p->aE = 0; p->aDead = 0; p->aSlot = 0; p->aSort = 0;
+    p->nEAlloc = 0; p->nSlot = 0;
+  }else if( p->aSlot ){
+    memset(p->aSlot, 0xff, (size_t)p->nSlot*4);
+  }
+  p->nE = p->nLive = 0;
+  p->bSorted = 0;
+  p->bAppendSorted = 1;
+}
+
+/* Keys held. */
+int64_t gpudsOvCount(const GpudsOverlay *p){
+  return p->nLive;
+}
+
+/* Slot of key k, or of the empty slot where it would go. */
+static uint32_t ovFind(const GpudsOverlay *p, int64_t k){
+  uint32_t mask = p->nSlot-1, i = ovHash(k, mask);
+  while( p->aSlot[i]!=OV_EMPTY && p->aE[p->aSlot[i]].k!=k ) i = (i+1) & mask;
+  return i;
+}
+
+/* Rebuild the hash table with nSlot slots, dropping dead entries. */
+static int ovRehash(GpudsOverlay *p, uint32_t nSlot){
+  uint32_t *aSlot = malloc((size_t)nSlot*4);
+  uint32_t i, j;
+  if( aSlot==0 ) return GPUDS_NOMEM;
+  memset(aSlot, 0xff, (size_t)nSlot*4);
+  /* compact the entry array */
+  for(i=j=0; i<p->nE; i++){
+    if( p->aDead[i] ) continue;
+    if( i!=j ){ p->aE[j] = p->aE[i]; p->bSorted = 0; }
+    p->aDead[j] = 0;
+    j++;
+  }
+  p->nE = j;
+  free(p->aSlot);
+  p->aSlot = aSlot;
+  p->nSlot = nSlot;
+  for(i=0; i<p->nE; i++){
+    uint32_t s = ovFind(p, p->aE[i].k);
+    p->aSlot[s] = i;
+  }
+  return GPUDS_OK;
+}
+
+/* Make room for one more entry. */
+static int ovReserve(GpudsOverlay *p){
+  if( p->nE==p->nEAlloc ){
+    uint32_t nNew = p->nEAlloc ? p->nEAlloc*2 : 1024;
+    OvEntry *aE;
+    uint8_t *aDead;
+    if( nNew>0x7fffffff ) return GPUDS_NOMEM;
+    aE = realloc(p->aE, (size_t)nNew*sizeof(OvEntry));
+    if( aE==0 ) return GPUDS_NOMEM;
+    p->aE = aE;
+    aDead = realloc(p->aDead, nNew);
+    if( aDead==0 ) return GPUDS_NOMEM;
+    p->aDead = aDead;
+    p->nEAlloc = nNew;
+  }
+  if( (uint64_t)(p->nE+1)*2 > p->nSlot ){
+    uint32_t nSlot = p->nSlot ? p->nSlot : 2048;
+    while( (uint64_t)(p->nLive+1)*2 > nSlot/2 ) nSlot *= 2;
+    return ovRehash(p, nSlot);
+  }
+  return GPUDS_OK;
+}
+
+/* Look k up: 1 and *pv if present, else 0. */
+int gpudsOvGet(const GpudsOverlay *p, int64_t k, uint64_t *pv){
+  uint32_t s;
+  if( p->nLive==0 ) return 0;
+  s = ovFind(p, k);
+  if( p->aSlot[s]==OV_EMPTY ) return 0;
+  *pv = p->aE[p->aSlot[s]].v;
+  return 1;
+}
+
+/* Set k -> v.  *pHad and *pPrev report the previous value.  On error
+** (GPUDS_NOMEM) nothing changed. */
+int gpudsOvPut(GpudsOverlay *p, int64_t k, uint64_t v, int *pHad, uint64_t *pPrev){
+  uint32_t s;
+  int rc;
+  if( p->nSlot ){
+    s = ovFind(p, k);
+    if( p->aSlot[s]!=OV_EMPTY ){
+      OvEntry *e = &p->aE[p->aSlot[s]];
+      *pHad = 1; *pPrev = e->v;
+      e->v = v;
+      return GPUDS_OK;
+    }
+  }
+  rc = ovReserve(p);
+  if( rc ) return rc;
+  s = ovFind(p, k);
+  if( p->nE>0 && p->aE[p->nE-1].k>=k ) p->bAppendSorted = 0;
+  p->aE[p->nE].k = k;
+  p->aE[p->nE].v = v;
+  p->aDead[p->nE] = 0;
+  p->aSlot[s] = p->nE++;
+  p->nLive++;
+  p->bSorted = 0;       /* cheap to rebuild while bAppendSorted holds */
+  *pHad = 0; *pPrev = 0;
+  return GPUDS_OK;
+}
+
+/* Remove k (no-op if absent). */
+void gpudsOvDel(GpudsOverlay *p, int64_t k){
+  uint32_t mask, i, j;
+  if( p->nLive==0 ) return;
+  mask = p->nSlot-1;
+  i = ovFind(p, k);
+  if( p->aSlot[i]==OV_EMPTY ) return;
+  p->aDead[p->aSlot[i]] = 1;
+  p->nLive--;
+  p->bSorted = 0;
+  /* backward-shift deletion keeps every probe sequence unbroken */
+  j = i;
+  for(;;){
+    uint32_t h;
+    j = (j+1) & mask;
+    if( p->aSlot[j]==OV_EMPTY ) break;
+    h = ovHash(p->aE[p->aSlot[j]].k, mask);
+    if( ((j - h) & mask) >= ((j - i) & mask) ){
+      p->aSlot[i] = p->aSlot[j];
+      i = j;
+    }
+  }
+  p->aSlot[i] = OV_EMPTY;
+}
+
+/* Sort the live entry numbers by key into p->aSort. */
+static int ovSort(GpudsOverlay *p){
+  uint32_t n = p->nLive, i, j;
+  uint32_t *aIdx, *aTmp;
+  uint64_t diff = 0, first;
+  int b;
+  if( p->bSorted && p->aSort ) return GPUDS_OK;
+  free(p->aSort);
+  p->aSort = 0;
+  aIdx = malloc((size_t)(n ? n : 1)*4);
+  aTmp = malloc((size_t)(n ? n : 1)*4);
+  if( aIdx==0 || aTmp==0 ){ free(aIdx); free(aTmp); return GPUDS_NOMEM; }
+  for(i=j=0; i<p->nE; i++) if( !p->aDead[i] ) aIdx[j++] = i;
+  if( !p->bAppendSorted && n>1 ){
+    /* LSD radix sort on the key with its sign bit flipped, one byte per
+    ** pass, skipping bytes that are the same in every key. */
+    first = (uint64_t)p->aE[aIdx[0]].k ^ (1ULL<<63);
+    for(i=1; i<n; i++) diff |= ((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63)) ^ first;
+    for(b=0; b<64; b+=8){
+      uint32_t aCnt[256];
+      if( ((diff>>b) & 0xff)==0 ) continue;
+      memset(aCnt, 0, sizeof(aCnt));
+      for(i=0; i<n; i++) aCnt[(((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63))>>b) & 0xff]++;
+      for(i=0, j=0; i<256; i++){ uint32_t c = aCnt[i]; aCnt[i] = j; j += c; }
+      for(i=0; i<n; i++){
+        uint32_t d = (uint32_t)((((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63))>>b) & 0xff);
+        aTmp[aCnt[d]++] = aIdx[i];
+      }
+      { uint32_t *t = aIdx; aIdx = aTmp; aTmp = t; }
+    }
+  }
+  free(aTmp);
+  p->aSort = aIdx;
+  p->bSorted = 1;
+  return GPUDS_OK;
+}
+
+/* First position in the sorted view with key >= k. */
+static uint32_t ovLowerBound(const GpudsOverlay *p, int64_t k){
+  uint32_t lo = 0, hi = p->nLive;
+  while( lo<hi ){
+    uint32_t mid = lo + (hi-lo)/2;
+    if( p->aE[p->aSort[mid]].k < k ) lo = mid+1; else hi = mid;
+  }
+  return lo;
+}
+
+/* The next page of an ordered scan, with the semantics of an ordered
+** store's xScan (gpuds_backend.h): keys in [lo,hi], ascending or descending,
+** narrowing the bounds past the last key returned. */
+int gpudsOvScan(GpudsOverlay *p, gpuds_scan *s, size_t nMax,
+                int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  size_t n = 0;
+  int rc;
+  *pnOut = 0;
+  if( s->done ) return GPUDS_OK;
+  if( p->nLive==0 || s->lo>s->hi ){ s->done = 1; return GPUDS_OK; }
+  rc = ovSort(p);
+  if( rc ) return rc;
+  if( !s->desc ){
+    uint32_t i = ovLowerBound(p, s->lo);
+    while( n<nMax && i<p->nLive && p->aE[p->aSort[i]].k<=s->hi ){
+      aKey[n] = p->aE[p->aSort[i]].k;
+      aVal[n++] = p->aE[p->aSort[i]].v;
+      i++;
+    }
+    if( n==0 || i>=p->nLive || p->aE[p->aSort[i]].k>s->hi || aKey[n-1]==INT64_MAX ){
+      s->done = 1;
+    }else{
+      s->lo = aKey[n-1]+1;
+    }
+  }else{
+    /* last position with key <= hi */
+    uint32_t i = (s->hi==INT64_MAX) ? p->nLive : ovLowerBound(p, s->hi+1);
+    while( n<nMax && i>0 && p->aE[p->aSort[i-1]].k>=s->lo ){
+      aKey[n] = p->aE[p->aSort[i-1]].k;
+      aVal[n++] = p->aE[p->aSort[i-1]].v;
+      i--;
+    }
+    if( n==0 || i==0 || p->aE[p->aSort[i-1]].k<s->lo || aKey[n-1]==INT64_MIN ){
+      s->done = 1;
+    }else{
+      s->hi = aKey[n-1]-1;
+    }
+  }
+  *pnOut = n;
+  return GPUDS_OK;
+}
