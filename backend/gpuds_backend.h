@@ -82,8 +82,9 @@ typedef struct gpuds_store_ops {
   ** aFound[i] is 1 if the key was present just before operation i (0
   ** otherwise) and aOld[i] is its value then (0 when absent).  A key may
   ** appear more than once in one batch; the store never holds a key twice.
-  ** aFound/aOld may be NULL when the caller does not want them.
-  ** All-or-nothing: on error the store is unchanged. */
+  ** aFound/aOld may be NULL when the caller does not want them; aVal may be
+  ** NULL when the batch holds no upsert.  All-or-nothing: on error the store
+  ** is unchanged (and the contents of aFound/aOld are undefined). */
   int (*xBatch)(gpuds_store *p, size_t n, const uint8_t *aOp,
                 const int64_t *aKey, const uint64_t *aVal,
                 uint8_t *aFound, uint64_t *aOld);
@@ -92,15 +93,17 @@ typedef struct gpuds_store_ops {
   int (*xLookup)(gpuds_store *p, size_t n, const int64_t *aKey,
                  uint8_t *aFound, uint64_t *aVal);
 
-  /* Return the next page of at most nMax entries of the scan *pScan into
-  ** aKey/aVal, their number in *pnOut, and advance *pScan (see gpuds_scan).
-  ** *pnOut < nMax does not by itself mean the end: test pScan->done. */
+  /* Return the next page of at most nMax (>= 1) entries of the scan *pScan
+  ** into aKey/aVal, their number in *pnOut, and advance *pScan (see
+  ** gpuds_scan).  *pnOut < nMax does not by itself mean the end: test
+  ** pScan->done. */
   int (*xScan)(gpuds_store *p, gpuds_scan *pScan, size_t nMax,
                int64_t *aKey, uint64_t *aVal, size_t *pnOut);
 
-  /* Insert n entries, keys strictly ascending, none of them present in the
-  ** store.  The fast path for big sorted loads; same result as an xBatch of
-  ** upserts.  All-or-nothing. */
+  /* Insert n entries, keys strictly ascending (else GPUDS_MISUSE, store
+  ** unchanged).  The fast path for big sorted loads, above all into an empty
+  ** store; same result as an xBatch of upserts (a key already present takes
+  ** the new value).  All-or-nothing. */
   int (*xBulkLoad)(gpuds_store *p, size_t n, const int64_t *aKey,
                    const uint64_t *aVal);
 
@@ -108,14 +111,15 @@ typedef struct gpuds_store_ops {
   int64_t (*xCount)(gpuds_store *p);
 
   /* Write a JSON object describing the store (structure, memory used, ...)
-  ** into zBuf, NUL-terminated, at most nBuf bytes. */
+  ** into zBuf, NUL-terminated, at most nBuf bytes ("{}" if it does not fit). */
   void (*xInfo)(gpuds_store *p, char *zBuf, size_t nBuf);
 
   /* Check the structure's invariants.  GPUDS_OK if they hold; otherwise an
   ** error code, with xErrmsg() saying which invariant failed. */
   int (*xCheck)(gpuds_store *p);
 
-  /* Message of the last failed call on this store ("" if none). */
+  /* Message of the last failed call on this store ("" if none; a call that
+  ** succeeds need not clear it). */
   const char *(*xErrmsg)(gpuds_store *p);
 } gpuds_store_ops;
 
