@@ -52,7 +52,7 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff);
 void gpudsRowFree(GpudsRow *p);
 void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
 size_t gpudsRowBytes(const GpudsRow *p);
-int gpudsRealSameAsInt(double r, sqlite3_int64 i);
+int gpudsRealToInt(double r, sqlite3_int64 *pi);
 GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
 
 /* ------------------------------------------------------------ key filter */

@@ -248,13 +248,10 @@ int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
     *pk = sqlite3_value_int64(v);
     bRet = 1;
   }else if( eType==SQLITE_FLOAT ){
-    /* As SQLite's rowid seek (OP_MustBeInt): only a real that is exactly an
-    ** integer within +/-2^51 names a key. */
-    double r = sqlite3_value_double(v);
-    if( r>=-TWO63 && r<TWO63 && gpudsRealSameAsInt(r, (int64_t)r) ){
-      *pk = (int64_t)r;
-      bRet = 1;
-    }
+    /* As SQLite's rowid seek (OP_MustBeInt, integer affinity): a real names
+    ** a key only if it is exactly that integer, and not +/-2^63. */
+    sqlite3_int64 i;
+    if( gpudsRealToInt(sqlite3_value_double(v), &i) ){ *pk = i; bRet = 1; }
   }
   sqlite3_value_free(pDup);
   return bRet;

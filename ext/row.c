@@ -39,13 +39,18 @@ typedef struct AffVal {
   sqlite3_value *pDup;      /* owned copy used for a text->number conversion */
 } AffVal;
 
-/* True if the real r is stored as the integer i under NUMERIC/INTEGER
-** affinity, and equals key i in a rowid lookup (SQLite's
-** sqlite3RealSameAsInt: exact, within +/-2^51). */
-int gpudsRealSameAsInt(double r, sqlite3_int64 i){
-  double r2 = (double)i;
-  return r==0.0 || (memcmp(&r, &r2, sizeof(r))==0
-                    && i>=-2251799813685248LL && i<2251799813685248LL);
+/* The integer a real converts to under SQLite's integer affinity
+** (sqlite3VdbeIntegerAffinity: used for an INTEGER PRIMARY KEY and when a
+** real is stored into an INTEGER or NUMERIC column): 1 and *pi if r equals
+** an integer exactly and that integer is neither INT64_MIN nor INT64_MAX,
+** else 0 (NaN and out-of-range included). */
+int gpudsRealToInt(double r, sqlite3_int64 *pi){
+  sqlite3_int64 ix;
+  if( !(r > -9223372036854775808.0 && r < 9223372036854775808.0) ) return 0;
+  ix = (sqlite3_int64)r;
+  if( (double)ix!=r || ix==INT64_MAX ) return 0;
+  *pi = ix;
+  return 1;
 }
 
 /* Apply affinity cAff to v the way SQLite does when storing into an
@@ -71,10 +76,9 @@ static void applyAffinity(sqlite3_value *v, char cAff, AffVal *a){
         return;
       }
     }else if( a->eType==SQLITE_FLOAT ){
-      double r = sqlite3_value_double(v);
-      if( r>=-9223372036854775808.0 && r<9223372036854775808.0 ){
-        sqlite3_int64 i = (sqlite3_int64)r;
-        if( gpudsRealSameAsInt(r, i) ){ a->eType = SQLITE_INTEGER; a->i = i; return; }
+      sqlite3_int64 i;
+      if( gpudsRealToInt(sqlite3_value_double(v), &i) ){
+        a->eType = SQLITE_INTEGER; a->i = i; return;
       }
     }
   }
