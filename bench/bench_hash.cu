@@ -189,38 +189,29 @@ int main(int argc, char **argv){
       if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "insert: count %lld\n", (long long)G->xCount(p)); return 1; }
       report("insert", lg, L, loadOf(p), N, ms,
              gpuds_hash::buckets(p)!=nb ? "distinct keys, presized, RESIZED" : "distinct keys, presized");
-      // find-hit
-      {
-        std::vector<double> v;
-        for( int r=0; r<4; r++ ){
-          t.start();
-          OK(gpuds_hash::lookupDevice(p, N, dK, dF, dOld));
-          double x = t.stop();
-          if( r ) v.push_back(x);
+      // find-hit / find-miss, with 2 and 1 lookups per tile per iteration
+      for( int ilp=2; ilp>=1; ilp-- ){
+        gpuds_hash::setLookupIlp(ilp);
+        for( int miss=0; miss<2; miss++ ){
+          const int64_t *q = miss ? dK2 : dK;
+          if( miss ){ kGen<<<2048, 256>>>(dK2, nullptr, N, N); CK(cudaDeviceSynchronize()); }
+          std::vector<double> v;
+          for( int r=0; r<4; r++ ){
+            t.start();
+            OK(gpuds_hash::lookupDevice(p, N, q, dF, dOld));
+            double x = t.stop();
+            if( r ) v.push_back(x);
+          }
+          std::sort(v.begin(), v.end());
+          unsigned long long nf = countFound(dF, N);
+          snprintf(note, sizeof(note), "median of 3, %llu/%zu found, %d lookups/tile", nf, N, ilp);
+          if( nf!=(miss ? 0 : N) ){ fprintf(stderr, "find: %llu found\n", nf); return 1; }
+          char name[32];
+          snprintf(name, sizeof(name), "%s%s", miss ? "find-miss" : "find-hit", ilp==2 ? "" : "-ilp1");
+          report(name, lg, L, loadOf(p), N, v[1], note);
         }
-        std::sort(v.begin(), v.end());
-        unsigned long long nf = countFound(dF, N);
-        snprintf(note, sizeof(note), "median of 3, %llu/%zu found", nf, N);
-        if( nf!=N ){ fprintf(stderr, "find-hit: only %llu found\n", nf); return 1; }
-        report("find-hit", lg, L, loadOf(p), N, v[1], note);
       }
-      // find-miss
-      {
-        kGen<<<2048, 256>>>(dK2, nullptr, N, N);
-        CK(cudaDeviceSynchronize());
-        std::vector<double> v;
-        for( int r=0; r<4; r++ ){
-          t.start();
-          OK(gpuds_hash::lookupDevice(p, N, dK2, dF, dOld));
-          double x = t.stop();
-          if( r ) v.push_back(x);
-        }
-        std::sort(v.begin(), v.end());
-        unsigned long long nf = countFound(dF, N);
-        snprintf(note, sizeof(note), "median of 3, %llu found", nf);
-        if( nf!=0 ){ fprintf(stderr, "find-miss: %llu found\n", nf); return 1; }
-        report("find-miss", lg, L, loadOf(p), N, v[1], note);
-      }
+      gpuds_hash::setLookupIlp(2);
       // mixed [10,10,80], batches of N/4 (one warm-up, one timed)
       {
         const size_t B = N/4;

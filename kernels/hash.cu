@@ -2,23 +2,31 @@
 // (zBackend "cuda", kind GPUDS_HASH).  Keys are int64 (full range), each with
 // one 64-bit word.
 //
-// SCHEME: bucketed linear probing over 128-byte buckets.
-//   * A bucket is one cache line: 8 keys (64 B) followed by their 8 values
-//     (64 B).  A tile of 8 threads reads the 8 keys of a bucket in one
-//     coalesced 64-byte load and decides the bucket with two ballots; only
-//     the lane that hits reads its value (same line, other half).
+// SCHEME: bucketed linear probing, one operation per tile of 4 threads.
+//   * A bucket is 64 bytes: 4 slots of (key, value), 16 bytes each; two
+//     buckets share a 128-byte cache line.  64 bytes is the unit the memory
+//     system moves for a random access (two 32-byte sectors, one DRAM burst),
+//     so a probe costs exactly one access and a hit finds its value in the
+//     bytes already read.  (A first version with 128-byte buckets of 8 keys
+//     followed by 8 values needed a second access per hit; measured on H200:
+//     find-hit 12.8 G ops/s at load 0.5 against the 16 G target.)
+//   * A tile of 4 threads probes a bucket with one coalesced 64-byte load
+//     (16 bytes per thread) and decides it with ballots: hit, or EMPTY slot
+//     seen (miss), or go on to the next bucket.  Each tile applies one
+//     operation at a time, so the warp stays converged and memory-level
+//     parallelism comes from occupancy (thousands of tiles per GPU).
 //   * A key's home bucket is mulhi(fmix64(key), nBuckets); probing goes to
-//     the next bucket (wrapping) until a bucket holds the key (hit) or has an
-//     EMPTY slot (miss).
-//   * Why this and not bucketed cuckoo / iceberg: SQL does all four of
-//     find-hit, find-miss, insert and delete.  Linear probing over whole
-//     buckets ends almost every operation in the home bucket (one 64-byte key
-//     read for a miss, plus one value read for a hit) up to load ~0.85, while
-//     cuckoo must read every candidate bucket on a miss (2-3 lines) and
-//     iceberg reads a primary and two secondary buckets on a miss.  Keys
-//     never move once placed (cuckoo moves them), so lookups and updates can
-//     run concurrently with inserts of other keys without locks, and deletes
-//     are a single tombstone store.
+//     the next bucket (wrapping) until a bucket holds the key or has an EMPTY
+//     slot.
+//   * Why bucketed linear probing rather than bucketed cuckoo or iceberg: SQL
+//     does all of find-hit, find-miss, insert and delete.  Up to load ~0.85
+//     nearly every operation ends in its home bucket: one 64-byte read for a
+//     hit or a miss, plus a CAS and a store into the same sector for an
+//     insert.  Cuckoo must read every candidate bucket on a miss (2-3
+//     accesses) and moves keys on insert; iceberg reads a primary and two
+//     secondary buckets on a miss.  Keys never move once placed, so lookups,
+//     updates and deletes run concurrently with inserts of other keys without
+//     locks, and a delete is a single tombstone store.
 //   * Slot state lives in the key word: kEmptyKey (never used since the last
 //     rehash) or kTombKey (deleted).  A user key equal to one of these two bit
 //     patterns is kept in one of two side slots (in Meta), so no user key is
@@ -33,13 +41,13 @@
 // different keys commute, so only ops on the same key need ordering.  A
 // batch is split by a CUB radix sort of (top bits of fmix64(key), index):
 // an op whose hash bits are unique in the batch is "solo" (its key occurs
-// once) and runs in the fully parallel kernel kRun, 8 ops per tile with their
-// home-bucket reads in flight together; ops sharing hash bits with another op
-// (true duplicates, plus rare hash-bit collisions) form groups that one tile
-// each applies sequentially in array order (kGroups), keeping a run of equal
-// keys in registers and writing the table once per run.  Each key is thus
-// owned by one tile per batch, so the table never gets a key twice.  Pure
-// lookup batches skip the sort.
+// once) and runs in the fully parallel kernel kRun; ops sharing hash bits
+// with another op (true duplicates, plus rare hash-bit collisions) form
+// groups that one tile each applies sequentially in array order (kGroups),
+// keeping a run of equal keys in registers and writing the table once per
+// run.  Each key is thus owned by one tile per batch, so the table never gets
+// a key twice.  Pure lookup batches and batches of distinct keys skip the
+// sort.
 //
 // GROWTH: before a batch the table is resized so that used slots (keys +
 // tombstones) + upserts of the batch stay <= kMaxLoad; a rehash builds a new
@@ -70,11 +78,14 @@ constexpr ull NONE = ~0ull;
 constexpr int BLOCK = 256;
 constexpr size_t kMaxBatch = 0x7fffffffu;   // op indices are 32-bit
 
-struct alignas(128) Bucket {
-  ull key[TS];
-  ull val[TS];
+struct Slot {
+  ull key;
+  ull val;
 };
-static_assert(sizeof(Bucket)==128, "a bucket is one 128-byte line");
+struct alignas(64) Bucket {
+  Slot s[TS];
+};
+static_assert(sizeof(Bucket)==64, "a bucket is 64 bytes");
 
 struct Table {
   Bucket *b;
@@ -91,7 +102,7 @@ struct Meta {
   ull err;              // nonzero: a kernel could not place a key (a bug)
 };
 
-enum { M_LOOKUP = 0, M_MIXED = 1, M_INSERT_NEW = 2 };
+enum { M_LOOKUP = 0, M_MIXED = 1 };
 
 using Tile = cg::thread_block_tile<TS, cg::thread_block>;
 
@@ -111,52 +122,62 @@ __host__ __device__ __forceinline__ int sideOf(ull k){
 }
 __device__ __forceinline__ bool isFree(ull k){ return k==kEmptyKey || k==kTombKey; }
 
-// Load a word of the table: through the read-only path when no thread of the
+// Load one slot (16 bytes): through the read-only path when no thread of the
 // kernel writes the table (RO), else from L2 (never a stale L1 line).
+template<bool RO>
+__device__ __forceinline__ void ldSlot(const Slot *p, ull &k, ull &v){
+  longlong2 x;
+  if constexpr( RO ) x = __ldg((const longlong2*)p);
+  else x = __ldcg((const longlong2*)p);
+  k = (ull)x.x; v = (ull)x.y;
+}
 template<bool RO> __device__ __forceinline__ ull ld(const ull *p){
   if constexpr( RO ) return __ldg(p);
   else return __ldcg(p);
 }
 
-// State of one key during a run of operations on it (tile-uniform).
-struct KeyState {
-  ull key;
-  int side;        // -1: table key; 0/1: side slot
-  bool present0;   // present before the run
-  bool present;    // present after the ops applied so far
-  bool dirty;      // an upsert happened (value to write back)
-  int l;           // lane (slot) of the key when present0
-  ull b;           // bucket of the key when present0
-  ull val;         // current value
+// Outcome of probing for a key (tile-uniform, except myExp).
+struct Probe {
+  bool found;
+  int l;           // slot of the key (found)
+  ull b;           // bucket of the key (found)
+  ull val;         // its value (found)
   ull freeB;       // first probed bucket with a free slot, NONE if none
+  int freeL;       // first free slot in freeB
+  ull myExp;       // lane freeL only: the free slot's key word when seen
 };
 
 // Probe for k (not a sentinel) by the lookup rule: from home(k), visit
-// buckets until one holds k or one has an EMPTY slot.  Promises: returns true
-// with (fb, fl, fv) = the first slot holding k in probe order and its value,
-// or false if k is absent; freeB = first visited bucket with a free slot.
+// buckets until one holds k or one has an EMPTY slot.  Promises: pr.found
+// with (b, l, val) = the first slot holding k in probe order, or not found
+// if k is absent; pr.freeB/freeL = first free slot seen (candidate for an
+// insert of k).
 template<bool RO>
-__device__ bool tileProbe(const Tile &tile, const Table T, ull k,
-                          ull &fb, int &fl, ull &fv, ull &freeB){
+__device__ __forceinline__ void tileProbe(const Tile &tile, const Table T, ull k,
+                                          Probe &pr, ull b = NONE){
   const int lane = tile.thread_rank();
-  ull b = homeOf(k, T.nb);
-  freeB = NONE;
+  if( b==NONE ) b = homeOf(k, T.nb);     // else: resume at bucket b
+  pr.found = false; pr.freeB = NONE; pr.freeL = -1; pr.myExp = 0;
+  pr.b = 0; pr.l = 0; pr.val = 0;
   for( ull step=0; step<T.nb; step++ ){
-    ull sk = ld<RO>(&T.b[b].key[lane]);
-    unsigned hit = tile.ballot(sk==k);
-    if( hit ){
-      int l = __ffs(hit)-1;
-      ull v = 0;
-      if( lane==l ) v = ld<RO>(&T.b[b].val[l]);
-      fv = tile.shfl(v, l);
-      fb = b; fl = l;
-      return true;
+    ull sk, sv;
+    ldSlot<RO>(&T.b[b].s[lane], sk, sv);
+    const unsigned hm = tile.ballot(sk==k);
+    if( hm ){
+      pr.found = true; pr.b = b; pr.l = __ffs(hm)-1;
+      pr.val = tile.shfl(sv, pr.l);
+      return;
     }
-    if( freeB==NONE && tile.any(isFree(sk)) ) freeB = b;
-    if( tile.any(sk==kEmptyKey) ) return false;
+    if( !RO && pr.freeB==NONE ){
+      const unsigned fm = tile.ballot(isFree(sk));
+      if( fm ){
+        pr.freeB = b; pr.freeL = __ffs(fm)-1;
+        if( lane==pr.freeL ) pr.myExp = sk;
+      }
+    }
+    if( tile.any(sk==kEmptyKey) ) return;
     b = nextB(b, T.nb);
   }
-  return false;
 }
 
 // Put k -> v in the first free slot that a CAS wins, scanning from bucket b
@@ -166,14 +187,14 @@ __device__ bool tileProbe(const Tile &tile, const Table T, ull k,
 __device__ int tileClaim(const Tile &tile, const Table T, ull k, ull v, ull b){
   const int lane = tile.thread_rank();
   for( ull step=0; step<2*T.nb; step++ ){
-    ull sk = __ldcg(&T.b[b].key[lane]);
+    const ull sk = __ldcg(&T.b[b].s[lane].key);
     unsigned fr = tile.ballot(isFree(sk));
     while( fr ){
-      int l = __ffs(fr)-1;
+      const int l = __ffs(fr)-1;
       int ok = 0;
       if( lane==l ){
-        if( atomicCAS(&T.b[b].key[l], sk, k)==sk ){
-          __stcg(&T.b[b].val[l], v);
+        if( atomicCAS(&T.b[b].s[l].key, sk, k)==sk ){
+          __stcg(&T.b[b].s[l].val, v);
           ok = sk==kEmptyKey ? 2 : 1;
         }
       }
@@ -186,21 +207,50 @@ __device__ int tileClaim(const Tile &tile, const Table T, ull k, ull v, ull b){
   return -1;
 }
 
+// Insert k -> v after a probe found k absent: CAS the free slot the probe
+// saw, else scan on from there.  Same promises as tileClaim.
+__device__ __forceinline__ int tileInsert(const Tile &tile, const Table T,
+                                          ull k, ull v, const Probe &pr){
+  const int lane = tile.thread_rank();
+  if( pr.freeB==NONE ) return tileClaim(tile, T, k, v, homeOf(k, T.nb));
+  int ok = 0;
+  if( lane==pr.freeL ){
+    Slot *s = &T.b[pr.freeB].s[lane];
+    if( atomicCAS(&s->key, pr.myExp, k)==pr.myExp ){
+      __stcg(&s->val, v);
+      ok = pr.myExp==kEmptyKey ? 2 : 1;
+    }
+  }
+  ok = tile.shfl(ok, pr.freeL);
+  if( ok ) return ok-1;
+  return tileClaim(tile, T, k, v, pr.freeB);
+}
+
+// State of one key during a run of operations on it (tile-uniform).
+struct KeyState {
+  ull key;
+  int side;        // -1: table key; 0/1: side slot
+  bool present0;   // present before the run
+  bool present;    // present after the ops applied so far
+  bool dirty;      // an upsert happened (value to write back)
+  ull val;         // current value
+  Probe pr;        // where the key is / could go (table keys)
+};
+
 // Read the state of key k (before a run of ops on it).
 template<bool RO>
 __device__ KeyState tileLoadState(const Tile &tile, const Table T,
                                   const Meta *meta, ull k){
   KeyState s;
-  s.key = k; s.side = sideOf(k); s.dirty = false;
-  s.l = 0; s.b = 0; s.val = 0; s.freeB = NONE;
+  s.key = k; s.side = sideOf(k); s.dirty = false; s.val = 0;
   if( s.side>=0 ){
     s.present0 = ld<RO>(&meta->sidePresent[s.side])!=0;
     if( s.present0 ) s.val = ld<RO>(&meta->sideVal[s.side]);
+    s.pr.found = false; s.pr.freeB = NONE;
   }else{
-    ull b = 0, v = 0, fr = NONE; int l = 0;
-    s.present0 = tileProbe<RO>(tile, T, k, b, l, v, fr);
-    if( s.present0 ){ s.b = b; s.l = l; s.val = v; }
-    s.freeB = fr;
+    tileProbe<RO>(tile, T, k, s.pr);
+    s.present0 = s.pr.found;
+    s.val = s.pr.found ? s.pr.val : 0;
   }
   s.present = s.present0;
   return s;
@@ -231,132 +281,49 @@ __device__ void tileFlush(const Tile &tile, const Table T, Meta *meta,
     return;
   }
   if( s.present0 && s.present ){
-    if( s.dirty && lane==s.l ) __stcg(&T.b[s.b].val[s.l], s.val);
+    if( s.dirty && lane==s.pr.l ) __stcg(&T.b[s.pr.b].s[lane].val, s.val);
   }else if( s.present0 ){
-    if( lane==s.l ) atomicExch(&T.b[s.b].key[s.l], kTombKey);
+    if( lane==s.pr.l ) atomicExch(&T.b[s.pr.b].s[lane].key, kTombKey);
     dC -= 1;
   }else if( s.present ){
-    int r = tileClaim(tile, T, s.key, s.val,
-                      s.freeB!=NONE ? s.freeB : homeOf(s.key, T.nb));
+    const int r = tileInsert(tile, T, s.key, s.val, s.pr);
     if( r<0 ) bad = 1; else dU += r;
     dC += 1;
   }
 }
 
-// One tile applies up to 8 operations on DISTINCT keys (op t's inputs are in
-// lane t; bit t of `active` says whether op t exists).  MODE M_LOOKUP: all
-// lookups, nothing writes the table; M_MIXED: any ops; M_INSERT_NEW: inserts
-// of keys known absent (rehash).  The home-bucket reads of all 8 ops are
-// issued before any is used (memory-level parallelism); ops the home bucket
-// decides finish on that fast path, with the CASes of their inserts issued
-// together; the rest take the general sequential path.  Promises: lane t gets
-// op t's (found, old); dC/dU/bad as in tileFlush.
+// Apply one operation on a key that no other tile touches in this kernel.
+// Promises: (f, old) = state of k before the op; the table updated;
+// dC/dU/bad as in tileFlush.
 template<int MODE>
-__device__ void tileRun8(const Tile &tile, const Table T, Meta *meta,
-                         unsigned active, int myOp, ull myKey, ull myVal,
-                         uint8_t &myFound, ull &myOld,
-                         long long &dC, long long &dU, int &bad){
-  constexpr bool RO = (MODE==M_LOOKUP);
+__device__ __forceinline__ void tileOp(const Tile &tile, const Table T, Meta *meta,
+                                       int op, ull k, ull v, uint8_t &f, ull &old,
+                                       long long &dC, long long &dU, int &bad){
+  constexpr bool RO = MODE==M_LOOKUP;
   const int lane = tile.thread_rank();
-  ull kt[TS], sk[TS], vt[TS], cas[TS];
-  int hl[TS], cl[TS];
-  unsigned tab = 0;     // bit t: op t is a table key (active, not a sentinel)
-  unsigned fast = 0;    // bit t: op t is decided by its home bucket
-
-  // A: issue the home-bucket key reads of all ops.
-#pragma unroll
-  for( int t=0; t<TS; t++ ){
-    kt[t] = tile.shfl(myKey, t);
-    sk[t] = kEmptyKey; vt[t] = 0; cas[t] = 0; hl[t] = -1; cl[t] = -1;
-    if( ((active>>t)&1) && sideOf(kt[t])<0 ){
-      tab |= 1u<<t;
-      sk[t] = ld<RO>(&T.b[homeOf(kt[t], T.nb)].key[lane]);
-    }
-  }
-  // B: decide from the home bucket; issue the value reads of the hits.
-#pragma unroll
-  for( int t=0; t<TS; t++ ){
-    if( !((tab>>t)&1) ) continue;
-    unsigned hm = MODE==M_INSERT_NEW ? 0u : tile.ballot(sk[t]==kt[t]);
-    if( hm ){
-      hl[t] = __ffs(hm)-1;
-      fast |= 1u<<t;
-      if( lane==hl[t] ) vt[t] = ld<RO>(&T.b[homeOf(kt[t], T.nb)].val[lane]);
-    }else if( MODE==M_INSERT_NEW ? tile.any(isFree(sk[t]))
-                                 : tile.any(sk[t]==kEmptyKey) ){
-      fast |= 1u<<t;
-    }
-  }
-  // C: results and in-place updates of the fast ops; issue insert CASes.
-#pragma unroll
-  for( int t=0; t<TS; t++ ){
-    if( !((fast>>t)&1) ) continue;
-    const int op = MODE==M_MIXED ? tile.shfl(myOp, t)
-                 : (MODE==M_LOOKUP ? GPUDS_OP_LOOKUP : GPUDS_OP_UPSERT);
-    const ull home = homeOf(kt[t], T.nb);
-    if( hl[t]>=0 ){
-      ull old = tile.shfl(vt[t], hl[t]);
-      if( lane==t ){ myFound = 1; myOld = old; }
-      if( MODE==M_MIXED ){
-        if( op==GPUDS_OP_UPSERT ){
-          ull v = tile.shfl(myVal, t);
-          if( lane==hl[t] ) __stcg(&T.b[home].val[lane], v);
-        }else if( op==GPUDS_OP_DELETE ){
-          if( lane==hl[t] ) atomicExch(&T.b[home].key[lane], kTombKey);
-          dC -= 1;
-        }
-      }
-    }else{
-      if( lane==t ){ myFound = 0; myOld = 0; }
-      if( MODE!=M_LOOKUP && op==GPUDS_OP_UPSERT ){
-        int c = __ffs(tile.ballot(isFree(sk[t])))-1;   // >= 0: fast miss
-        cl[t] = c;
-        if( lane==c ) cas[t] = atomicCAS(&T.b[home].key[lane], sk[t], kt[t]);
-      }
-    }
-  }
-  // D: finish the inserts: store the value where the CAS won, else rescan.
-  if( MODE!=M_LOOKUP ){
-#pragma unroll
-    for( int t=0; t<TS; t++ ){
-      if( cl[t]<0 ) continue;
-      const ull v = tile.shfl(myVal, t);
-      const ull home = homeOf(kt[t], T.nb);
-      int ok = 0;
-      if( lane==cl[t] && cas[t]==sk[t] ){
-        __stcg(&T.b[home].val[lane], v);
-        ok = sk[t]==kEmptyKey ? 2 : 1;
-      }
-      ok = tile.shfl(ok, cl[t]);
-      if( ok ){
-        dU += ok-1;
-      }else{
-        int r = tileClaim(tile, T, kt[t], v, home);
-        if( r<0 ) bad = 1; else dU += r;
-      }
-      if( MODE==M_MIXED ) dC += 1;
-    }
-  }
-  // E: everything else, one op at a time (overflowed home bucket, side keys).
-  // (Runtime t here: read the key by shuffle, not from kt[], which must stay
-  // in registers.)
-#pragma unroll 1
-  for( int t=0; t<TS; t++ ){
-    if( !((active>>t)&1) || ((fast>>t)&1) ) continue;
-    const int op = MODE==M_MIXED ? tile.shfl(myOp, t)
-                 : (MODE==M_LOOKUP ? GPUDS_OP_LOOKUP : GPUDS_OP_UPSERT);
-    const ull k = tile.shfl(myKey, t);
-    const ull v = MODE==M_LOOKUP ? 0 : tile.shfl(myVal, t);
-    if( MODE==M_INSERT_NEW ){
-      int r = tileClaim(tile, T, k, v, homeOf(k, T.nb));
-      if( r<0 ) bad = 1; else dU += r;
-      continue;
-    }
+  if( sideOf(k)>=0 ){           // rare: user key equal to a sentinel
     KeyState s = tileLoadState<RO>(tile, T, meta, k);
-    uint8_t f; ull o;
-    applyOp(s, op, v, f, o);
-    if( lane==t ){ myFound = f; myOld = o; }
-    if( MODE==M_MIXED ) tileFlush(tile, T, meta, s, dC, dU, bad);
+    applyOp(s, op, v, f, old);
+    if( !RO ) tileFlush(tile, T, meta, s, dC, dU, bad);
+    return;
+  }
+  Probe pr;
+  tileProbe<RO>(tile, T, k, pr);
+  f = pr.found ? 1 : 0;
+  old = pr.found ? pr.val : 0;
+  if constexpr( MODE==M_MIXED ){
+    if( op==GPUDS_OP_UPSERT ){
+      if( pr.found ){
+        if( lane==pr.l ) __stcg(&T.b[pr.b].s[lane].val, v);
+      }else{
+        const int r = tileInsert(tile, T, k, v, pr);
+        if( r<0 ) bad = 1; else dU += r;
+        dC += 1;
+      }
+    }else if( op==GPUDS_OP_DELETE && pr.found ){
+      if( lane==pr.l ) atomicExch(&T.b[pr.b].s[lane].key, kTombKey);
+      dC -= 1;
+    }
   }
 }
 
@@ -377,9 +344,9 @@ __device__ void finishCounters(Meta *meta, int lane, long long dC,
   }
 }
 
-// Apply ops [0,n) whose keys are distinct among the ops not skipped (skip[i]
-// != 0 skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals
-// NULL: values 0.  found/old may be NULL.
+// Apply ops [0,n), one per tile, whose keys are distinct among the ops not
+// skipped (skip[i] != 0 skips op i; skip may be NULL).  ops NULL: every op is
+// defOp.  vals NULL: values 0.  found/old may be NULL.
 template<int MODE>
 __global__ void __launch_bounds__(BLOCK)
 kRun(Table T, Meta *meta, size_t n, const uint8_t *ops, int defOp,
@@ -390,25 +357,67 @@ kRun(Table T, Meta *meta, size_t n, const uint8_t *ops, int defOp,
   const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
   const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
   long long dC = 0, dU = 0; int bad = 0;
-  for( size_t base=tileId*TS; base<n; base+=nTiles*TS ){
-    const size_t i = base+lane;
-    const bool in = i<n;
-    int op = defOp; ull k = 0, v = 0;
-    if( in ){
-      if( ops ) op = ops[i];
-      k = keys[i];
-      if( vals ) v = vals[i];
-    }
-    const bool act = in && !(skip && skip[i]);
-    const unsigned active = tile.ballot(act);
-    uint8_t f = 0; ull o = 0;
-    if( active ) tileRun8<MODE>(tile, T, meta, active, op, k, v, f, o, dC, dU, bad);
-    if( act ){
+  for( size_t i=tileId; i<n; i+=nTiles ){
+    if( skip && skip[i] ) continue;
+    const int op = ops ? ops[i] : defOp;
+    const ull k = keys[i];
+    const ull v = vals ? vals[i] : 0;
+    uint8_t f; ull o;
+    tileOp<MODE>(tile, T, meta, op, k, v, f, o, dC, dU, bad);
+    if( lane==0 ){
       if( found ) found[i] = f;
       if( old ) old[i] = o;
     }
   }
   if( MODE!=M_LOOKUP ) finishCounters(meta, lane, dC, dU, bad);
+}
+
+// Finish a lookup of k whose home-bucket slot (this lane's) was already
+// loaded as (sk, sv).  Promises (f, old) as tileOp<M_LOOKUP>.
+__device__ __forceinline__ void tileLookupFrom(const Tile &tile, const Table T,
+                                               const Meta *meta, ull k, ull sk,
+                                               ull sv, uint8_t &f, ull &old){
+  long long dC = 0, dU = 0; int bad = 0;
+  if( sideOf(k)>=0 ){
+    tileOp<M_LOOKUP>(tile, T, (Meta*)meta, GPUDS_OP_LOOKUP, k, 0, f, old, dC, dU, bad);
+    return;
+  }
+  const unsigned hm = tile.ballot(sk==k);
+  if( hm ){
+    f = 1; old = tile.shfl(sv, __ffs(hm)-1);
+    return;
+  }
+  if( tile.any(sk==kEmptyKey) ){ f = 0; old = 0; return; }
+  Probe pr;
+  tileProbe<true>(tile, T, k, pr, nextB(homeOf(k, T.nb), T.nb));
+  f = pr.found ? 1 : 0;
+  old = pr.found ? pr.val : 0;
+}
+
+// Lookups with two operations per tile: both home-bucket loads are issued
+// before either is used (more memory-level parallelism than kRun<M_LOOKUP>).
+__global__ void __launch_bounds__(BLOCK)
+kLookup2(Table T, const Meta *meta, size_t n, const ull *keys, uint8_t *found,
+         ull *vals){
+  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
+  const int lane = tile.thread_rank();
+  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
+  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
+  for( size_t i=2*tileId; i<n; i+=2*nTiles ){
+    const bool two = i+1<n;
+    const ull k0 = keys[i];
+    const ull k1 = two ? keys[i+1] : k0;
+    ull a0, b0, a1, b1;
+    ldSlot<true>(&T.b[homeOf(k0, T.nb)].s[lane], a0, b0);
+    ldSlot<true>(&T.b[homeOf(k1, T.nb)].s[lane], a1, b1);
+    uint8_t f0, f1; ull o0, o1;
+    tileLookupFrom(tile, T, meta, k0, a0, b0, f0, o0);
+    tileLookupFrom(tile, T, meta, k1, a1, b1, f1, o1);
+    if( lane==0 ){
+      if( found ){ found[i] = f0; if( two ) found[i+1] = f1; }
+      if( vals ){ vals[i] = o0; if( two ) vals[i+1] = o1; }
+    }
+  }
 }
 
 // Apply the group of ops starting at sorted position g (all positions with
@@ -523,21 +532,20 @@ __global__ void kCountOps(size_t n, const uint8_t *ops, ull *out){
   }
 }
 
-// Insert every live key of the old table into the fresh table T.
+// Insert every live key of the old table (one slot per tile) into the fresh
+// table T (no tombstones there; keys distinct, so no probe for presence).
 __global__ void __launch_bounds__(BLOCK)
 kRehash(const Bucket *oldB, ull oldNb, Table T, Meta *meta){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
   const int lane = tile.thread_rank();
   const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
   const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  long long dC = 0, dU = 0; int bad = 0;
-  for( ull b=tileId; b<oldNb; b+=nTiles ){
-    const ull k = __ldg(&oldB[b].key[lane]);
-    const ull v = __ldg(&oldB[b].val[lane]);
-    const unsigned active = tile.ballot(!isFree(k));
-    uint8_t f = 0; ull o = 0;
-    if( active ) tileRun8<M_INSERT_NEW>(tile, T, meta, active, GPUDS_OP_UPSERT,
-                                        k, v, f, o, dC, dU, bad);
+  const ull nSlots = oldNb*TS;
+  int bad = 0;
+  for( ull j=tileId; j<nSlots; j+=nTiles ){
+    ull k, v;
+    ldSlot<true>(&oldB[j/TS].s[j%TS], k, v);
+    if( !isFree(k) && tileClaim(tile, T, k, v, homeOf(k, T.nb))<0 ) bad = 1;
   }
   finishCounters(meta, lane, 0, 0, bad);
 }
@@ -553,7 +561,7 @@ kCheck(Table T, ull *out){
   const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
   ull live = 0, nonEmpty = 0, nBad = 0;
   for( ull b=tileId; b<T.nb; b+=nTiles ){
-    const ull k = __ldg(&T.b[b].key[lane]);
+    const ull k = __ldg(&T.b[b].s[lane].key);
     live += !isFree(k);
     nonEmpty += k!=kEmptyKey;
     unsigned lm = tile.ballot(!isFree(k));
@@ -561,9 +569,9 @@ kCheck(Table T, ull *out){
       const int t = __ffs(lm)-1;
       lm &= lm-1;
       const ull kt = tile.shfl(k, t);
-      ull fb = 0, fv = 0, fr = 0; int fl = 0;
-      const bool f = tileProbe<true>(tile, T, kt, fb, fl, fv, fr);
-      if( !f || fb!=b || fl!=t ){
+      Probe pr;
+      tileProbe<true>(tile, T, kt, pr);
+      if( !pr.found || pr.b!=b || pr.l!=t ){
         if( lane==0 ){ nBad++; atomicMin(&out[3], b*TS+t); }
       }
     }
@@ -586,7 +594,7 @@ struct ScanPred {
   const Bucket *b;
   long long lo, hi;
   __device__ bool operator()(const ull &s) const {
-    const ull k = b[s/TS].key[s%TS];
+    const ull k = b[s/TS].s[s%TS].key;
     if( isFree(k) ) return false;
     const long long x = (long long)k;
     return x>=lo && x<=hi;
@@ -599,8 +607,8 @@ __global__ void kGather(const Bucket *B, size_t m, const ull *sel,
   for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<m;
        i+=size_t(gridDim.x)*blockDim.x ){
     const ull s = sel[i];
-    key[i] = B[s/TS].key[s%TS];
-    val[i] = B[s/TS].val[s%TS];
+    key[i] = B[s/TS].s[s%TS].key;
+    val[i] = B[s/TS].s[s%TS].val;
   }
 }
 
@@ -645,10 +653,19 @@ int setErr(gpuds_store *p, int rc, const char *zMsg){
   return rc;
 }
 
-// Blocks for a grid-stride kernel over `threads` threads.
-unsigned gridFor(const gpuds_store *p, size_t threads){
+// Blocks for a grid-stride kernel over `threads` threads: no more than
+// fit on the GPU at once (so the grid-stride loop, not the block scheduler,
+// spreads the work).
+unsigned gridFor(const gpuds_store *p, size_t threads, const void *kernel=nullptr){
+  int perSM = 2048/BLOCK;
+  if( kernel ){
+    int occ = 0;
+    if( cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, BLOCK, 0)==cudaSuccess
+        && occ>0 ) perSM = occ;
+    else (void)cudaGetLastError();
+  }
   size_t b = (threads+BLOCK-1)/BLOCK;
-  size_t cap = (size_t)p->nSM*32;
+  size_t cap = (size_t)p->nSM*perSM;
   if( b>cap ) b = cap;
   return b<1 ? 1u : (unsigned)b;
 }
@@ -719,7 +736,8 @@ int rehash(gpuds_store *p, ull newNb){
   HASH_CK(p, cudaMemsetAsync(nb, 0xFE, bytes, p->st));
   NT.b = nb; NT.nb = newNb;
   if( p->h.used>0 ){
-    kRehash<<<gridFor(p, (size_t)p->T.nb*TS), BLOCK, 0, p->st>>>(p->T.b, p->T.nb, NT, p->dMeta);
+    kRehash<<<gridFor(p, (size_t)p->T.nb*TS*TS, (const void*)kRehash), BLOCK, 0, p->st>>>(
+        p->T.b, p->T.nb, NT, p->dMeta);
     HASH_CK_LAUNCH(p, "kRehash");
   }
   HASH_CK(p, cudaMemcpyAsync(&p->dMeta->used, &used, sizeof(ull), cudaMemcpyHostToDevice, p->st));
@@ -757,6 +775,9 @@ void maybeShrink(gpuds_store *p){
   memcpy(zSave, p->zErr, sizeof(zSave));
   if( rehash(p, nb)!=GPUDS_OK ) memcpy(p->zErr, zSave, sizeof(zSave));
 }
+
+// Lookup kernel choice (tuning knob, see gpuds_hash::setLookupIlp).
+int gLookupIlp = 2;
 
 size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
 
@@ -811,7 +832,6 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
   int rc = GPUDS_OK;
   char *S = (char*)p->dScratch;
   const bool pure = nUps==0 && nDel==0;
-  const unsigned gTiles = gridFor(p, ((n+TS-1)/TS)*TS);
   const unsigned gFlat = gridFor(p, n);
   Table T;
   if( !pure ){
@@ -820,12 +840,18 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
   }
   T = p->T;
   if( pure ){
-    kRun<M_LOOKUP><<<gTiles, BLOCK, 0, p->st>>>(T, p->dMeta, n, nullptr,
-        GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
-    HASH_CK_LAUNCH(p, "kRun<lookup>");
+    if( gLookupIlp==2 ){
+      kLookup2<<<gridFor(p, (n+1)/2*TS, (const void*)kLookup2), BLOCK, 0, p->st>>>(
+          T, p->dMeta, n, dKey, dFound, dOld);
+      HASH_CK_LAUNCH(p, "kLookup2");
+    }else{
+      kRun<M_LOOKUP><<<gridFor(p, n*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, p->st>>>(
+          T, p->dMeta, n, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
+      HASH_CK_LAUNCH(p, "kRun<lookup>");
+    }
   }else if( distinct || n==1 ){
-    kRun<M_MIXED><<<gTiles, BLOCK, 0, p->st>>>(T, p->dMeta, n, dOp, defOp,
-        dKey, dVal, nullptr, dFound, dOld);
+    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
+        T, p->dMeta, n, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
     HASH_CK_LAUNCH(p, "kRun<mixed>");
   }else{
     uint32_t *h = (uint32_t*)(S+L.oH), *idx = (uint32_t*)(S+L.oIdx);
@@ -839,10 +865,10 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
     HASH_CK(p, cudaMemsetAsync(skip, 0, n, p->st));
     kMark<<<gFlat, BLOCK, 0, p->st>>>(n, dk.Current(), dv.Current(), skip);
     HASH_CK_LAUNCH(p, "kMark");
-    kRun<M_MIXED><<<gTiles, BLOCK, 0, p->st>>>(T, p->dMeta, n, dOp, defOp,
-        dKey, dVal, skip, dFound, dOld);
+    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
+        T, p->dMeta, n, dOp, defOp, dKey, dVal, skip, dFound, dOld);
     HASH_CK_LAUNCH(p, "kRun<mixed>");
-    kGroups<<<gTiles, BLOCK, 0, p->st>>>(T, p->dMeta, n, dk.Current(),
+    kGroups<<<gridFor(p, n, (const void*)kGroups), BLOCK, 0, p->st>>>(T, p->dMeta, n, dk.Current(),
         dv.Current(), dOp, defOp, dKey, dVal, dFound, dOld);
     HASH_CK_LAUNCH(p, "kGroups");
   }
@@ -1103,7 +1129,7 @@ void hashInfo(gpuds_store *p, char *zBuf, size_t nBuf){
   const ull slots = p->T.nb*TS;
   const ull keys = p->h.count - sidesPresent(p);
   snprintf(zBuf, nBuf,
-    "{\"structure\":\"cuda-hash: bucketed linear probing, 8 slots per 128-byte bucket\","
+    "{\"structure\":\"cuda-hash: bucketed linear probing, 4 slots per 64-byte bucket\","
     "\"keys\":%llu,\"buckets\":%llu,\"slots\":%llu,\"load\":%.4f,"
     "\"tombstones\":%llu,\"device_bytes\":%llu,\"rehashes\":%llu}",
     (ull)p->h.count, (ull)p->T.nb, slots, slots ? (double)keys/(double)slots : 0.0,
@@ -1122,7 +1148,7 @@ int hashCheck(gpuds_store *p){
   if( rc ) return rc;
   d = (ull*)p->dScratch;
   HASH_CK(p, cudaMemcpyAsync(d, res, sizeof(res), cudaMemcpyHostToDevice, p->st));
-  kCheck<<<gridFor(p, (size_t)p->T.nb*TS), BLOCK, 0, p->st>>>(p->T, d);
+  kCheck<<<gridFor(p, (size_t)p->T.nb*TS, (const void*)kCheck), BLOCK, 0, p->st>>>(p->T, d);
   HASH_CK_LAUNCH(p, "kCheck");
   HASH_CK(p, cudaMemcpyAsync(res, d, sizeof(res), cudaMemcpyDeviceToHost, p->st));
   rc = readMeta(p);   // synchronises
@@ -1224,6 +1250,7 @@ int reserve(gpuds_store *p, uint64_t nKeys, double load){
 }
 
 uint64_t buckets(gpuds_store *p){ return p ? p->T.nb : 0; }
+void setLookupIlp(int nOps){ gLookupIlp = nOps==1 ? 1 : 2; }
 uint64_t rehashCount(gpuds_store *p){ return p ? p->nRehash : 0; }
 void setDeviceLimit(gpuds_store *p, uint64_t bytes){ if( p ) p->devLimit = bytes; }
 cudaStream_t stream(gpuds_store *p){ return p ? p->st : nullptr; }

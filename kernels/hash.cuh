@@ -17,11 +17,12 @@
 
 namespace gpuds_hash {
 
-// Layout: a bucket is one 128-byte cache line: 8 keys (64 B) then their 8
-// values (64 B).  A slot's key word doubles as its state: kEmpty (never used)
-// or kTomb (deleted); user keys equal to those two bit patterns live in two
-// side slots instead, so the full int64 range stays available.
-constexpr int      kSlotsPerBucket = 8;
+// Layout: a bucket is 64 bytes: 4 slots of (key, value), two buckets per
+// 128-byte cache line.  A slot's key word doubles as its state: kEmptyKey
+// (never used) or kTombKey (deleted); user keys equal to those two bit
+// patterns live in two side slots instead, so the full int64 range stays
+// available.
+constexpr int      kSlotsPerBucket = 4;
 constexpr uint64_t kEmptyKey = 0xFEFEFEFEFEFEFEFEull;   // memset(0xFE) pattern
 constexpr uint64_t kTombKey  = 0xFEFEFEFEFEFEFEFDull;
 
@@ -33,7 +34,7 @@ constexpr uint64_t kTombKey  = 0xFEFEFEFEFEFEFEFDull;
 constexpr double   kMaxLoad    = 0.85;
 constexpr double   kGrowLoad   = 0.5;
 constexpr double   kShrinkLoad = 0.125;
-constexpr uint64_t kMinBuckets = 64;
+constexpr uint64_t kMinBuckets = 128;
 
 // Mixed batch on device arrays (same semantics as xBatch).  dVal may be NULL
 // (all values 0); dFound/dOld may be NULL.
@@ -65,6 +66,10 @@ uint64_t rehashCount(gpuds_store *p);
 // Testing hook: make device allocations that would bring this store's device
 // memory above `bytes` fail as cudaErrorMemoryAllocation would (0 = no limit).
 void setDeviceLimit(gpuds_store *p, uint64_t bytes);
+
+// Tuning knob (benchmarks): lookups run 1 or 2 operations per tile per
+// iteration (default 2).  Process-wide; results do not depend on it.
+void setLookupIlp(int nOps);
 
 // The stream this store's work runs on (for timing with CUDA events).
 cudaStream_t stream(gpuds_store *p);

@@ -315,10 +315,17 @@ static void testGrowShrink(){
   // all-hit (present keys) and all-miss (even keys never inserted)
   std::vector<int64_t> hit;
   for( auto &e : H.ref.m ) hit.push_back(e.first);
-  CHECK(H.lookup(hit)==hit.size(), "all-hit lookup missed keys");
   std::vector<int64_t> miss(hit.size());
   for( size_t i=0; i<miss.size(); i++ ) miss[i] = (int64_t)(r() & ~1ull);
-  CHECK(H.lookup(miss)==0, "all-miss lookup found keys");
+  for( int ilp=1; ilp<=2; ilp++ ){      // both lookup kernels
+    gpuds_hash::setLookupIlp(ilp);
+    CHECK(H.lookup(hit)==hit.size(), "all-hit lookup missed keys (ilp %d)", ilp);
+    CHECK(H.lookup(miss)==0, "all-miss lookup found keys (ilp %d)", ilp);
+    std::vector<int64_t> odd(kSpecial, kSpecial+nSpecial);
+    odd.insert(odd.end(), hit.begin(), hit.begin()+std::min<size_t>(hit.size(), 1001));
+    H.lookup(odd);
+  }
+  gpuds_hash::setLookupIlp(2);
   {  // the same through xBatch (pure lookup batch) with duplicates
     std::vector<uint8_t> op(hit.size()*2, GPUDS_OP_LOOKUP);
     std::vector<int64_t> k(hit); k.insert(k.end(), miss.begin(), miss.end());
