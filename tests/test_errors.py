@@ -521,6 +521,64 @@ def t_two_tables_and_drop():
         c.close()
 
 
+def t_scan_while_writing():
+    """A full scan stepped while the same connection writes to the table.
+    SQLite (isolation.html) makes deleting the current or a prior row during
+    a scan safe, and an ordinary table then still returns every row once;
+    rows inserted during the scan may or may not appear, but rows nobody
+    touched appear exactly once.  Autocommit (each write commits at once,
+    while the scan is open) and inside a transaction."""
+    n = 3000
+    for mod in MODULES:
+        for txn in (False, True):
+            for action in ("delete the current row", "delete the prior row",
+                           "update the current row", "insert a new key"):
+                c = connect()
+                c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)"
+                          % mod)
+                c.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+                          "FROM c WHERE x < %d) INSERT INTO t SELECT x * 7, x FROM c" % n)
+                if txn:
+                    c.execute("BEGIN")
+                w = c.cursor()
+                seen = []
+                prev = None
+                err = None
+                try:
+                    for k, v in c.execute("SELECT k, v FROM t"):
+                        seen.append(k)
+                        if len(seen) > 3 * n:
+                            break
+                        if action == "delete the current row":
+                            w.execute("DELETE FROM t WHERE k = ?", (k,))
+                        elif action == "delete the prior row":
+                            if prev is not None:
+                                w.execute("DELETE FROM t WHERE k = ?", (prev,))
+                        elif action == "update the current row":
+                            w.execute("UPDATE t SET v = v || 'x' WHERE k = ?", (k,))
+                        elif k <= 7 * n:
+                            w.execute("INSERT INTO t VALUES (?, 'new')", (k + 10 ** 9,))
+                        prev = k
+                except sqlite3.Error as e:
+                    err = str(e)
+                if c.in_transaction:
+                    c.execute("COMMIT")
+                orig = [k for k in seen if k <= 7 * n]
+                left = c.execute("SELECT count(*) FROM t WHERE k <= ?", (7 * n,)
+                                 ).fetchone()[0]
+                want_left = {"delete the current row": 0, "delete the prior row": 1}.get(
+                    action, n)
+                if err or len(orig) != n or len(set(orig)) != n or left != want_left:
+                    fail("scan_while_writing", "%s, %s, %s: SELECT k, v FROM t over "
+                         "%d rows while the same connection does '%s' for each row: "
+                         "the scan returned %d of the original rows (%d distinct), "
+                         "%d left in the table (an ordinary table: %d, %d, %d)%s"
+                         % (mod, "in a transaction" if txn else "autocommit", action,
+                            n, action, len(orig), len(set(orig)), left, n, n,
+                            want_left, "; error: " + err if err else ""))
+                c.close()
+
+
 # -------------------------------------------------------- bad CREATE args
 BAD_CREATE = [
     # (arguments, words the message must contain (case-insensitive), what)
@@ -704,7 +762,7 @@ def t_info():
 TESTS = [t_info, t_bad_create, t_text_and_real_keys, t_big_integral_real_keys,
          t_not_null, t_duplicate_in_transaction, t_savepoints, t_null_key,
          t_conflict_modes, t_affinity, t_ranges_odd_bounds, t_joins,
-         t_two_tables_and_drop, t_query_plans, t_minus_2_63_real,
+         t_two_tables_and_drop, t_scan_while_writing, t_query_plans, t_minus_2_63_real,
          t_or_replace_partial]
 
 
