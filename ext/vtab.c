@@ -389,8 +389,8 @@ static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
     sqlite3_value *pKey = argv[2];
     int bUpd = sqlite3_value_type(argv[0])!=SQLITE_NULL;
     if( bUpd ){
-      if( sqlite3_value_type(argv[1])==SQLITE_INTEGER
-       && sqlite3_value_int64(argv[1])!=sqlite3_value_int64(argv[0]) ){
+      if( sqlite3_value_type(argv[1])!=SQLITE_INTEGER
+       || sqlite3_value_int64(argv[1])!=sqlite3_value_int64(argv[0]) ){
         pKey = argv[1];                 /* UPDATE ... SET rowid = ... */
       }
     }else if( sqlite3_value_type(pKey)==SQLITE_NULL ){
