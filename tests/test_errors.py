@@ -186,6 +186,35 @@ def t_minus_2_63_real():
         c.close()
 
 
+def t_rowid_alias():
+    """The hidden rowid is an alias of the key (as the README says, and as in
+    a rowid table)."""
+    stmts = [
+        "INSERT INTO t(rowid, v) VALUES (5, 'five')",
+        "INSERT INTO t(rowid, v) VALUES ('6', 'six'), (7.0, 'seven')",
+        "INSERT INTO t(rowid, v) VALUES ('abc', 'bad')",
+        "INSERT INTO t(v) VALUES ('auto')",
+        "SELECT rowid, k, v FROM t ORDER BY rowid",
+        "SELECT k FROM t WHERE rowid = 6",
+        "SELECT k FROM t WHERE rowid BETWEEN 6 AND 7 ORDER BY rowid DESC",
+        "SELECT k FROM t WHERE _rowid_ IN (5, 8) ORDER BY oid",
+        "UPDATE t SET v = 'x' WHERE rowid = 5",
+        "DELETE FROM t WHERE rowid = 7",
+        "UPDATE t SET rowid = 50 WHERE k = 5",
+        "SELECT rowid, k, v FROM t ORDER BY k",
+        "UPDATE t SET rowid = 6 WHERE k = 50",
+        "UPDATE OR REPLACE t SET rowid = 6 WHERE k = 50",
+        "UPDATE t SET rowid = '60' WHERE k = 6",
+        "UPDATE t SET rowid = 70.0 WHERE k = 60",
+        "SELECT rowid, k, v FROM t ORDER BY k",
+        "UPDATE t SET rowid = 'abc' WHERE k = 70",
+        "UPDATE t SET rowid = 2.5 WHERE k = 70",
+        "UPDATE t SET oid = oid + 100",
+        "SELECT rowid, k, v FROM t ORDER BY k",
+    ]
+    differential("rowid_alias", "k INTEGER PRIMARY KEY, v TEXT", stmts)
+
+
 def t_not_null():
     decl = "k INTEGER PRIMARY KEY, v TEXT NOT NULL, w"
     stmts = [
@@ -759,7 +788,7 @@ def t_info():
             fail("gpuds_info", "GPUDS_BACKEND=host but table uses %r" % t.get("backend"))
 
 
-TESTS = [t_info, t_bad_create, t_text_and_real_keys, t_big_integral_real_keys,
+TESTS = [t_info, t_bad_create, t_text_and_real_keys, t_big_integral_real_keys, t_rowid_alias,
          t_not_null, t_duplicate_in_transaction, t_savepoints, t_null_key,
          t_conflict_modes, t_affinity, t_ranges_odd_bounds, t_joins,
          t_two_tables_and_drop, t_scan_while_writing, t_query_plans, t_minus_2_63_real,
