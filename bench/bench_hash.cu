@@ -2,7 +2,9 @@
 // batches (not a test).  Kernels are timed with CUDA events on the store's
 // stream; keys are pseudo-random distinct int64 (a bijective mix of an index).
 //
-// usage: bench_hash [out.csv] [maxLog2=27] [minLog2=20]
+// usage: bench_hash [out.csv] [maxLog2=27] [minLog2=20] [only]
+// (only: run just the measurements whose name starts with it, e.g. "mixed";
+// the setup they need still runs)
 //
 // For each table size N = 2^lg and target load L in {0.5, 0.8}: a table
 // presized for N keys at load L (gpuds_hash::reserve), then
@@ -100,6 +102,8 @@ struct Timer {
 };
 
 static FILE *gCsv = nullptr;
+static const char *gOnly = nullptr;
+static bool want(const char *z){ return !gOnly || strncmp(z, gOnly, strlen(gOnly))==0; }
 static char gDev[256];
 
 static void report(const char *op, int lg, double loadTarget, double loadActual,
@@ -130,6 +134,7 @@ int main(int argc, char **argv){
   const char *zCsv = argc>1 ? argv[1] : "bench_hash.csv";
   int maxLg = argc>2 ? atoi(argv[2]) : 27;
   int minLg = argc>3 ? atoi(argv[3]) : 20;
+  gOnly = argc>4 ? argv[4] : nullptr;
   uint64_t nFree = 0, nTotal = 0;
   if( !gpudsCudaDevice(gDev, sizeof(gDev), &nFree, &nTotal) ){
     printf("SKIPPED: no usable CUDA device (%s)\n", gDev);
@@ -160,7 +165,7 @@ int main(int argc, char **argv){
       const size_t N = (size_t)1<<lg;
       char note[160];
       // insert through the general batch path (fresh presized table)
-      {
+      if( want("insert-batch") ){
         gpuds_store *p = mk();
         OK(gpuds_hash::reserve(p, N, L));
         kGen<<<2048, 256>>>(dK, dV, N, 0);
@@ -187,10 +192,10 @@ int main(int argc, char **argv){
       OK(gpuds_hash::upsertDistinctDevice(p, N, dK, dV, nullptr, nullptr));
       double ms = t.stop();
       if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "insert: count %lld\n", (long long)G->xCount(p)); return 1; }
-      report("insert", lg, L, loadOf(p), N, ms,
+      if( want("insert") ) report("insert", lg, L, loadOf(p), N, ms,
              gpuds_hash::buckets(p)!=nb ? "distinct keys, presized, RESIZED" : "distinct keys, presized");
       // find-hit / find-miss, with 2 and 1 lookups per tile per iteration
-      for( int ilp=2; ilp>=1; ilp-- ){
+      for( int ilp=2; ilp>=1 && want("find"); ilp-- ){
         gpuds_hash::setLookupIlp(ilp);
         for( int miss=0; miss<2; miss++ ){
           const int64_t *q = miss ? dK2 : dK;
@@ -213,7 +218,7 @@ int main(int argc, char **argv){
       }
       gpuds_hash::setLookupIlp(2);
       // mixed [10,10,80], batches of N/4 (one warm-up, one timed)
-      {
+      if( want("mixed") ){
         const size_t B = N/4;
         uint64_t re0 = gpuds_hash::rehashCount(p);
         double msT = 0;
@@ -230,7 +235,7 @@ int main(int argc, char **argv){
         report("mixed-10-10-80", lg, L, loadOf(p), B, msT, note);
       }
       // delete N/2 present keys (indices [N/2, N))
-      {
+      if( want("delete") ){
         kGen<<<2048, 256>>>(dK2, nullptr, N/2, N/2);
         kFill<<<2048, 256>>>(dOp, N/2, GPUDS_OP_DELETE);
         CK(cudaDeviceSynchronize());
@@ -252,7 +257,7 @@ int main(int argc, char **argv){
   }
 
   // growth from empty to 2^26 keys in batches of 2^22 through resizes
-  for( int path=0; path<2; path++ ){
+  for( int path=0; path<2 && want("growth"); path++ ){
     const size_t N = (size_t)1<<26, B = (size_t)1<<22;
     gpuds_store *p = mk();
     Timer t(gpuds_hash::stream(p));

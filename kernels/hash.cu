@@ -38,16 +38,23 @@
 //     inserts and all dropped by the next rehash.
 //
 // BATCHES: the result must equal sequential application.  Operations on
-// different keys commute, so only ops on the same key need ordering.  A
-// batch is split by a CUB radix sort of (top bits of fmix64(key), index):
-// an op whose hash bits are unique in the batch is "solo" (its key occurs
-// once) and runs in the fully parallel kernel kRun; ops sharing hash bits
-// with another op (true duplicates, plus rare hash-bit collisions) form
-// groups that one tile each applies sequentially in array order (kGroups),
-// keeping a run of equal keys in registers and writing the table once per
-// run.  Each key is thus owned by one tile per batch, so the table never gets
-// a key twice.  Pure lookup batches and batches of distinct keys skip the
-// sort.
+// different keys commute, so only ops on the same key need ordering.
+//   1. Lookup pre-pass (when >= 1/4 of the ops are lookups): the keys of all
+//      upserts/deletes set bits in a filter (a bitmap of >= 16 bits per
+//      mutation); a lookup whose bit is clear shares its key with no
+//      mutation of the batch, so its answer is the pre-batch state and it is
+//      done right away, before anything changes (kLookupPass).  The other
+//      ops (mutations and filter hits) are compacted with cub::DeviceSelect.
+//   2. The remaining ops are split by a CUB radix sort of (top bits of
+//      fmix64(key), op index): an op whose hash bits are unique among them is
+//      "solo" (its key occurs once) and runs in the fully parallel kernel
+//      kRun (one op per tile); ops sharing hash bits with another (true
+//      duplicates, plus rare hash-bit collisions) form groups that one tile
+//      each applies sequentially in array order (kGroups), keeping a run of
+//      equal keys in registers and writing the table once per run.
+// Each key is thus owned by one tile per batch, so the table never gets a key
+// twice.  Pure lookup batches and batches of distinct keys (xBulkLoad,
+// upsertDistinctDevice) skip all this.
 //
 // GROWTH: before a batch the table is resized so that used slots (keys +
 // tombstones) + upserts of the batch stay <= kMaxLoad; a rehash builds a new
@@ -344,20 +351,22 @@ __device__ void finishCounters(Meta *meta, int lane, long long dC,
   }
 }
 
-// Apply ops [0,n), one per tile, whose keys are distinct among the ops not
-// skipped (skip[i] != 0 skips op i; skip may be NULL).  ops NULL: every op is
-// defOp.  vals NULL: values 0.  found/old may be NULL.
+// Apply ops i = list[j] for j in [0,n) (i = j if list is NULL), one per
+// tile, whose keys are distinct among the ops not skipped (skip[i] != 0
+// skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals NULL:
+// values 0.  found/old may be NULL.
 template<int MODE>
 __global__ void __launch_bounds__(BLOCK)
-kRun(Table T, Meta *meta, size_t n, const uint8_t *ops, int defOp,
-     const ull *keys, const ull *vals, const uint8_t *skip,
+kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
+     int defOp, const ull *keys, const ull *vals, const uint8_t *skip,
      uint8_t *found, ull *old){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
   const int lane = tile.thread_rank();
   const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
   const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
   long long dC = 0, dU = 0; int bad = 0;
-  for( size_t i=tileId; i<n; i+=nTiles ){
+  for( size_t j=tileId; j<n; j+=nTiles ){
+    const size_t i = list ? list[j] : j;
     if( skip && skip[i] ) continue;
     const int op = ops ? ops[i] : defOp;
     const ull k = keys[i];
@@ -494,13 +503,69 @@ kGroups(Table T, Meta *meta, size_t n, const uint32_t *sh,
   finishCounters(meta, lane, dC, dU, bad);
 }
 
-// h[i] = top `bits` bits of fmix64(key[i]), idx[i] = i.
-__global__ void kHashBits(size_t n, const ull *keys, uint32_t *h,
-                          uint32_t *idx, int shift){
+// For j in [0,m), op i = list[j] (i = j if list is NULL): h[j] = top bits
+// of fmix64(key[i]) (64-shift of them), idx[j] = i.
+__global__ void kHashBits(size_t m, const uint32_t *list, const ull *keys,
+                          uint32_t *h, uint32_t *idx, int shift){
+  for( size_t j=size_t(blockIdx.x)*blockDim.x+threadIdx.x; j<m;
+       j+=size_t(gridDim.x)*blockDim.x ){
+    const uint32_t i = list ? list[j] : (uint32_t)j;
+    h[j] = (uint32_t)(mix64(keys[i]) >> shift);
+    idx[j] = i;
+  }
+}
+
+// Bit of key k in the mutation filter (bmMask+1 bits, a power of two).
+__device__ __forceinline__ bool filterHas(const uint32_t *bm, ull bmMask, ull k){
+  const ull x = mix64(k) & bmMask;
+  return (__ldg(&bm[x>>5]) >> (x&31)) & 1u;
+}
+
+// Set the filter bit of every upsert/delete.
+__global__ void kFilter(size_t n, const uint8_t *ops, const ull *keys,
+                        uint32_t *bm, ull bmMask){
   for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<n;
        i+=size_t(gridDim.x)*blockDim.x ){
-    h[i] = (uint32_t)(mix64(keys[i]) >> shift);
-    idx[i] = (uint32_t)i;
+    if( ops[i]!=GPUDS_OP_LOOKUP ){
+      const ull x = mix64(keys[i]) & bmMask;
+      atomicOr(&bm[x>>5], 1u << (x&31));
+    }
+  }
+}
+
+// First pass of a mixed batch, before any change to the table: every lookup
+// whose key is not in the mutation filter cannot see an upsert or delete of
+// the batch, so its result is the pre-batch state: done here (two per tile,
+// as kLookup2).  inS[i] = 1 for every other op (the ops that must be ordered:
+// all upserts/deletes and the lookups that may share a key with one).
+__global__ void __launch_bounds__(BLOCK)
+kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
+            const ull *keys, const uint32_t *bm, ull bmMask, uint8_t *inS,
+            uint8_t *found, ull *old){
+  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
+  const int lane = tile.thread_rank();
+  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
+  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
+  for( size_t i=2*tileId; i<n; i+=2*nTiles ){
+    const bool two = i+1<n;
+    const ull k0 = keys[i];
+    const ull k1 = two ? keys[i+1] : k0;
+    const bool s0 = ops[i]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k0);
+    const bool s1 = !two || ops[i+1]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k1);
+    ull a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+    if( !s0 ) ldSlot<true>(&T.b[homeOf(k0, T.nb)].s[lane], a0, b0);
+    if( !s1 ) ldSlot<true>(&T.b[homeOf(k1, T.nb)].s[lane], a1, b1);
+    uint8_t f0 = 0, f1 = 0; ull o0 = 0, o1 = 0;
+    if( !s0 ) tileLookupFrom(tile, T, meta, k0, a0, b0, f0, o0);
+    if( !s1 ) tileLookupFrom(tile, T, meta, k1, a1, b1, f1, o1);
+    if( lane==0 ){
+      inS[i] = s0;
+      if( !s0 ){ if( found ) found[i] = f0; if( old ) old[i] = o0; }
+      if( two ){
+        inS[i+1] = s1;
+        if( !s1 ){ if( found ) found[i+1] = f1; if( old ) old[i+1] = o1; }
+      }
+    }
   }
 }
 
@@ -786,12 +851,16 @@ size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
 struct Layout {
   size_t oKey, oVal, oOp, oOld, oFound;   // I/O (host calls)
   size_t oH, oIdx, oH2, oIdx2, oSkip, oTemp, nTemp;  // sort
+  size_t oBm, oInS, oList, oNum;          // lookup pre-pass (bmBits != 0)
+  ull bmBits;                             // mutation filter size, 0: no pre-pass
   size_t total;
-  int bits;                                  // hash bits sorted
+  int bits;                               // hash bits sorted
 };
 
-// Compute the layout; `io`: include I/O arrays; `sort`: include sort buffers.
-int layoutBatch(gpuds_store *p, size_t n, bool io, bool sort, Layout *L){
+// Compute the layout; `io`: include I/O arrays; `sort`: include sort
+// buffers; nMut: upserts + deletes (a lookup pre-pass is planned when at
+// least a quarter of the ops are lookups).
+int layoutBatch(gpuds_store *p, size_t n, bool io, bool sort, ull nMut, Layout *L){
   int rc = GPUDS_OK;
   size_t o = 0;
   memset(L, 0, sizeof(*L));
@@ -812,8 +881,23 @@ int layoutBatch(gpuds_store *p, size_t n, bool io, bool sort, Layout *L){
     L->oIdx2 = o; o = alignUp(o+4*n);
     L->oSkip = o; o = alignUp(o+n);
     cub::DoubleBuffer<uint32_t> dk(nullptr, nullptr), dv(nullptr, nullptr);
-    size_t tb = 0;
+    size_t tb = 0, tb2 = 0;
     HASH_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int)n, 0, L->bits, p->st));
+    if( n-nMut>=n/4 ){
+      // Filter of >= 16 bits per mutation (false positives ~ 1/16 of the
+      // lookups go through the sort), 2^12 .. 2^28 bits.
+      ull bits = (ull)1<<12;
+      while( bits<(ull)1<<28 && bits<16*nMut ) bits <<= 1;
+      L->bmBits = bits;
+      L->oBm = o;   o = alignUp(o+bits/8);
+      L->oInS = o;  o = alignUp(o+n);
+      L->oList = o; o = alignUp(o+4*n);
+      L->oNum = o;  o = alignUp(o+8);
+      HASH_CK(p, cub::DeviceSelect::Flagged(nullptr, tb2, thrust::counting_iterator<uint32_t>(0),
+                                            (const uint8_t*)nullptr, (uint32_t*)nullptr,
+                                            (ull*)nullptr, (int64_t)n, p->st));
+      if( tb2>tb ) tb = tb2;
+    }
     L->oTemp = o; L->nTemp = tb; o = alignUp(o+tb);
   }
   L->total = o<256 ? 256 : o;
@@ -846,31 +930,55 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
       HASH_CK_LAUNCH(p, "kLookup2");
     }else{
       kRun<M_LOOKUP><<<gridFor(p, n*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
+          T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
       HASH_CK_LAUNCH(p, "kRun<lookup>");
     }
   }else if( distinct || n==1 ){
     kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-        T, p->dMeta, n, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
+        T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
     HASH_CK_LAUNCH(p, "kRun<mixed>");
   }else{
     uint32_t *h = (uint32_t*)(S+L.oH), *idx = (uint32_t*)(S+L.oIdx);
     uint32_t *h2 = (uint32_t*)(S+L.oH2), *idx2 = (uint32_t*)(S+L.oIdx2);
     uint8_t *skip = (uint8_t*)(S+L.oSkip);
-    cub::DoubleBuffer<uint32_t> dk(h, h2), dv(idx, idx2);
-    size_t tb = L.nTemp;
-    kHashBits<<<gFlat, BLOCK, 0, p->st>>>(n, dKey, h, idx, 64-L.bits);
-    HASH_CK_LAUNCH(p, "kHashBits");
-    HASH_CK(p, cub::DeviceRadixSort::SortPairs(S+L.oTemp, tb, dk, dv, (int)n, 0, L.bits, p->st));
-    HASH_CK(p, cudaMemsetAsync(skip, 0, n, p->st));
-    kMark<<<gFlat, BLOCK, 0, p->st>>>(n, dk.Current(), dv.Current(), skip);
-    HASH_CK_LAUNCH(p, "kMark");
-    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-        T, p->dMeta, n, dOp, defOp, dKey, dVal, skip, dFound, dOld);
-    HASH_CK_LAUNCH(p, "kRun<mixed>");
-    kGroups<<<gridFor(p, n, (const void*)kGroups), BLOCK, 0, p->st>>>(T, p->dMeta, n, dk.Current(),
-        dv.Current(), dOp, defOp, dKey, dVal, dFound, dOld);
-    HASH_CK_LAUNCH(p, "kGroups");
+    uint32_t *list = nullptr;
+    size_t m = n, tb = L.nTemp;
+    if( L.bmBits ){
+      // Lookups that share no key with an upsert/delete of the batch are
+      // answered first (pre-batch state); only the rest is sorted.
+      uint32_t *bm = (uint32_t*)(S+L.oBm);
+      uint8_t *inS = (uint8_t*)(S+L.oInS);
+      ull *dNum = (ull*)(S+L.oNum), nS = 0;
+      list = (uint32_t*)(S+L.oList);
+      HASH_CK(p, cudaMemsetAsync(bm, 0, L.bmBits/8, p->st));
+      kFilter<<<gFlat, BLOCK, 0, p->st>>>(n, dOp, dKey, bm, L.bmBits-1);
+      HASH_CK_LAUNCH(p, "kFilter");
+      kLookupPass<<<gridFor(p, (n+1)/2*TS, (const void*)kLookupPass), BLOCK, 0, p->st>>>(
+          T, p->dMeta, n, dOp, dKey, bm, L.bmBits-1, inS, dFound, dOld);
+      HASH_CK_LAUNCH(p, "kLookupPass");
+      HASH_CK(p, cub::DeviceSelect::Flagged(S+L.oTemp, tb, thrust::counting_iterator<uint32_t>(0),
+                                            inS, list, dNum, (int64_t)n, p->st));
+      HASH_CK(p, cudaMemcpyAsync(&nS, dNum, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
+      HASH_CK(p, cudaStreamSynchronize(p->st));
+      m = (size_t)nS;
+      tb = L.nTemp;
+    }
+    if( m>0 ){
+      cub::DoubleBuffer<uint32_t> dk(h, h2), dv(idx, idx2);
+      const unsigned gM = gridFor(p, m);
+      kHashBits<<<gM, BLOCK, 0, p->st>>>(m, list, dKey, h, idx, 64-L.bits);
+      HASH_CK_LAUNCH(p, "kHashBits");
+      HASH_CK(p, cub::DeviceRadixSort::SortPairs(S+L.oTemp, tb, dk, dv, (int)m, 0, L.bits, p->st));
+      HASH_CK(p, cudaMemsetAsync(skip, 0, n, p->st));
+      kMark<<<gM, BLOCK, 0, p->st>>>(m, dk.Current(), dv.Current(), skip);
+      HASH_CK_LAUNCH(p, "kMark");
+      kRun<M_MIXED><<<gridFor(p, m*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
+          T, p->dMeta, m, list, dOp, defOp, dKey, dVal, skip, dFound, dOld);
+      HASH_CK_LAUNCH(p, "kRun<mixed>");
+      kGroups<<<gridFor(p, m, (const void*)kGroups), BLOCK, 0, p->st>>>(T, p->dMeta, m,
+          dk.Current(), dv.Current(), dOp, defOp, dKey, dVal, dFound, dOld);
+      HASH_CK_LAUNCH(p, "kGroups");
+    }
   }
   rc = readMeta(p);
   if( rc ) return rc;
@@ -920,7 +1028,7 @@ int hostBatch(gpuds_store *p, size_t n, const uint8_t *aOp, int defOp,
   }
   pure = nUps==0 && nDel==0;
   sort = !pure && !distinct && n>1;
-  rc = layoutBatch(p, n, true, sort, &L);
+  rc = layoutBatch(p, n, true, sort, nUps+nDel, &L);
   if( rc ) return rc;
   rc = ensureScratch(p, L.total);
   if( rc ) return rc;
@@ -1206,7 +1314,7 @@ int deviceBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
   }
   pure = cnt[0]==0 && cnt[1]==0;
   sort = !pure && !distinct && n>1;
-  rc = layoutBatch(p, n, false, sort, &L);
+  rc = layoutBatch(p, n, false, sort, cnt[0]+cnt[1], &L);
   if( rc ) return rc;
   rc = ensureScratch(p, L.total);
   if( rc ) return rc;
