@@ -60,7 +60,11 @@ static void checkFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   p = gpudsTableFind(db, zName);
   if( p==0 ){
     /* The table may exist but not be connected yet: touch it. */
-    char *zSql = sqlite3_mprintf("SELECT 1 FROM \"%w\" LIMIT 0", zName);
+    const char *zDot = strchr(zName, '.');
+    char *zSql = zDot
+      ? sqlite3_mprintf("SELECT 1 FROM \"%.*w\".\"%w\" LIMIT 0",
+                        (int)(zDot-zName), zName, zDot+1)
+      : sqlite3_mprintf("SELECT 1 FROM \"%w\" LIMIT 0", zName);
     if( zSql ){ sqlite3_exec(db, zSql, 0, 0, 0); sqlite3_free(zSql); }
     p = gpudsTableFind(db, zName);
   }

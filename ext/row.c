@@ -75,6 +75,12 @@ static void applyAffinity(sqlite3_value *v, char cAff, AffVal *a){
         a->r = (double)sqlite3_value_int64(v);
         return;
       }
+      if( a->eType==SQLITE_FLOAT && sqlite3_value_double(v)==0.0 ){
+        /* An ordinary table stores an integral real of a REAL column as an
+        ** integer, so -0.0 reads back as 0.0. */
+        a->r = 0.0;
+        return;
+      }
     }else if( a->eType==SQLITE_FLOAT ){
       sqlite3_int64 i;
       if( gpudsRealToInt(sqlite3_value_double(v), &i) ){
@@ -115,6 +121,7 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
     p->nCol = (uint32_t)nCol;
     p->nByte = (uint32_t)nByte;
     z = (char*)rowCell(p, nCol);
+    memset(rowCell(p, 0), 0, (size_t)nCol*sizeof(RowCell));  /* no stray padding bytes */
     for(i=0; i<nCol; i++){
       RowCell *c = rowCell(p, i);
       c->eType = (uint8_t)aV[i].eType;
@@ -150,7 +157,14 @@ GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
   memcpy(p, a, n);
   for(i=0; i<hdr.nCol; i++){
     const RowCell *c = rowCell(p, (int)i);
-    if( c->iOff<nHdr || (uint64_t)c->iOff + c->nLen > n ){ free(p); return 0; }
+    int bOk = c->iOff>=nHdr && (uint64_t)c->iOff + c->nLen <= n;
+    switch( c->eType ){
+      case SQLITE_INTEGER: case SQLITE_FLOAT: bOk = bOk && c->nLen==8; break;
+      case SQLITE_NULL:                       bOk = bOk && c->nLen==0; break;
+      case SQLITE_TEXT: case SQLITE_BLOB:     break;
+      default:                                bOk = 0; break;
+    }
+    if( !bOk ){ free(p); return 0; }
   }
   return p;
 }

@@ -110,7 +110,9 @@ static int metaGet(GpudsTable *p, const char *zKey, int64_t *pv){
 
 /* ------------------------------------------------------------ run readers */
 
-/* Streams one run's entries in key order, a chunk at a time. */
+/* Streams one run's entries in key order, a chunk at a time.  Every entry
+** is bounds-checked before use: a damaged chunk is reported as
+** SQLITE_CORRUPT_VTAB, never read past its end. */
 typedef struct RunReader {
   sqlite3_stmt *pStmt;     /* SELECT n, keys, vals of the run's chunks */
   int64_t iRun;
@@ -118,8 +120,28 @@ typedef struct RunReader {
   int64_t *aKey;           /* copy of the chunk's keys */
   unsigned char *aVal;     /* copy of the chunk's vals */
   size_t nVal, iOff;       /* bytes of aVal, offset of entry i */
+  uint32_t nCur;           /* payload bytes of entry i (SHADOW_TOMB: none) */
   int bEof;
 } RunReader;
+
+/* Report a damaged chunk of run r. */
+static int readerCorrupt(GpudsTable *p, RunReader *r, const char *zWhy){
+  return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
+                        p->zName, (long long)r->iRun, zWhy);
+}
+
+/* Validate entry i of the current chunk at offset iOff; cache its length. */
+static int readerCheckEntry(GpudsTable *p, RunReader *r){
+  uint32_t L;
+  if( r->iOff+4 > r->nVal ) return readerCorrupt(p, r, "entry past the end of vals");
+  memcpy(&L, r->aVal + r->iOff, 4);
+  if( L!=SHADOW_TOMB && (uint64_t)r->iOff+4+L > r->nVal ){
+    return readerCorrupt(p, r, "entry length past the end of vals");
+  }
+  if( r->i>0 && r->aKey[r->i]<=r->aKey[r->i-1] ) return readerCorrupt(p, r, "keys out of order");
+  r->nCur = L;
+  return SQLITE_OK;
+}
 
 /* Advance to the next chunk; sets bEof at the end. */
 static int readerChunk(GpudsTable *p, RunReader *r){
@@ -128,11 +150,17 @@ static int readerChunk(GpudsTable *p, RunReader *r){
   if( rc!=SQLITE_ROW ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
   {
     int n = sqlite3_column_int(r->pStmt, 0);
-    int nk = sqlite3_column_bytes(r->pStmt, 1);
-    const void *pk = sqlite3_column_blob(r->pStmt, 1);
-    int nv = sqlite3_column_bytes(r->pStmt, 2);
-    const void *pv = sqlite3_column_blob(r->pStmt, 2);
-    if( n<0 || nk!=n*8 ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad chunk", p->zName);
+    int nk, nv;
+    const void *pk, *pv;
+    if( sqlite3_column_type(r->pStmt, 1)!=SQLITE_BLOB
+     || sqlite3_column_type(r->pStmt, 2)!=SQLITE_BLOB ){
+      return readerCorrupt(p, r, "keys or vals is not a blob");
+    }
+    pk = sqlite3_column_blob(r->pStmt, 1);
+    nk = sqlite3_column_bytes(r->pStmt, 1);
+    pv = sqlite3_column_blob(r->pStmt, 2);
+    nv = sqlite3_column_bytes(r->pStmt, 2);
+    if( n<0 || nk!=n*8 || (int64_t)nv < (int64_t)n*4 ) return readerCorrupt(p, r, "bad chunk sizes");
     sqlite3_free(r->aKey); sqlite3_free(r->aVal);
     r->aKey = sqlite3_malloc64((size_t)nk + 8);
     r->aVal = sqlite3_malloc64((size_t)nv + 8);
@@ -140,6 +168,7 @@ static int readerChunk(GpudsTable *p, RunReader *r){
     if( nk ) memcpy(r->aKey, pk, (size_t)nk);
     if( nv ) memcpy(r->aVal, pv, (size_t)nv);
     r->n = n; r->i = 0; r->nVal = (size_t)nv; r->iOff = 0;
+    if( n>0 ) return readerCheckEntry(p, r);
   }
   return SQLITE_OK;
 }
@@ -157,26 +186,21 @@ static int readerOpen(GpudsTable *p, int64_t iRun, RunReader *r){
   return rc;
 }
 
-/* The current entry: key, and its record bytes (NULL for a tombstone). */
-static int readerEntry(GpudsTable *p, RunReader *r, int64_t *pKey,
-                       const unsigned char **paRec, uint32_t *pnRec){
-  uint32_t L;
-  if( r->iOff+4 > r->nVal ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad chunk", p->zName);
-  memcpy(&L, r->aVal + r->iOff, 4);
+/* The current (validated) entry: key, and its record bytes (NULL for a
+** tombstone). */
+static void readerEntry(RunReader *r, int64_t *pKey,
+                        const unsigned char **paRec, uint32_t *pnRec){
   *pKey = r->aKey[r->i];
-  if( L==SHADOW_TOMB ){ *paRec = 0; *pnRec = 0; return SQLITE_OK; }
-  if( r->iOff+4+L > r->nVal ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad chunk", p->zName);
+  if( r->nCur==SHADOW_TOMB ){ *paRec = 0; *pnRec = 0; return; }
   *paRec = r->aVal + r->iOff + 4;
-  *pnRec = L;
-  return SQLITE_OK;
+  *pnRec = r->nCur;
 }
 
-/* Step past the current entry. */
+/* Step past the current entry and validate the next one. */
 static int readerNext(GpudsTable *p, RunReader *r){
-  uint32_t L;
-  memcpy(&L, r->aVal + r->iOff, 4);
-  r->iOff += 4 + (L==SHADOW_TOMB ? 0 : L);
+  r->iOff += 4 + (r->nCur==SHADOW_TOMB ? 0 : r->nCur);
   r->i++;
+  if( r->i<r->n ) return readerCheckEntry(p, r);
   while( !r->bEof && r->i>=r->n ){
     int rc = readerChunk(p, r);
     if( rc ) return rc;
@@ -246,8 +270,7 @@ static int mergeRuns(GpudsTable *p, const int64_t *aRun, int nRun, int bDropTomb
       }
     }
     if( iBest<0 ) break;
-    rc = readerEntry(p, &aR[iBest], &kMin, &aRec, &nRec);
-    if( rc ) break;
+    readerEntry(&aR[iBest], &kMin, &aRec, &nRec);
     if( aRec || !bDropTomb ) rc = xOut(p, pCtx, kMin, aRec, nRec);
     for(i=0; i<nRun && rc==SQLITE_OK; i++){
       if( !aR[i].bEof && aR[i].aKey[aR[i].i]==kMin ) rc = readerNext(p, &aR[i]);
@@ -263,6 +286,7 @@ static int mergeRuns(GpudsTable *p, const int64_t *aRun, int nRun, int bDropTomb
 /* Accumulates entries into chunks and inserts them as run iRun. */
 typedef struct RunWriter {
   sqlite3_stmt *pIns;
+  int64_t nLimit;         /* largest blob the connection accepts */
   int64_t iRun;
   int iChunk;
   int n;
@@ -277,6 +301,7 @@ static int writerOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
   w->iRun = iRun;
   w->aKey = sqlite3_malloc64(SHADOW_CHUNK*8);
   if( w->aKey==0 ) return SQLITE_NOMEM;
+  w->nLimit = sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1);
   return shadowPrepare(p, &w->pIns, "INSERT INTO %Q.'%q_run'(id, n, keys, vals) VALUES(?,?,?,?)",
                        p->zDb, p->zName);
 }
@@ -286,10 +311,17 @@ static int writerFlush(GpudsTable *p, RunWriter *w){
   int rc;
   if( w->n==0 ) return SQLITE_OK;
   if( w->iChunk>=(1<<RUN_SHIFT) ) return gpudsVtabError(p, SQLITE_FULL, "run too large");
-  sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
-  sqlite3_bind_int(w->pIns, 2, w->n);
-  sqlite3_bind_blob(w->pIns, 3, w->aKey, w->n*8, SQLITE_STATIC);
-  sqlite3_bind_blob64(w->pIns, 4, w->aVal ? (const void*)w->aVal : (const void*)"", w->nVal, SQLITE_STATIC);
+  rc = sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
+  if( rc==SQLITE_OK ) rc = sqlite3_bind_int(w->pIns, 2, w->n);
+  if( rc==SQLITE_OK ) rc = sqlite3_bind_blob64(w->pIns, 3, w->aKey, (uint64_t)w->n*8, SQLITE_STATIC);
+  if( rc==SQLITE_OK ){
+    rc = sqlite3_bind_blob64(w->pIns, 4, w->aVal ? (const void*)w->aVal : (const void*)"",
+                             w->nVal, SQLITE_STATIC);
+  }
+  if( rc ){
+    return gpudsVtabError(p, rc, "%s_run: cannot store a chunk of %lld bytes: %s",
+                          p->zName, (long long)w->nVal, sqlite3_errstr(rc));
+  }
   sqlite3_step(w->pIns);
   rc = sqlite3_reset(w->pIns);
   if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
@@ -304,6 +336,12 @@ static int writerAdd(GpudsTable *p, RunWriter *w, int64_t k,
                      const unsigned char *aRec, uint32_t nRec){
   uint32_t L = aRec ? nRec : SHADOW_TOMB;
   size_t nNeed = w->nVal + 4 + (aRec ? nRec : 0);
+  if( w->n>0 && ((int64_t)nNeed > w->nLimit || (int64_t)(w->n+1)*8 > w->nLimit) ){
+    /* Keep every chunk within SQLITE_LIMIT_LENGTH. */
+    int rc = writerFlush(p, w);
+    if( rc ) return rc;
+    nNeed = 4 + (aRec ? nRec : 0);
+  }
   if( nNeed>w->nValAlloc ){
     size_t nNew = w->nValAlloc ? w->nValAlloc*2 : 65536;
     unsigned char *a;
@@ -362,40 +400,110 @@ static int compactRuns(GpudsTable *p){
   return rc;
 }
 
-/* xSync, after the write buffer was flushed: write the transaction's
-** batches (the flush records of the undo log, oldest first) as new runs,
-** compact, and count the commit.  Errors make SQLite roll back. */
+/* Write the whole store as the only run (after a ROLLBACK TO undid part of
+** what an earlier xSync of this transaction wrote: the shadow tables then no
+** longer match any set of undo entries, but the store does). */
+static int shadowRewrite(GpudsTable *p){
+  RunWriter w;
+  gpuds_scan sc;
+  size_t nPage = 65536, nOut, i;
+  int64_t *aK = sqlite3_malloc64(nPage*8);
+  uint64_t *aV = sqlite3_malloc64(nPage*8);
+  int rc = (aK && aV) ? SQLITE_OK : SQLITE_NOMEM;
+  if( rc==SQLITE_OK ) rc = shadowExec(p, "DELETE FROM %Q.'%q_run'", p->zDb, p->zName);
+  if( rc==SQLITE_OK ) rc = writerOpen(p, 1, &w);
+  memset(&sc, 0, sizeof(sc));
+  sc.lo = INT64_MIN; sc.hi = INT64_MAX;
+  while( rc==SQLITE_OK && !sc.done ){
+    rc = p->pOps->xScan(p->pStore, &sc, nPage, aK, aV, &nOut);
+    if( rc ){ gpudsVtabError(p, rc, "scan: %s", p->pOps->xErrmsg(p->pStore)); break; }
+    for(i=0; i<nOut && rc==SQLITE_OK; i++){
+      const GpudsRow *pRow = (const GpudsRow*)(uintptr_t)aV[i];
+      rc = writerAdd(p, &w, aK[i], (const unsigned char*)pRow, (uint32_t)gpudsRowBytes(pRow));
+    }
+  }
+  if( rc==SQLITE_OK ) rc = writerFlush(p, &w);
+  writerClose(&w);
+  sqlite3_free(aK); sqlite3_free(aV);
+  return rc;
+}
+
+/* Write the batches applied since the last xSync of this transaction (undo
+** entries from nUndoSynced on) as ONE new run: a merge of the batches,
+** the newest value of each key winning, deletions kept. */
+static int shadowAppendRun(GpudsTable *p, int64_t iRun, int *pbAny){
+  int64_t i, nF = 0;
+  size_t *aPos = 0, *aN = 0;
+  const int64_t **aaKey = 0;
+  const uint64_t **aaNew = 0;
+  RunWriter w;
+  int rc = SQLITE_OK;
+  *pbAny = 0;
+  for(i=p->nUndoSynced; i<p->wb.nUndo; i++){
+    size_t n; const int64_t *ak; const uint64_t *an;
+    if( gpudsUndoFlush(p, i, &n, &ak, &an) ) nF++;
+  }
+  if( nF==0 ) return SQLITE_OK;
+  aPos = sqlite3_malloc64(nF*sizeof(size_t));
+  aN = sqlite3_malloc64(nF*sizeof(size_t));
+  aaKey = sqlite3_malloc64(nF*sizeof(int64_t*));
+  aaNew = sqlite3_malloc64(nF*sizeof(uint64_t*));
+  if( !aPos || !aN || !aaKey || !aaNew ){ rc = SQLITE_NOMEM; goto append_out; }
+  nF = 0;
+  for(i=p->nUndoSynced; i<p->wb.nUndo; i++){
+    if( gpudsUndoFlush(p, i, &aN[nF], &aaKey[nF], &aaNew[nF]) ){ aPos[nF] = 0; nF++; }
+  }
+  rc = writerOpen(p, iRun, &w);
+  while( rc==SQLITE_OK ){
+    int64_t j, jBest = -1, k = 0;
+    const GpudsRow *pRow;
+    for(j=0; j<nF; j++){                 /* smallest key; newest batch on ties */
+      if( aPos[j]>=aN[j] ) continue;
+      if( jBest<0 || aaKey[j][aPos[j]]<=k ){ k = aaKey[j][aPos[j]]; jBest = j; }
+    }
+    if( jBest<0 ) break;
+    pRow = (const GpudsRow*)(uintptr_t)aaNew[jBest][aPos[jBest]];
+    rc = writerAdd(p, &w, k, (const unsigned char*)pRow,
+                   pRow ? (uint32_t)gpudsRowBytes(pRow) : 0);
+    for(j=0; j<nF; j++){
+      if( aPos[j]<aN[j] && aaKey[j][aPos[j]]==k ) aPos[j]++;
+    }
+  }
+  if( rc==SQLITE_OK ) rc = writerFlush(p, &w);
+  writerClose(&w);
+  *pbAny = 1;
+append_out:
+  sqlite3_free(aPos); sqlite3_free(aN); sqlite3_free((void*)aaKey); sqlite3_free((void*)aaNew);
+  return rc;
+}
+
+/* xSync, after the write buffer was flushed: bring the shadow tables to
+** the transaction's state and set the generation.  Safe to call again if
+** COMMIT failed (SQLITE_BUSY) and is retried.  Errors make SQLite roll back. */
 int gpudsShadowSync(GpudsTable *p){
   int64_t *aRun = 0, *aN = 0, iNext = 1;
   int nRun = 0, rc, bAny = 0;
-  int64_t i;
-  rc = listRuns(p, &aRun, &aN, &nRun);
-  if( rc ) return rc;
-  if( nRun ) iNext = aRun[nRun-1] + 1;
-  sqlite3_free(aRun); sqlite3_free(aN);
-  for(i=0; i<p->wb.nUndo && rc==SQLITE_OK; i++){
-    size_t n, j;
-    const int64_t *aKey;
-    const uint64_t *aNew;
-    RunWriter w;
-    if( !gpudsUndoFlush(p, i, &n, &aKey, &aNew) ) continue;
-    rc = writerOpen(p, iNext++, &w);
-    for(j=0; j<n && rc==SQLITE_OK; j++){
-      const GpudsRow *pRow = (const GpudsRow*)(uintptr_t)aNew[j];
-      rc = writerAdd(p, &w, aKey[j], (const unsigned char*)pRow,
-                     pRow ? (uint32_t)gpudsRowBytes(pRow) : 0);
-    }
-    if( rc==SQLITE_OK ) rc = writerFlush(p, &w);
-    writerClose(&w);
+  if( p->bShadowDirty ){
+    rc = shadowRewrite(p);
     bAny = 1;
+  }else{
+    rc = listRuns(p, &aRun, &aN, &nRun);
+    if( rc ) return rc;
+    if( nRun ) iNext = aRun[nRun-1] + 1;
+    sqlite3_free(aRun); sqlite3_free(aN);
+    rc = shadowAppendRun(p, iNext, &bAny);
+    if( rc==SQLITE_OK && bAny ) rc = compactRuns(p);
   }
-  if( rc==SQLITE_OK && bAny ) rc = compactRuns(p);
   if( rc==SQLITE_OK && bAny ){
-    rc = shadowExec(p, "UPDATE %Q.'%q_meta' SET value=value+1 WHERE key='generation';"
+    rc = shadowExec(p, "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='generation';"
                        "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='rows';",
-                    p->zDb, p->zName, p->zDb, p->zName,
-                    (long long)p->pOps->xCount(p->pStore));
-    if( rc==SQLITE_OK ) p->iGenPending = p->iGeneration + 1;
+                    p->zDb, p->zName, (long long)(p->iGeneration+1),
+                    p->zDb, p->zName, (long long)p->pOps->xCount(p->pStore));
+    if( rc==SQLITE_OK ){
+      p->iGenPending = p->iGeneration + 1;
+      p->nUndoSynced = p->wb.nUndo;
+      p->bShadowDirty = 0;
+    }
   }
   return rc;
 }
@@ -492,11 +600,15 @@ void gpudsShadowCommitted(GpudsTable *p){
     p->iGeneration = p->iGenPending;
     p->iGenPending = 0;
   }
+  p->nUndoSynced = 0;
+  p->bShadowDirty = 0;
 }
 
 /* The transaction rolled back: its shadow writes are gone too. */
 void gpudsShadowRolledBack(GpudsTable *p){
   p->iGenPending = 0;
+  p->nUndoSynced = 0;
+  p->bShadowDirty = 0;
 }
 
 /* ------------------------------------------------------------ gpuds_check */

@@ -424,8 +424,18 @@ int gpudsWbufRelease(GpudsTable *p, int iSavepoint){
 ** everything this table did in the transaction is undone. */
 int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
   int rc;
-  if( iSavepoint<0 ) return gpudsWbufRollback(p);
+  if( iSavepoint<0 ){
+    rc = gpudsWbufRollback(p);
+    if( p->nUndoSynced>0 ){ p->bShadowDirty = 1; p->nUndoSynced = 0; }
+    return rc;
+  }
   if( iSavepoint>=p->wb.nMark ) return SQLITE_OK;
+  if( p->nUndoSynced>p->wb.aMark[iSavepoint] ){
+    /* This undoes batches an xSync (of a COMMIT that failed) already wrote;
+    ** SQLite may or may not have undone those shadow writes: rewrite them. */
+    p->bShadowDirty = 1;
+    p->nUndoSynced = 0;
+  }
   rc = undoTo(p, p->wb.aMark[iSavepoint]);
   p->wb.nMark = iSavepoint+1;
   gpudsCollectGarbage(p);
