@@ -11,3 +11,14 @@ if(GPUDS_WITH_CUDA)
     set_target_properties(${name} PROPERTIES CUDA_RUNTIME_LIBRARY Static)
   endforeach()
 endif()
+
+# sqlbench (bench/sqlbench.c): the SQL-level benchmark, built with or without
+# CUDA.  It loads gpuds.so at run time (--ext), so it links only SQLite.
+find_library(SQLITE3_LIBRARY sqlite3)
+if(SQLITE3_LIBRARY)
+  add_executable(sqlbench ${CMAKE_SOURCE_DIR}/bench/sqlbench.c)
+  target_include_directories(sqlbench PRIVATE ${SQLITE3_INCLUDE_DIR})
+  target_link_libraries(sqlbench PRIVATE ${SQLITE3_LIBRARY} m)
+else()
+  message(WARNING "gpuds: libsqlite3 not found: the sqlbench benchmark is not built")
+endif()

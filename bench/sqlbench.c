@@ -1,0 +1,1469 @@
+/*
+** sqlbench.c -- SQL-level benchmark of the gpuds extension: the same
+** workloads, through the SQLite C API, on an ordinary rowid table, a gfsl
+** table and a gpuhash table holding the same rows, in one file database.
+**
+**   sqlbench --ext build/gpuds --rows N --queries M [--json out.json]
+**            [--db path] [--only workload,...] [--tables sqlite,gfsl,gpuhash]
+**            [--budget S] [--timeout S] [--seed X] [--pragma P]... [--keep]
+**
+** Tables (same declared columns):
+**   t_sqlite   CREATE TABLE t_sqlite(k INTEGER PRIMARY KEY, v INTEGER, s TEXT)
+**   t_gfsl     CREATE VIRTUAL TABLE t_gfsl USING gfsl(k INTEGER PRIMARY KEY, v INTEGER, s TEXT)
+**   t_gpuhash  CREATE VIRTUAL TABLE t_gpuhash USING gpuhash(...same...)
+**
+** Keys: N distinct keys, one per stratum of KEY_SPACING consecutive integers
+** (key i = i*KEY_SPACING + a fixed-seed random offset), so that a range of
+** W*KEY_SPACING keys holds exactly W rows, and the other integers of a
+** stratum are keys known to be absent.  v and s are functions of the key.
+**
+** Every workload checks its answer: each table's result (count and sums) is
+** compared with the first table's (sqlite) and, where it is known, with the
+** expected value; a difference prints MISMATCH and exits with status 1.
+**
+** Workloads (names for --only; a group name selects all of its workloads):
+**   insert:  insert_random, insert_sorted (N prepared INSERTs in one
+**            transaction, COMMIT included), insert_select (INSERT INTO t
+**            SELECT ... FROM an ordinary staging table)
+**   point:   point (M prepared SELECT v FROM t WHERE k=?; median, p99)
+**   probe:   in (k IN (SELECT k FROM probe)), join (probe JOIN t ON t.k=probe.k),
+**            M probe keys, half present; run up to 3 times while under 1 s,
+**            the median reported
+**   range:   range_{rows,agg}_{10,1k,1M} (k BETWEEN ? AND ?, ~W rows)
+**   desc:    desc (WHERE k<=? ORDER BY k DESC LIMIT 10)
+**   mix:     mix (10% INSERT, 10% DELETE, 80% point SELECT; COMMIT every 10^4)
+**   delete:  delete (DELETE of ~10% of the rows by one key range)
+**   reload:  reload (close, reopen, time the first query on each table)
+** The tables are always loaded (by insert_random), selected or not.
+**
+** The connection is opened with SQLITE_OPEN_NOMUTEX (one thread), journal
+** mode and cache size are SQLite's defaults unless --pragma says otherwise.
+** Timing: CLOCK_MONOTONIC around the work (COMMIT included where there is
+** one; for point queries also around each query, for median and p99).
+**
+** Query workloads stop a table's run after --budget seconds (at least one
+** query); the tables after the first run at most the queries the first ran,
+** so every answer is compared.  Single statements (IN, join, INSERT SELECT,
+** DELETE) are interrupted after --timeout seconds and reported as such.
+*/
+#define _GNU_SOURCE
+#include <sqlite3.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NTAB 3
+enum { T_SQLITE = 0, T_GFSL = 1, T_HASH = 2 };
+static const char *const azKind[NTAB] = { "sqlite", "gfsl", "gpuhash" };
+static const char *const azTab[NTAB]  = { "t_sqlite", "t_gfsl", "t_gpuhash" };
+static const char *const zCols = "k INTEGER PRIMARY KEY, v INTEGER, s TEXT";
+
+#define KEY_SPACING   16        /* keys per stratum; one is present */
+#define COMMIT_EVERY  10000     /* mix: statements per transaction */
+#define RANGE_ROWS    2000000   /* range workloads: rows planned per width */
+
+/* ------------------------------------------------------------------ state */
+
+/* One table's figures for one workload. */
+typedef struct Res {
+  int bRan;            /* measured */
+  int bTimeout;        /* interrupted after --timeout */
+  double sec;          /* seconds measured */
+  int64_t nItem;       /* rows or queries the rate counts */
+  int64_t nRows;       /* rows returned / touched */
+  int64_t nDone, nPlan;/* query workloads: queries run, planned */
+  double rate;         /* nItem / sec */
+  double med, p99;     /* query workloads: latency per query, seconds */
+  double sec2;         /* reload: the second (warm) query */
+  int bCheck;          /* c[] holds this table's answer */
+  int64_t c[3];        /* answer: count and checksums */
+  char *zPlan;         /* EXPLAIN QUERY PLAN */
+} Res;
+
+typedef struct Work {
+  char zName[32];
+  const char *zGroup;
+  char zTitle[64];
+  const char *zUnit;   /* of rate */
+  int bLatency;        /* show median / p99 in the table */
+  Res a[NTAB];
+} Work;
+
+static struct {
+  const char *zExt;
+  char *zDb;
+  int bTempDb, bKeep;
+  int64_t nRow, nQuery;
+  uint64_t seed;
+  double budget, timeout;
+  int aUse[NTAB];
+  char **azOnly; int nOnly;
+  char **azPragma; int nPragma;
+  int argc; char **argv;
+  sqlite3 *db;
+  uint8_t *aOff;       /* aOff[i]: offset of key i in its stratum */
+  int64_t *aPerm;      /* a random permutation of 0..N-1 (insert order) */
+  char *zInfo;         /* gpuds_info() at the start */
+  char *zInfoEnd;      /* gpuds_info() at the end */
+  char *zBackend, *zDevice, *zVersion, *zJournal;
+  Work *aW; int nW, nWAlloc;
+  double deadline;     /* progress handler: interrupt past this time */
+  double tStart;
+  int64_t sumV;        /* sum of v over all N rows */
+} g;
+
+/* ---------------------------------------------------------------- helpers */
+
+static double now(void){
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9*(double)ts.tv_nsec;
+}
+
+static void die(const char *zFmt, ...){
+  va_list ap;
+  fflush(stdout);
+  fprintf(stderr, "sqlbench: ");
+  va_start(ap, zFmt);
+  vfprintf(stderr, zFmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n");
+  exit(2);
+}
+
+/* Remove the temporary database (atexit), unless it is to be kept. */
+static void removeTempDb(void){
+  static const char *const azSuf[] = { "", "-journal", "-wal", "-shm" };
+  int i;
+  if( !g.bTempDb || g.bKeep || g.zDb==0 ) return;
+  for(i=0; i<4; i++){
+    char *z = sqlite3_mprintf("%s%s", g.zDb, azSuf[i]);
+    if( z ){ unlink(z); sqlite3_free(z); }
+  }
+}
+
+/* A wrong answer: keep the database for a look, exit with status 1. */
+static void mismatchExit(void){
+  g.bKeep = 1;
+  fprintf(stderr, "database kept for inspection: %s\n", g.zDb ? g.zDb : "?");
+  exit(1);
+}
+
+static void *xmalloc(size_t n){
+  void *p = malloc(n ? n : 1);
+  if( p==0 ) die("out of memory (%zu bytes)", n);
+  return p;
+}
+
+static char *xstrdup(const char *z){
+  size_t n = strlen(z);
+  char *p = xmalloc(n+1);
+  memcpy(p, z, n+1);
+  return p;
+}
+
+/* splitmix64: the PRNG and the mixer behind keys and values. */
+static uint64_t mix64(uint64_t x){
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+typedef struct Rng { uint64_t s; } Rng;
+static uint64_t rngNext(Rng *r){ r->s += 0x9e3779b97f4a7c15ULL; return mix64(r->s); }
+static uint64_t rngBelow(Rng *r, uint64_t n){ return n ? rngNext(r) % n : 0; }
+static void rngSeed(Rng *r, uint64_t salt){ r->s = mix64(g.seed ^ mix64(salt)); }
+
+/* Key of row i, and absent keys of the same stratum (j = 0..KEY_SPACING-2). */
+static int64_t keyOf(int64_t i){ return i*KEY_SPACING + g.aOff[i]; }
+static int64_t absentKey(int64_t i, int j){
+  return i*KEY_SPACING + (g.aOff[i] + 1 + j) % KEY_SPACING;
+}
+/* The columns of the row with key k. */
+static int64_t vOf(int64_t k){ return (int64_t)(mix64((uint64_t)k) & 0xfffff); }
+static int sOf(int64_t k, char *z){      /* 10..25 chars, returns length */
+  static const char hex[] = "0123456789abcdef";
+  uint64_t h = mix64((uint64_t)k ^ 0x5bd1e9955bd1e995ULL);
+  int n = 10 + (int)(h >> 60), i;
+  uint64_t h2 = mix64(h);
+  for(i=0; i<n; i++){
+    z[i] = hex[(i<16 ? h >> (4*i) : h2 >> (4*(i-16))) & 15];
+  }
+  z[n] = 0;
+  return n;
+}
+
+/* Human-readable rate: 3 significant digits with k/M/G. */
+static const char *fmtNum(double x, char *z, size_t n){
+  const char *u = "";
+  if( x!=x ){ snprintf(z, n, "-"); return z; }
+  if( x>=1e9 ){ x /= 1e9; u = " G"; }
+  else if( x>=1e6 ){ x /= 1e6; u = " M"; }
+  else if( x>=1e3 ){ x /= 1e3; u = " k"; }
+  if( x>=100 ) snprintf(z, n, "%.0f%s", x, u);
+  else if( x>=10 ) snprintf(z, n, "%.1f%s", x, u);
+  else snprintf(z, n, "%.2f%s", x, u);
+  return z;
+}
+
+/* ----------------------------------------------------------------- SQLite */
+
+static void dbFail(const char *zWhat, int rc){
+  die("%s: %s (rc=%d)", zWhat, g.db ? sqlite3_errmsg(g.db) : "no connection", rc);
+}
+
+static sqlite3_stmt *prep(const char *zFmt, ...){
+  va_list ap;
+  char *zSql;
+  sqlite3_stmt *p = 0;
+  int rc;
+  va_start(ap, zFmt);
+  zSql = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if( zSql==0 ) die("out of memory");
+  rc = sqlite3_prepare_v2(g.db, zSql, -1, &p, 0);
+  if( rc!=SQLITE_OK ) die("prepare \"%s\": %s (rc=%d)", zSql, sqlite3_errmsg(g.db), rc);
+  sqlite3_free(zSql);
+  return p;
+}
+
+static void fin(sqlite3_stmt *p){
+  int rc = sqlite3_finalize(p);
+  if( rc!=SQLITE_OK ) dbFail("finalize", rc);
+}
+
+static void execf(const char *zFmt, ...){
+  va_list ap;
+  char *zSql, *zErr = 0;
+  int rc;
+  va_start(ap, zFmt);
+  zSql = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if( zSql==0 ) die("out of memory");
+  rc = sqlite3_exec(g.db, zSql, 0, 0, &zErr);
+  if( rc!=SQLITE_OK ) die("\"%s\": %s (rc=%d)", zSql, zErr ? zErr : sqlite3_errstr(rc), rc);
+  sqlite3_free(zSql);
+}
+
+/* Step a statement that returns no rows, then reset it. */
+static void stepDone(sqlite3_stmt *p, const char *zWhat){
+  int rc = sqlite3_step(p);
+  if( rc!=SQLITE_DONE ){
+    rc = sqlite3_reset(p);
+    dbFail(zWhat, rc);
+  }
+  rc = sqlite3_reset(p);
+  if( rc!=SQLITE_OK ) dbFail(zWhat, rc);
+}
+
+/* A text result of a one-row query (malloc'd), or NULL on error. */
+static char *queryText(const char *zSql){
+  sqlite3_stmt *p = 0;
+  char *z = 0;
+  if( sqlite3_prepare_v2(g.db, zSql, -1, &p, 0)!=SQLITE_OK ) return 0;
+  if( sqlite3_step(p)==SQLITE_ROW && sqlite3_column_text(p, 0) ){
+    z = xstrdup((const char*)sqlite3_column_text(p, 0));
+  }
+  sqlite3_finalize(p);
+  return z;
+}
+
+/* count(*), sum(v), sum(k) of a whole table (untimed checks). */
+static void tableSums(int t, int64_t *c){
+  sqlite3_stmt *p = prep("SELECT count(*), total(v), total(k) FROM %s", azTab[t]);
+  int rc = sqlite3_step(p);
+  if( rc!=SQLITE_ROW ) dbFail("table check", sqlite3_reset(p));
+  c[0] = sqlite3_column_int64(p, 0);
+  c[1] = (int64_t)sqlite3_column_double(p, 1);
+  c[2] = (int64_t)sqlite3_column_double(p, 2);
+  fin(p);
+}
+
+/* EXPLAIN QUERY PLAN of zSql, its lines joined with "; " (malloc'd). */
+static char *queryPlan(const char *zSql){
+  char *zEqp = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", zSql);
+  sqlite3_stmt *p = 0;
+  sqlite3_str *s = sqlite3_str_new(0);
+  char *z, *zRet;
+  int n = 0;
+  if( zEqp && sqlite3_prepare_v2(g.db, zEqp, -1, &p, 0)==SQLITE_OK ){
+    while( sqlite3_step(p)==SQLITE_ROW ){
+      const char *zLine = (const char*)sqlite3_column_text(p, 3);
+      sqlite3_str_appendf(s, "%s%s", n++ ? "; " : "", zLine ? zLine : "");
+    }
+  }
+  sqlite3_finalize(p);
+  sqlite3_free(zEqp);
+  z = sqlite3_str_finish(s);
+  zRet = xstrdup(z ? z : "");
+  sqlite3_free(z);
+  return zRet;
+}
+
+/* Progress handler: interrupt the statement past g.deadline. */
+static int progressCb(void *pArg){
+  (void)pArg;
+  return g.deadline>0 && now()>g.deadline;
+}
+
+static void dbOpen(void){
+  char *zErr = 0;
+  int rc, i;
+  /* NOMUTEX: one thread uses the connection; spares every API call
+  ** (sqlite3_column_*, sqlite3_step) a mutex round trip. */
+  rc = sqlite3_open_v2(g.zDb, &g.db,
+                       SQLITE_OPEN_READWRITE|SQLITE_OPEN_CREATE|SQLITE_OPEN_NOMUTEX, 0);
+  if( rc!=SQLITE_OK ) dbFail("open database", rc);
+  rc = sqlite3_db_config(g.db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, (int*)0);
+  if( rc!=SQLITE_OK ) dbFail("enable load_extension", rc);
+  rc = sqlite3_load_extension(g.db, g.zExt, 0, &zErr);
+  if( rc!=SQLITE_OK ){
+    die("cannot load the extension %s: %s (build it first, or give --ext PATH)",
+        g.zExt, zErr ? zErr : sqlite3_errstr(rc));
+  }
+  for(i=0; i<g.nPragma; i++) execf("PRAGMA %s", g.azPragma[i]);
+  sqlite3_progress_handler(g.db, 10000, progressCb, 0);
+}
+
+static void dbClose(void){
+  int rc = sqlite3_close(g.db);
+  if( rc!=SQLITE_OK ) dbFail("close (statement left open?)", rc);
+  g.db = 0;
+}
+
+/* -------------------------------------------------------------- workloads */
+
+static int selected(const char *zName, const char *zGroup){
+  int i;
+  if( g.nOnly==0 ) return 1;
+  for(i=0; i<g.nOnly; i++){
+    if( strcmp(g.azOnly[i], zName)==0 || strcmp(g.azOnly[i], zGroup)==0 ) return 1;
+  }
+  return 0;
+}
+
+static Work *newWork(const char *zName, const char *zGroup, const char *zUnit,
+                     const char *zTitleFmt, ...){
+  Work *w;
+  va_list ap;
+  if( g.nW==g.nWAlloc ){
+    g.nWAlloc = g.nWAlloc ? g.nWAlloc*2 : 32;
+    g.aW = realloc(g.aW, g.nWAlloc*sizeof(Work));
+    if( g.aW==0 ) die("out of memory");
+  }
+  w = &g.aW[g.nW++];
+  memset(w, 0, sizeof(*w));
+  snprintf(w->zName, sizeof(w->zName), "%s", zName);
+  w->zGroup = zGroup;
+  w->zUnit = zUnit;
+  va_start(ap, zTitleFmt);
+  vsnprintf(w->zTitle, sizeof(w->zTitle), zTitleFmt, ap);
+  va_end(ap);
+  return w;
+}
+
+/* The first table that ran w (the reference), or -1. */
+static int refTable(const Work *w){
+  int t;
+  for(t=0; t<NTAB; t++) if( w->a[t].bCheck ) return t;
+  return -1;
+}
+
+/* Record table t's answer c[0..2] for w and compare it with the reference's
+** and, if aExp is given, with the expected answer (-1 entries: unknown). */
+static void checkAnswer(Work *w, int t, const int64_t *c, const int64_t *aExp){
+  int r = refTable(w), i;
+  Res *a = &w->a[t];
+  for(i=0; i<3; i++) a->c[i] = c[i];
+  if( aExp ){
+    for(i=0; i<3; i++){
+      if( aExp[i]>=0 && aExp[i]!=c[i] ){
+        fflush(stdout);
+        fprintf(stderr, "MISMATCH in %s: %s gives (%lld, %lld, %lld), expected (%lld, %lld, %lld)\n",
+                w->zName, azKind[t], (long long)c[0], (long long)c[1], (long long)c[2],
+                (long long)aExp[0], (long long)aExp[1], (long long)aExp[2]);
+        mismatchExit();
+      }
+    }
+  }
+  if( r>=0 && r!=t ){
+    for(i=0; i<3; i++){
+      if( w->a[r].c[i]!=c[i] ){
+        fflush(stdout);
+        fprintf(stderr, "MISMATCH in %s: %s gives (%lld, %lld, %lld), %s gives (%lld, %lld, %lld)\n",
+                w->zName, azKind[t], (long long)c[0], (long long)c[1], (long long)c[2],
+                azKind[r], (long long)w->a[r].c[0], (long long)w->a[r].c[1],
+                (long long)w->a[r].c[2]);
+        mismatchExit();
+      }
+    }
+  }
+  a->bCheck = 1;
+}
+
+static void progressStart(int t, const char *zFmt, ...){
+  va_list ap;
+  fprintf(stderr, "[%-7s] ", azKind[t]);
+  va_start(ap, zFmt);
+  vfprintf(stderr, zFmt, ap);
+  va_end(ap);
+  fprintf(stderr, " ... ");
+  fflush(stderr);
+}
+static void progressEnd(const Work *w, const Res *a){
+  char z[32];
+  if( a->bTimeout ){
+    fprintf(stderr, "TIMEOUT after %.2f s\n", a->sec);
+  }else{
+    fprintf(stderr, "%.3f s (%s %s%s)\n", a->sec, fmtNum(a->rate, z, sizeof(z)),
+            w->zUnit, a->nDone && a->nDone<a->nPlan ? ", --budget reached" : "");
+  }
+}
+
+static void finishRes(Res *a, double sec, int64_t nItem){
+  a->bRan = 1;
+  a->sec = sec;
+  a->nItem = nItem;
+  a->rate = sec>0 ? (double)nItem/sec : 0;
+}
+
+static void createTable(int t, const char *zName){
+  if( t==T_SQLITE ) execf("CREATE TABLE %s(%s)", zName, zCols);
+  else execf("CREATE VIRTUAL TABLE %s USING %s(%s)", zName, azKind[t], zCols);
+}
+
+/* Insert the N rows into zName (a new table of kind t), in random or key
+** order, N prepared INSERTs in one transaction; COMMIT included. */
+static void insertRows(Work *w, int t, const char *zName, int bSorted){
+  sqlite3_stmt *p;
+  char zS[32];
+  int64_t i, c[3], aExp[3];
+  double t0;
+  Res *a = &w->a[t];
+  createTable(t, zName);
+  p = prep("INSERT INTO %s(k, v, s) VALUES(?1, ?2, ?3)", zName);
+  progressStart(t, "insert %s order, %lld rows", bSorted ? "key" : "random", (long long)g.nRow);
+  t0 = now();
+  execf("BEGIN");
+  for(i=0; i<g.nRow; i++){
+    int64_t k = keyOf(bSorted ? i : g.aPerm[i]);
+    int n = sOf(k, zS);
+    sqlite3_bind_int64(p, 1, k);
+    sqlite3_bind_int64(p, 2, vOf(k));
+    sqlite3_bind_text(p, 3, zS, n, SQLITE_STATIC);
+    stepDone(p, "insert");
+  }
+  execf("COMMIT");
+  finishRes(a, now()-t0, g.nRow);
+  progressEnd(w, a);
+  fin(p);
+  a->zPlan = xstrdup("");
+  tableSums(t, c);
+  aExp[0] = g.nRow; aExp[1] = g.sumV; aExp[2] = -1;
+  checkAnswer(w, t, c, aExp);
+}
+
+/* INSERT INTO zName SELECT k, v, s FROM src (one statement, autocommit). */
+static void insertSelect(Work *w, int t, const char *zName){
+  sqlite3_stmt *p;
+  char *zSql;
+  int64_t c[3], aExp[3];
+  double t0;
+  int rc;
+  Res *a = &w->a[t];
+  createTable(t, zName);
+  zSql = sqlite3_mprintf("INSERT INTO %s(k, v, s) SELECT k, v, s FROM src", zName);
+  a->zPlan = queryPlan(zSql);
+  p = prep("%s", zSql);
+  progressStart(t, "INSERT ... SELECT, %lld rows", (long long)g.nRow);
+  t0 = now();
+  g.deadline = t0 + g.timeout;
+  rc = sqlite3_step(p);
+  g.deadline = 0;
+  if( rc==SQLITE_INTERRUPT ){
+    a->bTimeout = 1;
+    sqlite3_reset(p);
+  }else if( rc!=SQLITE_DONE ){
+    dbFail("INSERT ... SELECT", sqlite3_reset(p));
+  }
+  finishRes(a, now()-t0, g.nRow);
+  progressEnd(w, a);
+  fin(p);
+  sqlite3_free(zSql);
+  if( a->bTimeout ){ a->rate = 0; return; }
+  tableSums(t, c);
+  aExp[0] = g.nRow; aExp[1] = g.sumV; aExp[2] = -1;
+  checkAnswer(w, t, c, aExp);
+}
+
+/* Query loops. */
+#define QM_POINT 1   /* SELECT v ... : rows, sum(v) */
+#define QM_ROWS  2   /* SELECT k, v, s ... : rows, sum(v), sum(k)+bytes(s) */
+#define QM_AGG   3   /* SELECT count(*), sum(v) ... */
+#define QM_DESC  4   /* SELECT k, v ... : rows, sum(v), sum(k) */
+
+typedef struct QAns { int64_t n, a, b; } QAns;
+typedef struct QSet {
+  int nParam;
+  int64_t nQ;          /* queries planned */
+  int64_t *aParam;     /* nQ*nParam */
+  QAns *aRef;          /* the first table's answers */
+  int64_t nRef;        /* queries the first table ran */
+  int iRef;            /* that table, or -1 */
+} QSet;
+
+static int cmpDouble(const void *a, const void *b){
+  double x = *(const double*)a, y = *(const double*)b;
+  return x<y ? -1 : x>y;
+}
+
+/* Run the queries of qs on table t through statement zSql (%s = table),
+** checking each answer against the reference table's. */
+static void runQueries(Work *w, int t, QSet *qs, int eMode, const char *zSqlFmt,
+                       int64_t nExpRowsPerQuery){
+  Res *a = &w->a[t];
+  char *zSql = sqlite3_mprintf(zSqlFmt, azTab[t]);
+  sqlite3_stmt *p;
+  int64_t nMax = qs->nQ, q, nRows = 0, c[3] = {0, 0, 0};
+  double *aLat, t0, tEnd;
+  int bRef = qs->iRef<0;
+  if( zSql==0 ) die("out of memory");
+  if( !bRef ) nMax = qs->nRef;
+  a->zPlan = queryPlan(zSql);
+  p = prep("%s", zSql);
+  aLat = xmalloc(sizeof(double)*(size_t)(nMax ? nMax : 1));
+  progressStart(t, "%s, %lld queries", w->zTitle, (long long)nMax);
+  t0 = now();
+  tEnd = t0 + g.budget;
+  for(q=0; q<nMax; q++){
+    QAns ans = {0, 0, 0};
+    double tq = now();
+    int rc, i;
+    if( q>0 && tq>tEnd ) break;
+    for(i=0; i<qs->nParam; i++) sqlite3_bind_int64(p, i+1, qs->aParam[q*qs->nParam+i]);
+    while( (rc = sqlite3_step(p))==SQLITE_ROW ){
+      switch( eMode ){
+        case QM_POINT:
+          ans.n++; ans.a += sqlite3_column_int64(p, 0);
+          break;
+        case QM_ROWS: {
+          const unsigned char *zS;
+          ans.n++;
+          ans.b += sqlite3_column_int64(p, 0);
+          ans.a += sqlite3_column_int64(p, 1);
+          zS = sqlite3_column_text(p, 2);
+          ans.b += zS ? sqlite3_column_bytes(p, 2) : 0;
+          break;
+        }
+        case QM_AGG:
+          ans.n += sqlite3_column_int64(p, 0);
+          ans.a += sqlite3_column_int64(p, 1);
+          break;
+        case QM_DESC:
+          ans.n++;
+          ans.b += sqlite3_column_int64(p, 0);
+          ans.a += sqlite3_column_int64(p, 1);
+          break;
+      }
+    }
+    if( rc!=SQLITE_DONE ) dbFail(w->zTitle, sqlite3_reset(p));
+    rc = sqlite3_reset(p);
+    if( rc!=SQLITE_OK ) dbFail(w->zTitle, rc);
+    aLat[q] = now()-tq;
+    if( bRef ){
+      qs->aRef[q] = ans;
+    }else if( memcmp(&qs->aRef[q], &ans, sizeof(ans))!=0 ){
+      QAns *r = &qs->aRef[q];
+      fflush(stdout);
+      fprintf(stderr, "\nMISMATCH in %s, query %lld (", w->zName, (long long)q);
+      for(i=0; i<qs->nParam; i++){
+        fprintf(stderr, "%s%lld", i ? ", " : "", (long long)qs->aParam[q*qs->nParam+i]);
+      }
+      fprintf(stderr, "): %s gives (%lld, %lld, %lld), %s gives (%lld, %lld, %lld)\n  %s\n",
+              azKind[t], (long long)ans.n, (long long)ans.a, (long long)ans.b,
+              azKind[qs->iRef], (long long)r->n, (long long)r->a, (long long)r->b, zSql);
+      mismatchExit();
+    }
+    if( nExpRowsPerQuery>=0 && ans.n!=nExpRowsPerQuery ){
+      fflush(stdout);
+      fprintf(stderr, "\nMISMATCH in %s, query %lld: %s gives %lld rows, expected %lld\n",
+              w->zName, (long long)q, azKind[t], (long long)ans.n, (long long)nExpRowsPerQuery);
+      mismatchExit();
+    }
+    nRows += ans.n;
+    c[0] += ans.n; c[1] += ans.a; c[2] += ans.b;
+  }
+  finishRes(a, now()-t0, q);
+  a->nDone = q;
+  a->nPlan = qs->nQ;
+  a->nRows = nRows;
+  if( q>0 ){
+    qsort(aLat, (size_t)q, sizeof(double), cmpDouble);
+    a->med = aLat[q/2];
+    a->p99 = aLat[(size_t)((double)(q-1)*0.99)];
+  }
+  progressEnd(w, a);
+  if( bRef ){ qs->iRef = t; qs->nRef = q; }
+  a->bCheck = 1;      /* compared query by query above */
+  a->c[0] = c[0]; a->c[1] = c[1]; a->c[2] = c[2];
+  free(aLat);
+  fin(p);
+  sqlite3_free(zSql);
+}
+
+static QSet *qsetNew(int nParam, int64_t nQ){
+  QSet *qs = xmalloc(sizeof(*qs));
+  memset(qs, 0, sizeof(*qs));
+  qs->nParam = nParam;
+  qs->nQ = nQ;
+  qs->aParam = xmalloc(sizeof(int64_t)*(size_t)(nQ>0 && nParam>0 ? nQ*nParam : 1));
+  qs->aRef = xmalloc(sizeof(QAns)*(size_t)(nQ ? nQ : 1));
+  qs->iRef = -1;
+  return qs;
+}
+static void qsetFree(QSet *qs){
+  free(qs->aParam); free(qs->aRef); free(qs);
+}
+
+/* Run one query workload on every table. */
+static void queryWorkload(Work *w, QSet *qs, int eMode, const char *zSqlFmt,
+                          int64_t nExp){
+  int t;
+  for(t=0; t<NTAB; t++){
+    if( g.aUse[t] ) runQueries(w, t, qs, eMode, zSqlFmt, nExp);
+  }
+}
+
+/* A single statement returning one row (count, sum), timed with the
+** --timeout guard; returns 0 if interrupted. */
+static int singleQuery(Work *w, int t, const char *zSql, int64_t *c){
+  Res *a = &w->a[t];
+  sqlite3_stmt *p;
+  double t0;
+  int rc;
+  a->zPlan = queryPlan(zSql);
+  p = prep("%s", zSql);
+  t0 = now();
+  g.deadline = t0 + g.timeout;
+  rc = sqlite3_step(p);
+  if( rc==SQLITE_ROW ){
+    c[0] = sqlite3_column_int64(p, 0);
+    c[1] = sqlite3_column_int64(p, 1);
+    c[2] = 0;
+    rc = sqlite3_step(p);
+  }
+  g.deadline = 0;
+  a->sec = now()-t0;
+  if( rc==SQLITE_INTERRUPT ){
+    a->bTimeout = 1;
+    a->bRan = 1;
+    sqlite3_reset(p);
+    fin(p);
+    return 0;
+  }
+  if( rc!=SQLITE_DONE ) dbFail(w->zTitle, sqlite3_reset(p));
+  fin(p);
+  return 1;
+}
+
+/* --------------------------------------------------------------- phases */
+
+static void phaseInsert(void){
+  int t;
+  Work *w = newWork("insert_random", "insert", "rows/s", "insert, random key order (1 txn)");
+  for(t=0; t<NTAB; t++) if( g.aUse[t] ) insertRows(w, t, azTab[t], 0);
+  if( !selected("insert_random", "insert") ) g.nW--;   /* loaded, not reported */
+
+  if( selected("insert_sorted", "insert") ){
+    char zName[64];
+    w = newWork("insert_sorted", "insert", "rows/s", "insert, key order (1 txn)");
+    for(t=0; t<NTAB; t++){
+      if( !g.aUse[t] ) continue;
+      snprintf(zName, sizeof(zName), "%s_sorted", azTab[t]);
+      insertRows(w, t, zName, 1);
+      execf("DROP TABLE %s", zName);
+    }
+  }
+  if( selected("insert_select", "insert") ){
+    sqlite3_stmt *p;
+    char zS[32], zName[64];
+    int64_t i;
+    /* The staging table: an ordinary table without a key, rows in random
+    ** key order. */
+    fprintf(stderr, "[staging] src, %lld rows ... ", (long long)g.nRow);
+    execf("CREATE TABLE src(k INTEGER, v INTEGER, s TEXT)");
+    p = prep("INSERT INTO src VALUES(?1, ?2, ?3)");
+    execf("BEGIN");
+    for(i=0; i<g.nRow; i++){
+      int64_t k = keyOf(g.aPerm[g.nRow-1-i]);
+      int n = sOf(k, zS);
+      sqlite3_bind_int64(p, 1, k);
+      sqlite3_bind_int64(p, 2, vOf(k));
+      sqlite3_bind_text(p, 3, zS, n, SQLITE_STATIC);
+      stepDone(p, "insert into src");
+    }
+    execf("COMMIT");
+    fin(p);
+    fprintf(stderr, "done\n");
+    w = newWork("insert_select", "insert", "rows/s", "INSERT INTO t SELECT ... FROM src");
+    for(t=0; t<NTAB; t++){
+      if( !g.aUse[t] ) continue;
+      snprintf(zName, sizeof(zName), "%s_select", azTab[t]);
+      insertSelect(w, t, zName);
+      execf("DROP TABLE %s", zName);
+    }
+    execf("DROP TABLE src");
+  }
+}
+
+static void phasePoint(void){
+  Work *w;
+  QSet *qs;
+  Rng r;
+  int64_t q;
+  if( !selected("point", "point") ) return;
+  w = newWork("point", "point", "queries/s", "point SELECT v WHERE k=?");
+  w->bLatency = 1;
+  qs = qsetNew(1, g.nQuery);
+  rngSeed(&r, 2);
+  for(q=0; q<g.nQuery; q++) qs->aParam[q] = keyOf((int64_t)rngBelow(&r, (uint64_t)g.nRow));
+  queryWorkload(w, qs, QM_POINT, "SELECT v FROM %s WHERE k=?1", 1);
+  qsetFree(qs);
+}
+
+static void phaseProbe(void){
+  int bIn = selected("in", "probe"), bJoin = selected("join", "probe"), t;
+  int64_t nProbe = g.nQuery < g.nRow ? g.nQuery : g.nRow, nHit = nProbe/2, i;
+  int64_t sumHit = 0, aExp[3];
+  sqlite3_stmt *p;
+  if( !bIn && !bJoin ) return;
+  /* probe(k): nHit present keys (distinct rows of the permutation) and
+  ** nProbe-nHit absent keys (distinct strata), interleaved. */
+  execf("CREATE TABLE probe(k INTEGER)");
+  p = prep("INSERT INTO probe VALUES(?1)");
+  execf("BEGIN");
+  for(i=0; i<nProbe; i++){
+    int64_t idx = g.aPerm[i], k;
+    if( (i&1)==0 && i/2<nHit ){
+      k = keyOf(idx);
+      sumHit += vOf(k);
+    }else{
+      k = absentKey(idx, 0);
+    }
+    sqlite3_bind_int64(p, 1, k);
+    stepDone(p, "insert into probe");
+  }
+  execf("COMMIT");
+  fin(p);
+  aExp[0] = nHit; aExp[1] = sumHit; aExp[2] = 0;
+  for(i=0; i<2; i++){
+    Work *w;
+    if( i==0 && !bIn ) continue;
+    if( i==1 && !bJoin ) continue;
+    w = i==0 ? newWork("in", "probe", "keys/s", "k IN (SELECT k FROM probe), %lld keys", (long long)nProbe)
+             : newWork("join", "probe", "keys/s", "probe JOIN t ON t.k=probe.k, %lld keys", (long long)nProbe);
+    for(t=0; t<NTAB; t++){
+      char *zSql;
+      int64_t c[3];
+      Res *a = &w->a[t];
+      double aSec[3];
+      int nRep = 0, ok = 1;
+      if( !g.aUse[t] ) continue;
+      zSql = i==0
+        ? sqlite3_mprintf("SELECT count(*), sum(v) FROM %s WHERE k IN (SELECT k FROM probe)", azTab[t])
+        : sqlite3_mprintf("SELECT count(*), sum(%s.v) FROM probe JOIN %s ON %s.k = probe.k",
+                          azTab[t], azTab[t], azTab[t]);
+      progressStart(t, "%s", w->zTitle);
+      /* Up to 3 runs while they are short; the median is reported. */
+      while( nRep<3 ){
+        free(a->zPlan); a->zPlan = 0;
+        ok = singleQuery(w, t, zSql, c);
+        if( !ok ) break;
+        checkAnswer(w, t, c, aExp);
+        aSec[nRep++] = a->sec;
+        if( a->sec>1.0 ) break;
+      }
+      if( ok ){
+        qsort(aSec, (size_t)nRep, sizeof(double), cmpDouble);
+        finishRes(a, aSec[nRep/2], nProbe);
+        a->nRows = c[0];
+      }
+      progressEnd(w, a);
+      sqlite3_free(zSql);
+    }
+  }
+  execf("DROP TABLE probe");
+}
+
+static void phaseRange(void){
+  static const int64_t aWidth[] = { 10, 1000, 1000000 };
+  static const char *const azW[] = { "10", "1k", "1M" };
+  int iw, m;
+  Rng r;
+  for(m=0; m<2; m++){
+    for(iw=0; iw<3; iw++){
+      char zName[32];
+      int64_t W = aWidth[iw], nQ, q;
+      Work *w;
+      QSet *qs;
+      snprintf(zName, sizeof(zName), "range_%s_%s", m==0 ? "rows" : "agg", azW[iw]);
+      if( !selected(zName, "range") ) continue;
+      if( W>g.nRow ) W = g.nRow;
+      nQ = RANGE_ROWS / W;
+      if( nQ<3 ) nQ = 3;
+      if( nQ>g.nQuery ) nQ = g.nQuery;
+      w = newWork(zName, "range", "queries/s",
+                  m==0 ? "range %lld rows%s, step + read" : "range %lld rows%s, count+sum",
+                  (long long)W, W<aWidth[iw] ? " (all)" : "");
+      qs = qsetNew(2, nQ);
+      rngSeed(&r, 10 + iw);
+      for(q=0; q<nQ; q++){
+        int64_t i0 = (int64_t)rngBelow(&r, (uint64_t)(g.nRow - W + 1));
+        qs->aParam[2*q] = i0*KEY_SPACING;
+        qs->aParam[2*q+1] = (i0+W)*KEY_SPACING - 1;
+      }
+      if( m==0 ){
+        queryWorkload(w, qs, QM_ROWS, "SELECT k, v, s FROM %s WHERE k BETWEEN ?1 AND ?2", W);
+      }else{
+        queryWorkload(w, qs, QM_AGG, "SELECT count(*), sum(v) FROM %s WHERE k BETWEEN ?1 AND ?2", W);
+      }
+      qsetFree(qs);
+    }
+  }
+}
+
+static void phaseDesc(void){
+  Work *w;
+  QSet *qs;
+  Rng r;
+  int64_t q;
+  if( !selected("desc", "desc") ) return;
+  w = newWork("desc", "desc", "queries/s", "k<=? ORDER BY k DESC LIMIT 10");
+  qs = qsetNew(1, g.nQuery);
+  rngSeed(&r, 20);
+  for(q=0; q<g.nQuery; q++){
+    qs->aParam[q] = (int64_t)rngBelow(&r, (uint64_t)g.nRow)*KEY_SPACING + KEY_SPACING/2;
+  }
+  queryWorkload(w, qs, QM_DESC,
+                "SELECT k, v FROM %s WHERE k<=?1 ORDER BY k DESC LIMIT 10", -1);
+  qsetFree(qs);
+}
+
+/* 10% INSERT of new keys, 10% DELETE, 80% point SELECT; COMMIT every
+** COMMIT_EVERY statements; the final COMMIT included. */
+static void phaseMix(void){
+  Work *w;
+  int t, bRefSum = 0;
+  int64_t aRefSum[3] = {0, 0, 0};
+  if( !selected("mix", "mix") ) return;
+  w = newWork("mix", "mix", "stmts/s", "mix 10%% ins/10%% del/80%% get, txn 10^4");
+  for(t=0; t<NTAB; t++){
+    sqlite3_stmt *pIns, *pDel, *pGet;
+    Res *a = &w->a[t];
+    Rng r;
+    int64_t i, nIns = 0, c[3] = {0, 0, 0}, aSum[3];
+    char zS[32];
+    double t0;
+    int rc;
+    if( !g.aUse[t] ) continue;
+    pIns = prep("INSERT INTO %s(k, v, s) VALUES(?1, ?2, ?3)", azTab[t]);
+    pDel = prep("DELETE FROM %s WHERE k=?1", azTab[t]);
+    pGet = prep("SELECT v FROM %s WHERE k=?1", azTab[t]);
+    {
+      char *zPlan = queryPlan(sqlite3_sql(pGet));
+      char *zPlan2 = queryPlan(sqlite3_sql(pDel));
+      a->zPlan = xmalloc(strlen(zPlan)+strlen(zPlan2)+16);
+      sprintf(a->zPlan, "get: %s; delete: %s", zPlan, zPlan2);
+      free(zPlan); free(zPlan2);
+    }
+    rngSeed(&r, 30);
+    progressStart(t, "mix, %lld statements", (long long)g.nQuery);
+    t0 = now();
+    execf("BEGIN");
+    for(i=0; i<g.nQuery; i++){
+      uint64_t x = rngNext(&r);
+      int op = (int)(x % 10);
+      int64_t idx = (int64_t)((x / 10) % (uint64_t)g.nRow);
+      if( op==0 ){
+        int64_t j = nIns++;
+        int64_t k = absentKey(g.aPerm[g.nRow-1-(j % g.nRow)], 1 + (int)((j / g.nRow) % (KEY_SPACING-2)));
+        int n = sOf(k, zS);
+        sqlite3_bind_int64(pIns, 1, k);
+        sqlite3_bind_int64(pIns, 2, vOf(k));
+        sqlite3_bind_text(pIns, 3, zS, n, SQLITE_STATIC);
+        stepDone(pIns, "mix insert");
+        c[2] += sqlite3_changes(g.db);
+      }else if( op==1 ){
+        sqlite3_bind_int64(pDel, 1, keyOf(idx));
+        stepDone(pDel, "mix delete");
+        c[2] += 1000000*(int64_t)sqlite3_changes(g.db);
+      }else{
+        sqlite3_bind_int64(pGet, 1, keyOf(idx));
+        while( (rc = sqlite3_step(pGet))==SQLITE_ROW ){
+          c[0]++;
+          c[1] += sqlite3_column_int64(pGet, 0);
+        }
+        if( rc!=SQLITE_DONE ) dbFail("mix get", sqlite3_reset(pGet));
+        rc = sqlite3_reset(pGet);
+        if( rc!=SQLITE_OK ) dbFail("mix get", rc);
+      }
+      if( (i+1)%COMMIT_EVERY==0 ){
+        execf("COMMIT");
+        execf("BEGIN");
+      }
+    }
+    execf("COMMIT");
+    finishRes(a, now()-t0, g.nQuery);
+    a->nDone = a->nPlan = g.nQuery;
+    progressEnd(w, a);
+    fin(pIns); fin(pDel); fin(pGet);
+    checkAnswer(w, t, c, 0);
+    /* And the whole table afterwards. */
+    tableSums(t, aSum);
+    if( !bRefSum ){
+      memcpy(aRefSum, aSum, sizeof(aRefSum));
+      bRefSum = 1;
+    }else if( memcmp(aRefSum, aSum, sizeof(aRefSum))!=0 ){
+      int rr = refTable(w);
+      fprintf(stderr, "MISMATCH after mix: %s holds (%lld, %lld, %lld), %s (%lld, %lld, %lld)\n",
+              azKind[t], (long long)aSum[0], (long long)aSum[1], (long long)aSum[2],
+              azKind[rr], (long long)aRefSum[0], (long long)aRefSum[1], (long long)aRefSum[2]);
+      mismatchExit();
+    }
+  }
+}
+
+/* DELETE FROM t WHERE k BETWEEN lo AND hi, ~10% of the rows. */
+static void phaseDelete(void){
+  Work *w;
+  int t;
+  int64_t i0 = g.nRow*45/100, nW = g.nRow/10;
+  int64_t lo = i0*KEY_SPACING, hi = (i0+nW)*KEY_SPACING - 1;
+  if( !selected("delete", "delete") ) return;
+  if( nW<1 ) nW = 1;
+  w = newWork("delete", "delete", "rows/s", "DELETE ~10%% of rows by key range");
+  for(t=0; t<NTAB; t++){
+    Res *a = &w->a[t];
+    sqlite3_stmt *p;
+    char *zSql;
+    int64_t c[3];
+    double t0;
+    int rc;
+    if( !g.aUse[t] ) continue;
+    zSql = sqlite3_mprintf("DELETE FROM %s WHERE k BETWEEN %lld AND %lld",
+                           azTab[t], (long long)lo, (long long)hi);
+    a->zPlan = queryPlan(zSql);
+    p = prep("%s", zSql);
+    progressStart(t, "DELETE ~%lld rows by range", (long long)nW);
+    t0 = now();
+    g.deadline = t0 + g.timeout;
+    rc = sqlite3_step(p);
+    g.deadline = 0;
+    a->sec = now()-t0;
+    if( rc==SQLITE_INTERRUPT ){
+      a->bTimeout = a->bRan = 1;
+      sqlite3_reset(p);
+      progressEnd(w, a);
+      fin(p);
+      sqlite3_free(zSql);
+      /* The tables now differ: later workloads cannot be compared. */
+      die("DELETE on %s interrupted after --timeout %.0f s: stopping", azKind[t], g.timeout);
+    }
+    if( rc!=SQLITE_DONE ) dbFail("delete", sqlite3_reset(p));
+    c[0] = sqlite3_changes(g.db);
+    finishRes(a, a->sec, c[0]);
+    a->nRows = c[0];
+    progressEnd(w, a);
+    fin(p);
+    sqlite3_free(zSql);
+    tableSums(t, &c[0]);
+    {
+      int64_t d[3];
+      d[0] = a->nRows; d[1] = c[0]; d[2] = c[1];
+      checkAnswer(w, t, d, 0);
+    }
+  }
+}
+
+/* Close and reopen the database; time the first query on each table
+** (a gfsl/gpuhash table loads its structure from its shadow tables then). */
+static void phaseReload(void){
+  Work *w;
+  int t;
+  if( !selected("reload", "reload") ) return;
+  w = newWork("reload", "reload", "rows/s", "reopen: first SELECT count(*)");
+  dbClose();
+  dbOpen();
+  for(t=0; t<NTAB; t++){
+    Res *a = &w->a[t];
+    char zSql[128];
+    int64_t c[3], cnt = 0;
+    double t0;
+    sqlite3_stmt *p;
+    if( !g.aUse[t] ) continue;
+    snprintf(zSql, sizeof(zSql), "SELECT count(*) FROM %s", azTab[t]);
+    progressStart(t, "reopen, first SELECT count(*)");
+    t0 = now();
+    p = prep("%s", zSql);      /* prepare included: it connects the table */
+    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("reload", sqlite3_reset(p));
+    cnt = sqlite3_column_int64(p, 0);
+    fin(p);
+    finishRes(a, now()-t0, cnt);
+    a->nRows = cnt;
+    progressEnd(w, a);
+    t0 = now();
+    p = prep("%s", zSql);
+    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("reload", sqlite3_reset(p));
+    fin(p);
+    a->sec2 = now()-t0;
+    a->zPlan = queryPlan(zSql);
+    tableSums(t, c);
+    if( c[0]!=cnt ){
+      fprintf(stderr, "MISMATCH in reload: %s: first count %lld, then %lld\n",
+              azKind[t], (long long)cnt, (long long)c[0]);
+      mismatchExit();
+    }
+    checkAnswer(w, t, c, 0);
+  }
+}
+
+/* gpuds_check() on each virtual table: structure vs shadow tables. */
+static void structureCheck(void){
+  int t;
+  for(t=1; t<NTAB; t++){
+    char zSql[128], *z;
+    if( !g.aUse[t] ) continue;
+    snprintf(zSql, sizeof(zSql), "SELECT gpuds_check('%s')", azTab[t]);
+    z = queryText(zSql);
+    fprintf(stderr, "[%-7s] gpuds_check: %s\n", azKind[t], z ? z : sqlite3_errmsg(g.db));
+    if( z==0 || strcmp(z, "ok")!=0 ){
+      fprintf(stderr, "MISMATCH: gpuds_check('%s') is not ok\n", azTab[t]);
+      mismatchExit();
+    }
+    free(z);
+  }
+}
+
+/* ------------------------------------------------------------------ output */
+
+static double ratioOf(const Work *w, int t){
+  const Res *a = &w->a[t], *s = &w->a[T_SQLITE];
+  if( !a->bRan || !s->bRan || a->bTimeout || s->bTimeout || s->rate<=0 ) return NAN;
+  return a->rate / s->rate;
+}
+
+static void printTable(void){
+  int i, t;
+  char z[32];
+  printf("\nsqlbench: gpuds backend %s, device %s; SQLite %s\n",
+         g.zBackend, g.zDevice, sqlite3_libversion());
+  printf("rows %lld, queries %lld, %s database %s (journal_mode %s), budget %.3g s/phase\n",
+         (long long)g.nRow, (long long)g.nQuery, g.bTempDb ? "temporary" : "file",
+         g.zDb, g.zJournal ? g.zJournal : "?", g.budget);
+  printf("\n%-42s %-10s", "workload", "unit");
+  for(t=0; t<NTAB; t++) if( g.aUse[t] ) printf(" %10s", azKind[t]);
+  for(t=1; t<NTAB; t++) if( g.aUse[t] && g.aUse[T_SQLITE] ) printf(" %10s", t==T_GFSL ? "gfsl/sq" : "hash/sq");
+  printf("\n");
+  for(i=0; i<(int)(42+11+11*(g.aUse[0]+g.aUse[1]+g.aUse[2])+11*(g.aUse[0]?g.aUse[1]+g.aUse[2]:0)); i++) putchar('-');
+  printf("\n");
+  for(i=0; i<g.nW; i++){
+    Work *w = &g.aW[i];
+    int bPartial = 0;
+    printf("%-42s %-10s", w->zTitle, w->zUnit);
+    for(t=0; t<NTAB; t++){
+      const Res *a = &w->a[t];
+      if( !g.aUse[t] ) continue;
+      if( !a->bRan ) printf(" %10s", "-");
+      else if( a->bTimeout ) printf(" %10s", "timeout");
+      else{
+        char z2[40];
+        int bP = a->nDone && a->nDone<a->nPlan;
+        snprintf(z2, sizeof(z2), "%s%s", fmtNum(a->rate, z, sizeof(z)), bP ? "*" : "");
+        bPartial |= bP;
+        printf(" %10s", z2);
+      }
+    }
+    for(t=1; t<NTAB; t++){
+      double x;
+      if( !g.aUse[t] || !g.aUse[T_SQLITE] ) continue;
+      x = ratioOf(w, t);
+      if( x!=x ) printf(" %10s", "-");
+      else printf(" %9.3gx", x);
+    }
+    printf("\n");
+    if( w->bLatency ){
+      int k;
+      for(k=0; k<2; k++){
+        printf("%-42s %-10s", k==0 ? "  latency median" : "  latency p99", "us");
+        for(t=0; t<NTAB; t++){
+          if( !g.aUse[t] ) continue;
+          if( !w->a[t].bRan ) printf(" %10s", "-");
+          else printf(" %10.2f", 1e6*(k==0 ? w->a[t].med : w->a[t].p99));
+        }
+        for(t=1; t<NTAB; t++){
+          double x, y;
+          if( !g.aUse[t] || !g.aUse[T_SQLITE] ) continue;
+          x = k==0 ? w->a[T_SQLITE].med : w->a[T_SQLITE].p99;
+          y = k==0 ? w->a[t].med : w->a[t].p99;
+          if( !w->a[t].bRan || !w->a[T_SQLITE].bRan || y<=0 ) printf(" %10s", "-");
+          else printf(" %9.3gx", x/y);
+        }
+        printf("\n");
+      }
+    }
+    (void)bPartial;
+  }
+  printf("\nratios: rate / sqlite rate (latency: sqlite latency / latency); >1x is faster than sqlite.\n");
+  printf("* = the --budget stopped the run early; the rate is over the queries run.\n");
+  fflush(stdout);
+}
+
+/* JSON output */
+static void jsonStr(FILE *f, const char *z){
+  fputc('"', f);
+  for(; z && *z; z++){
+    unsigned char c = (unsigned char)*z;
+    if( c=='"' || c=='\\' ) fprintf(f, "\\%c", c);
+    else if( c=='\n' ) fputs("\\n", f);
+    else if( c=='\t' ) fputs("\\t", f);
+    else if( c<0x20 ) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+static void jsonNum(FILE *f, double x){
+  if( x!=x || isinf(x) ) fputs("null", f);
+  else fprintf(f, "%.6g", x);
+}
+
+static void writeJson(const char *zPath){
+  FILE *f = fopen(zPath, "w");
+  char zHost[256] = "?", zDate[64] = "?";
+  struct utsname u;
+  time_t tt = time(0);
+  struct tm tmv;
+  int i, t;
+  if( f==0 ) die("cannot write %s: %s", zPath, strerror(errno));
+  gethostname(zHost, sizeof(zHost)-1);
+  zHost[sizeof(zHost)-1] = 0;
+  if( gmtime_r(&tt, &tmv) ) strftime(zDate, sizeof(zDate), "%Y-%m-%dT%H:%M:%SZ", &tmv);
+  fprintf(f, "{\n  \"meta\": {\n    \"tool\": \"sqlbench\",\n    \"rows\": %lld,\n    \"queries\": %lld,\n",
+          (long long)g.nRow, (long long)g.nQuery);
+  fprintf(f, "    \"seed\": %llu,\n    \"budget_s\": ", (unsigned long long)g.seed);
+  jsonNum(f, g.budget);
+  fprintf(f, ",\n    \"timeout_s\": ");
+  jsonNum(f, g.timeout);
+  fprintf(f, ",\n    \"key_spacing\": %d,\n    \"backend\": ", KEY_SPACING);
+  jsonStr(f, g.zBackend);
+  fprintf(f, ",\n    \"device\": ");
+  jsonStr(f, g.zDevice);
+  fprintf(f, ",\n    \"gpuds_version\": ");
+  jsonStr(f, g.zVersion);
+  fprintf(f, ",\n    \"gpuds_info\": %s", g.zInfo ? g.zInfo : "null");
+  fprintf(f, ",\n    \"gpuds_info_end\": %s", g.zInfoEnd ? g.zInfoEnd : "null");
+  fprintf(f, ",\n    \"sqlite_version\": ");
+  jsonStr(f, sqlite3_libversion());
+  fprintf(f, ",\n    \"sqlite_sourceid\": ");
+  jsonStr(f, sqlite3_sourceid());
+  fprintf(f, ",\n    \"date\": ");
+  jsonStr(f, zDate);
+  fprintf(f, ",\n    \"hostname\": ");
+  jsonStr(f, zHost);
+  if( uname(&u)==0 ){
+    fprintf(f, ",\n    \"uname\": ");
+    {
+      char zU[600];
+      snprintf(zU, sizeof(zU), "%s %s %s", u.sysname, u.release, u.machine);
+      jsonStr(f, zU);
+    }
+  }
+  fprintf(f, ",\n    \"cpus\": %ld", sysconf(_SC_NPROCESSORS_ONLN));
+  fprintf(f, ",\n    \"open_flags\": \"SQLITE_OPEN_NOMUTEX\"");
+  fprintf(f, ",\n    \"extension\": ");
+  jsonStr(f, g.zExt);
+  fprintf(f, ",\n    \"database\": ");
+  jsonStr(f, g.zDb);
+  fprintf(f, ",\n    \"temporary_database\": %s", g.bTempDb ? "true" : "false");
+  fprintf(f, ",\n    \"journal_mode\": ");
+  jsonStr(f, g.zJournal ? g.zJournal : "?");
+  fprintf(f, ",\n    \"pragmas\": [");
+  for(i=0; i<g.nPragma; i++){ if( i ) fputs(", ", f); jsonStr(f, g.azPragma[i]); }
+  fprintf(f, "],\n    \"tables\": [");
+  for(t=0, i=0; t<NTAB; t++) if( g.aUse[t] ){ if( i++ ) fputs(", ", f); jsonStr(f, azKind[t]); }
+  fprintf(f, "],\n    \"wall_s\": ");
+  jsonNum(f, now()-g.tStart);
+  fprintf(f, ",\n    \"command\": ");
+  {
+    sqlite3_str *s = sqlite3_str_new(0);
+    char *z;
+    for(i=0; i<g.argc; i++) sqlite3_str_appendf(s, "%s%s", i ? " " : "", g.argv[i]);
+    z = sqlite3_str_finish(s);
+    jsonStr(f, z);
+    sqlite3_free(z);
+  }
+  fprintf(f, ",\n    \"argv\": [");
+  for(i=0; i<g.argc; i++){ if( i ) fputs(", ", f); jsonStr(f, g.argv[i]); }
+  fprintf(f, "]\n  },\n  \"workloads\": [");
+  for(i=0; i<g.nW; i++){
+    Work *w = &g.aW[i];
+    int n = 0;
+    fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+    jsonStr(f, w->zName);
+    fprintf(f, ", \"group\": ");
+    jsonStr(f, w->zGroup);
+    fprintf(f, ", \"title\": ");
+    jsonStr(f, w->zTitle);
+    fprintf(f, ", \"unit\": ");
+    jsonStr(f, w->zUnit);
+    fprintf(f, ",\n     \"results\": {");
+    for(t=0; t<NTAB; t++){
+      Res *a = &w->a[t];
+      if( !a->bRan ) continue;
+      fprintf(f, "%s\n       \"%s\": {\"seconds\": ", n++ ? "," : "", azKind[t]);
+      jsonNum(f, a->sec);
+      fprintf(f, ", \"%s\": %lld, \"rate\": ",
+              strcmp(w->zUnit, "rows/s")==0 ? "rows" :
+              strcmp(w->zUnit, "keys/s")==0 ? "keys" :
+              strcmp(w->zUnit, "stmts/s")==0 ? "statements" : "queries",
+              (long long)a->nItem);
+      jsonNum(f, a->bTimeout ? NAN : a->rate);
+      fprintf(f, ", \"ratio\": ");
+      jsonNum(f, t==T_SQLITE && a->bRan && !a->bTimeout ? 1.0 : ratioOf(w, t));
+      fprintf(f, ", \"timeout\": %s", a->bTimeout ? "true" : "false");
+      if( a->nPlan ){
+        fprintf(f, ", \"queries_run\": %lld, \"queries_planned\": %lld",
+                (long long)a->nDone, (long long)a->nPlan);
+      }
+      if( a->nRows ){
+        fprintf(f, ", \"rows_returned\": %lld, \"rows_per_s\": ", (long long)a->nRows);
+        jsonNum(f, a->sec>0 ? (double)a->nRows/a->sec : NAN);
+      }
+      if( a->nDone ){
+        fprintf(f, ", \"median_s\": ");
+        jsonNum(f, a->med);
+        fprintf(f, ", \"p99_s\": ");
+        jsonNum(f, a->p99);
+      }
+      if( strcmp(w->zName, "reload")==0 ){
+        fprintf(f, ", \"second_query_s\": ");
+        jsonNum(f, a->sec2);
+      }
+      fprintf(f, ", \"check\": [%lld, %lld, %lld], \"plan\": ",
+              (long long)a->c[0], (long long)a->c[1], (long long)a->c[2]);
+      jsonStr(f, a->zPlan ? a->zPlan : "");
+      fputc('}', f);
+    }
+    fprintf(f, "\n     }}");
+  }
+  fprintf(f, "\n  ]\n}\n");
+  if( fclose(f)!=0 ) die("cannot write %s: %s", zPath, strerror(errno));
+  fprintf(stderr, "wrote %s\n", zPath);
+}
+
+/* -------------------------------------------------------------------- main */
+
+static void usage(void){
+  fprintf(stderr,
+    "usage: sqlbench [--ext PATH] [--rows N] [--queries M] [--json FILE] [--db PATH]\n"
+    "                [--only W,...] [--tables sqlite,gfsl,gpuhash] [--budget S]\n"
+    "                [--timeout S] [--seed X] [--pragma P]... [--keep]\n"
+    "  --ext PATH     the gpuds extension (default ./build/gpuds)\n"
+    "  --rows N       rows per table (default 1000000)\n"
+    "  --queries M    point queries, probe keys, mix statements, ... (default 100000)\n"
+    "  --json FILE    write every figure and the run's metadata as JSON\n"
+    "  --db PATH      database file (deleted first, kept); default a temporary file\n"
+    "  --only LIST    workloads or groups: insert insert_random insert_sorted\n"
+    "                 insert_select point probe in join range range_rows_10 ...\n"
+    "                 range_agg_1M desc mix delete reload\n"
+    "  --tables LIST  which of sqlite,gfsl,gpuhash to run (default all)\n"
+    "  --budget S     seconds per query workload and table (default 3)\n"
+    "  --timeout S    seconds before a single statement is interrupted (default 60)\n"
+    "  --seed X       PRNG seed (default 42)\n"
+    "  --pragma P     run PRAGMA P after opening (repeatable), e.g. cache_size=-262144\n"
+    "  --keep         keep the temporary database\n");
+  exit(2);
+}
+
+static char **splitList(const char *z, int *pn){
+  char **az = 0, *zCopy = xstrdup(z), *zTok, *zSave = 0;
+  int n = 0;
+  for(zTok = strtok_r(zCopy, ",", &zSave); zTok; zTok = strtok_r(0, ",", &zSave)){
+    az = realloc(az, sizeof(char*)*(n+1));
+    if( az==0 ) die("out of memory");
+    az[n++] = xstrdup(zTok);
+  }
+  free(zCopy);
+  *pn = n;
+  return az;
+}
+
+static int64_t argInt(const char *z){
+  char *zEnd = 0;
+  double x;
+  errno = 0;
+  x = strtod(z, &zEnd);             /* accepts 1e6 */
+  if( errno || zEnd==z || *zEnd || x<1 || x>4e18 ) die("bad number: %s", z);
+  return (int64_t)x;
+}
+
+static const char *const azKnown[] = {
+  "insert", "insert_random", "insert_sorted", "insert_select", "point", "probe",
+  "in", "join", "range", "range_rows_10", "range_rows_1k", "range_rows_1M",
+  "range_agg_10", "range_agg_1k", "range_agg_1M", "desc", "mix", "delete",
+  "reload", 0
+};
+
+int main(int argc, char **argv){
+  int i, t;
+  const char *zJson = 0;
+  char *zTmpl = 0;
+
+  memset(&g, 0, sizeof(g));
+  g.tStart = now();
+  g.zExt = "./build/gpuds";
+  g.nRow = 1000000;
+  g.nQuery = 100000;
+  g.seed = 42;
+  g.budget = 3;
+  g.timeout = 60;
+  g.argc = argc; g.argv = argv;
+  for(t=0; t<NTAB; t++) g.aUse[t] = 1;
+  for(i=1; i<argc; i++){
+    const char *z = argv[i];
+    const char *zVal = i+1<argc ? argv[i+1] : 0;
+    if( strncmp(z, "--", 2)==0 ) z++;
+    if( strcmp(z, "-help")==0 || strcmp(z, "-h")==0 ) usage();
+    if( strcmp(z, "-keep")==0 ){ g.bKeep = 1; continue; }
+    if( zVal==0 ) usage();
+    i++;
+    if( strcmp(z, "-ext")==0 ) g.zExt = zVal;
+    else if( strcmp(z, "-rows")==0 ) g.nRow = argInt(zVal);
+    else if( strcmp(z, "-queries")==0 ) g.nQuery = argInt(zVal);
+    else if( strcmp(z, "-json")==0 ) zJson = zVal;
+    else if( strcmp(z, "-db")==0 ) g.zDb = xstrdup(zVal);
+    else if( strcmp(z, "-seed")==0 ) g.seed = strtoull(zVal, 0, 0);
+    else if( strcmp(z, "-budget")==0 ) g.budget = atof(zVal);
+    else if( strcmp(z, "-timeout")==0 ) g.timeout = atof(zVal);
+    else if( strcmp(z, "-pragma")==0 ){
+      g.azPragma = realloc(g.azPragma, sizeof(char*)*(g.nPragma+1));
+      if( g.azPragma==0 ) die("out of memory");
+      g.azPragma[g.nPragma++] = xstrdup(zVal);
+    }else if( strcmp(z, "-only")==0 ){
+      int j, k;
+      g.azOnly = splitList(zVal, &g.nOnly);
+      for(j=0; j<g.nOnly; j++){
+        for(k=0; azKnown[k] && strcmp(azKnown[k], g.azOnly[j]); k++){}
+        if( azKnown[k]==0 ) die("unknown workload \"%s\" (see --help)", g.azOnly[j]);
+      }
+    }else if( strcmp(z, "-tables")==0 ){
+      int n, j;
+      char **az = splitList(zVal, &n);
+      for(t=0; t<NTAB; t++) g.aUse[t] = 0;
+      for(j=0; j<n; j++){
+        for(t=0; t<NTAB && strcmp(az[j], azKind[t]); t++){}
+        if( t==NTAB ) die("unknown table kind \"%s\" (sqlite, gfsl, gpuhash)", az[j]);
+        g.aUse[t] = 1;
+        free(az[j]);
+      }
+      free(az);
+    }else{
+      usage();
+    }
+  }
+  if( g.budget<=0 ) g.budget = 1e30;
+  if( g.timeout<=0 ) g.timeout = 1e30;
+  if( g.nRow > INT64_MAX/KEY_SPACING/2 ) die("--rows too large");
+
+  /* The database file. */
+  if( g.zDb ){
+    const char *azSuf[] = { "", "-journal", "-wal", "-shm" };
+    for(i=0; i<4; i++){
+      char *z = sqlite3_mprintf("%s%s", g.zDb, azSuf[i]);
+      if( z ){ unlink(z); sqlite3_free(z); }
+    }
+  }else{
+    const char *zDir = getenv("TMPDIR");
+    int fd;
+    zTmpl = sqlite3_mprintf("%s/sqlbench-XXXXXX.db", zDir && zDir[0] ? zDir : "/tmp");
+    if( zTmpl==0 ) die("out of memory");
+    fd = mkstemps(zTmpl, 3);
+    if( fd<0 ) die("cannot create a temporary file %s: %s", zTmpl, strerror(errno));
+    close(fd);
+    g.zDb = xstrdup(zTmpl);
+    sqlite3_free(zTmpl);
+    g.bTempDb = 1;
+    atexit(removeTempDb);
+  }
+
+  /* Keys: one per stratum, at a random offset; a random insert order. */
+  {
+    Rng r;
+    int64_t n;
+    g.aOff = xmalloc((size_t)g.nRow);
+    g.aPerm = xmalloc(sizeof(int64_t)*(size_t)g.nRow);
+    rngSeed(&r, 1);
+    for(n=0; n<g.nRow; n++){
+      g.aOff[n] = (uint8_t)rngBelow(&r, KEY_SPACING);
+      g.aPerm[n] = n;
+      g.sumV += vOf(keyOf(n));
+    }
+    for(n=g.nRow-1; n>0; n--){
+      int64_t j = (int64_t)rngBelow(&r, (uint64_t)(n+1)), x = g.aPerm[n];
+      g.aPerm[n] = g.aPerm[j];
+      g.aPerm[j] = x;
+    }
+  }
+
+  dbOpen();
+  g.zInfo = queryText("SELECT gpuds_info()");
+  g.zBackend = queryText("SELECT json_extract(gpuds_info(), '$.backend')");
+  g.zDevice = queryText("SELECT json_extract(gpuds_info(), '$.device')");
+  g.zVersion = queryText("SELECT json_extract(gpuds_info(), '$.version')");
+  g.zJournal = queryText("PRAGMA journal_mode");
+  if( g.zBackend==0 ) g.zBackend = xstrdup("?");
+  if( g.zDevice==0 ) g.zDevice = xstrdup("?");
+  if( g.zVersion==0 ) g.zVersion = xstrdup("?");
+  fprintf(stderr, "sqlbench: gpuds %s, backend %s, device %s; SQLite %s; %lld rows, %lld queries; db %s\n",
+          g.zVersion, g.zBackend, g.zDevice, sqlite3_libversion(),
+          (long long)g.nRow, (long long)g.nQuery, g.zDb);
+
+  phaseInsert();
+  phasePoint();
+  phaseProbe();
+  phaseRange();
+  phaseDesc();
+  phaseMix();
+  phaseDelete();
+  phaseReload();
+  structureCheck();
+  g.zInfoEnd = queryText("SELECT gpuds_info()");
+
+  printTable();
+  if( zJson ) writeJson(zJson);
+
+  dbClose();
+  if( g.bTempDb && !g.bKeep ){
+    removeTempDb();
+  }else{
+    fprintf(stderr, "database kept: %s\n", g.zDb);
+  }
+  g.bTempDb = 0;
+
+  for(i=0; i<g.nW; i++) for(t=0; t<NTAB; t++) free(g.aW[i].a[t].zPlan);
+  free(g.aW);
+  for(i=0; i<g.nOnly; i++) free(g.azOnly[i]);
+  free(g.azOnly);
+  for(i=0; i<g.nPragma; i++) free(g.azPragma[i]);
+  free(g.azPragma);
+  free(g.aOff); free(g.aPerm);
+  free(g.zInfo); free(g.zInfoEnd); free(g.zBackend); free(g.zDevice);
+  free(g.zVersion); free(g.zJournal); free(g.zDb);
+  return 0;
+}
