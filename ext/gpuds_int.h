@@ -90,7 +90,8 @@ typedef struct GpudsWbuf {
 } GpudsWbuf;
 
 struct GpudsTable {
-  sqlite3_vtab base;
+  sqlite3_vtab base;          /* only base.zErrMsg is used: the last error */
+  int nRef;                   /* sqlite3_vtab handles sharing this table */
   sqlite3 *db;
   char *zDb;                  /* schema name, e.g. "main" */
   char *zName;                /* table name */
@@ -154,6 +155,7 @@ void gpudsShadowCommitted(GpudsTable *p);
 void gpudsShadowRolledBack(GpudsTable *p);
 int gpudsShadowCheck(GpudsTable *p, char **pzResult);
 GpudsTable *gpudsTableFind(sqlite3 *db, const char *zName);
+GpudsTable *gpudsTableFindExact(sqlite3 *db, const char *zDb, const char *zName);
 
 /* Lookups through the overlay (read.c) */
 int gpudsLookupOne(GpudsTable *p, int64_t k, int *pbFound, uint64_t *pRow);

@@ -48,6 +48,19 @@ GpudsTable *gpudsTableFind(sqlite3 *db, const char *zName){
   return pFound;
 }
 
+/* The table of connection db in schema zDb named zName (exact names), or
+** NULL. */
+GpudsTable *gpudsTableFindExact(sqlite3 *db, const char *zDb, const char *zName){
+  GpudsTable *p;
+  pthread_mutex_lock(&tableListMutex);
+  for(p=pTableList; p; p=p->pNextTable){
+    if( p->db==db && sqlite3_stricmp(p->zDb, zDb)==0
+     && sqlite3_stricmp(p->zName, zName)==0 ) break;
+  }
+  pthread_mutex_unlock(&tableListMutex);
+  return p;
+}
+
 /* gpuds_check('table'): 'ok', or the first disagreement between the
 ** structure and the shadow tables, or a failed structure invariant. */
 static void checkFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){

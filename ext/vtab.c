@@ -29,6 +29,35 @@ typedef struct GpudsCursor {
   int bList;                 /* holds a list: counted in nCursor */
 } GpudsCursor;
 
+typedef struct GpudsVtab GpudsVtab;
+
+/* One sqlite3_vtab handed to SQLite.  SQLite connects a virtual table again
+** after any schema change (even inside a transaction, e.g. ALTER TABLE of
+** another table or RENAME), so several handles of one connection may exist
+** for one table at once: they share one GpudsTable (found through the table
+** list of info.c), which holds the write buffer of the open transaction. */
+typedef struct GpudsVtab {
+  sqlite3_vtab base;
+  GpudsTable *pTab;
+} GpudsVtab;
+
+/* The shared table behind a handle. */
+static GpudsTable *tab(sqlite3_vtab *pVtab){
+  return ((GpudsVtab*)pVtab)->pTab;
+}
+
+/* Finish a method of handle pVtab: on error, hand the table's message to
+** the handle, where SQLite reads it. */
+static int vtabDone(sqlite3_vtab *pVtab, int rc){
+  GpudsTable *p = tab(pVtab);
+  if( rc!=SQLITE_OK && p->base.zErrMsg ){
+    sqlite3_free(pVtab->zErrMsg);
+    pVtab->zErrMsg = p->base.zErrMsg;
+    p->base.zErrMsg = 0;
+  }
+  return rc;
+}
+
 /* Set p's error message from a printf-style format; returns rc. */
 int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...){
   va_list ap;
@@ -94,14 +123,19 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   int eKind = (int)(intptr_t)pAux;
   GpudsSchema sch;
   GpudsTable *p = 0;
+  GpudsVtab *pV;
   char *zErr = 0;
   int rc;
 
   *ppVtab = 0;
+  pV = sqlite3_malloc64(sizeof(*pV));
+  if( pV==0 ) return SQLITE_NOMEM;
+  memset(pV, 0, sizeof(*pV));
   rc = gpudsSchemaParse(argc, argv, &sch, &zErr);
   if( rc ){
     *pzErr = sqlite3_mprintf("%s: %s", argv[0], zErr ? zErr : "out of memory");
     sqlite3_free(zErr);
+    sqlite3_free(pV);
     return rc;
   }
   rc = sqlite3_declare_vtab(db, sch.zDecl);
@@ -109,11 +143,27 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     *pzErr = sqlite3_mprintf("%s: cannot declare \"%s\": %s", argv[0],
                              sch.zDecl, sqlite3_errmsg(db));
     gpudsSchemaFree(&sch);
+    sqlite3_free(pV);
     return rc;
   }
+  if( !bCreate && (p = gpudsTableFindExact(db, argv[1], argv[2]))!=0 ){
+    /* Another handle of this connection holds the table: share it. */
+    gpudsSchemaFree(&sch);
+    p->nRef++;
+    pV->pTab = p;
+    sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
+    *ppVtab = &pV->base;
+    return SQLITE_OK;
+  }
+  if( bCreate && (p = gpudsTableFindExact(db, argv[1], argv[2]))!=0 ){
+    gpudsTableListRemove(p);     /* a dropped table still referenced */
+    p = 0;
+  }
   p = sqlite3_malloc64(sizeof(*p));
-  if( p==0 ){ gpudsSchemaFree(&sch); return SQLITE_NOMEM; }
+  if( p==0 ){ gpudsSchemaFree(&sch); sqlite3_free(pV); return SQLITE_NOMEM; }
   memset(p, 0, sizeof(*p));
+  p->nRef = 1;
+  pV->pTab = p;
   p->db = db;
   p->eKind = eKind;
   p->nCol = sch.nCol;
@@ -129,29 +179,31 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     p->nFlushRows = atoll(getenv("GPUDS_FLUSH_ROWS"));
     if( p->nFlushRows<1 ) p->nFlushRows = 1;
   }
-  if( !p->zDb || !p->zName ){ tableFree(p); return SQLITE_NOMEM; }
+  if( !p->zDb || !p->zName ){ tableFree(p); sqlite3_free(pV); return SQLITE_NOMEM; }
   rc = p->pOps->xCreate(&p->pStore, &zErr);
   if( rc ){
     *pzErr = sqlite3_mprintf("%s: cannot create the %s store: %s", argv[0],
                              p->pOps->zBackend, zErr ? zErr : "error");
     free(zErr);
     tableFree(p);
+    sqlite3_free(pV);
     return rc;
   }
   rc = gpudsWbufInit(p);
   if( rc==SQLITE_OK ) rc = gpudsFilterReset(&p->filter, 1024);
-  if( rc ){ tableFree(p); return rc; }
+  if( rc ){ tableFree(p); sqlite3_free(pV); return rc; }
   if( bCreate ){
     rc = gpudsShadowCreate(p);
     if( rc ){
       *pzErr = sqlite3_mprintf("%s", p->base.zErrMsg ? p->base.zErrMsg : "cannot create shadow tables");
       tableFree(p);
+      sqlite3_free(pV);
       return rc;
     }
   }
   sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
   gpudsTableListAdd(p);
-  *ppVtab = &p->base;
+  *ppVtab = &pV->base;
   return SQLITE_OK;
 }
 static int gpudsCreate(sqlite3 *db, void *pAux, int argc, const char *const*argv,
@@ -163,23 +215,33 @@ static int gpudsConnect(sqlite3 *db, void *pAux, int argc, const char *const*arg
   return gpudsInit(db, pAux, argc, argv, ppVtab, pzErr, 0);
 }
 
+/* Drop handle pVtab; the table goes when its last handle does. */
+static void vtabRelease(sqlite3_vtab *pVtab){
+  GpudsTable *p = tab(pVtab);
+  if( --p->nRef==0 ) tableFree(p);
+  sqlite3_free(pVtab->zErrMsg);
+  sqlite3_free(pVtab);
+}
+
 /* xDisconnect: free the in-memory table; the database keeps the data. */
 static int gpudsDisconnect(sqlite3_vtab *pVtab){
-  tableFree((GpudsTable*)pVtab);
+  vtabRelease(pVtab);
   return SQLITE_OK;
 }
 
 /* xDestroy: DROP TABLE: the shadow tables go too. */
 static int gpudsDestroy(sqlite3_vtab *pVtab){
-  int rc = gpudsShadowDestroy((GpudsTable*)pVtab);
-  if( rc ) return rc;
-  tableFree((GpudsTable*)pVtab);
+  GpudsTable *p = tab(pVtab);
+  int rc = gpudsShadowDestroy(p);
+  if( rc ) return vtabDone(pVtab, rc);
+  gpudsTableListRemove(p);      /* no later handle may share it */
+  vtabRelease(pVtab);
   return SQLITE_OK;
 }
 
 /* xBestIndex: see plan.c. */
 static int gpudsBestIndexMethod(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo){
-  return gpudsBestIndex((GpudsTable*)pVtab, pInfo);
+  return vtabDone(pVtab, gpudsBestIndex(tab(pVtab), pInfo));
 }
 
 /* xOpen */
@@ -194,7 +256,7 @@ static int gpudsOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur){
 
 /* Drop whatever the cursor holds from a previous xFilter. */
 static void cursorReset(GpudsCursor *c){
-  GpudsTable *p = (GpudsTable*)c->base.pVtab;
+  GpudsTable *p = tab(c->base.pVtab);
   gpudsMergeClose(c->pMerge);
   c->pMerge = 0;
   sqlite3_free(c->aKey); sqlite3_free(c->aRow);
@@ -223,9 +285,9 @@ static int cursorStep(GpudsCursor *c){
   if( c->pMerge ){
     int rc = gpudsMergeNext(c->pMerge, &c->bEof, &c->iKey, &c->hRow);
     if( rc ){
-      GpudsTable *p = (GpudsTable*)c->base.pVtab;
+      GpudsTable *p = tab(c->base.pVtab);
       if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "scan failed");
-      return rc;
+      return vtabDone(c->base.pVtab, rc);
     }
     return SQLITE_OK;
   }
@@ -240,7 +302,7 @@ static int cursorStep(GpudsCursor *c){
 /* Resolve an EQ/IN plan: look every key up in one batch and keep the rows
 ** found, in key order (reversed for DESC). */
 static int cursorList(GpudsCursor *c, GpudsPlan *pl){
-  GpudsTable *p = (GpudsTable*)c->base.pVtab;
+  GpudsTable *p = tab(c->base.pVtab);
   int64_t n = pl->nKey, i, j = 0;
   uint8_t *aF = 0;
   int rc = SQLITE_OK;
@@ -274,12 +336,12 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
 static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr,
                        int argc, sqlite3_value **argv){
   GpudsCursor *c = (GpudsCursor*)pCur;
-  GpudsTable *p = (GpudsTable*)pCur->pVtab;
+  GpudsTable *p = tab(pCur->pVtab);
   GpudsPlan pl;
   int rc;
   cursorReset(c);
   rc = gpudsShadowRefresh(p);
-  if( rc ) return rc;
+  if( rc ) return vtabDone(pCur->pVtab, rc);
   rc = gpudsPlanDecode(idxNum, argc, argv, &pl);
   if( rc ){ sqlite3_free(pl.aKey); return rc; }
   /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
@@ -296,7 +358,7 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
     if( rc==SQLITE_OK ) rc = cursorStep(c);
   }
   sqlite3_free(pl.aKey);
-  return rc;
+  return vtabDone(pCur->pVtab, rc);
 }
 
 /* xNext */
@@ -365,9 +427,8 @@ static int uniqueError(GpudsTable *p){
 
 /* xUpdate: DELETE (argc==1), INSERT (argv[0] NULL) or UPDATE.  Every call
 ** either changes the write buffer as asked or changes nothing. */
-static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
+static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
                        sqlite3_int64 *pRowid){
-  GpudsTable *p = (GpudsTable*)pVtab;
   int rc, i, eConflict, bExists = 0;
   int64_t kOld = 0, kNew = 0;
   GpudsRow *pRow;
@@ -442,26 +503,31 @@ static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
   return SQLITE_OK;
 }
 
+static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
+                       sqlite3_int64 *pRowid){
+  return vtabDone(pVtab, tableUpdate(tab(pVtab), argc, argv, pRowid));
+}
+
 /* xBegin: a write transaction starts (holding the database's write lock):
 ** bring the structure up to date with what other connections committed. */
 static int gpudsBegin(sqlite3_vtab *pVtab){
-  return gpudsShadowRefresh((GpudsTable*)pVtab);
+  return vtabDone(pVtab, gpudsShadowRefresh(tab(pVtab)));
 }
 
 /* xSync: apply the transaction's writes to the store as one batch and
 ** write them to the shadow tables.  An error here makes SQLite roll the
 ** transaction back (xRollback), shadow tables included. */
 static int gpudsSync(sqlite3_vtab *pVtab){
-  GpudsTable *p = (GpudsTable*)pVtab;
+  GpudsTable *p = tab(pVtab);
   int rc = gpudsWbufFlush(p, 1);
   if( rc==SQLITE_OK ) rc = gpudsShadowSync(p);
-  return rc;
+  return vtabDone(pVtab, rc);
 }
 
 /* xCommit: the writes are in the store and the database; release what
 ** rollback needed. */
 static int gpudsCommit(sqlite3_vtab *pVtab){
-  GpudsTable *p = (GpudsTable*)pVtab;
+  GpudsTable *p = tab(pVtab);
   gpudsShadowCommitted(p);
   gpudsWbufCommit(p);
   return SQLITE_OK;
@@ -469,30 +535,30 @@ static int gpudsCommit(sqlite3_vtab *pVtab){
 
 /* xRollback */
 static int gpudsRollback(sqlite3_vtab *pVtab){
-  GpudsTable *p = (GpudsTable*)pVtab;
+  GpudsTable *p = tab(pVtab);
   gpudsShadowRolledBack(p);
-  return gpudsWbufRollback(p);
+  return vtabDone(pVtab, gpudsWbufRollback(p));
 }
 
 /* xSavepoint, xRelease, xRollbackTo */
 static int gpudsSavepoint(sqlite3_vtab *pVtab, int i){
-  return gpudsWbufSavepoint((GpudsTable*)pVtab, i);
+  return vtabDone(pVtab, gpudsWbufSavepoint(tab(pVtab), i));
 }
 static int gpudsRelease(sqlite3_vtab *pVtab, int i){
-  return gpudsWbufRelease((GpudsTable*)pVtab, i);
+  return vtabDone(pVtab, gpudsWbufRelease(tab(pVtab), i));
 }
 static int gpudsRollbackTo(sqlite3_vtab *pVtab, int i){
-  return gpudsWbufRollbackTo((GpudsTable*)pVtab, i);
+  return vtabDone(pVtab, gpudsWbufRollbackTo(tab(pVtab), i));
 }
 
 /* xRename: the table and its shadow tables take the new name. */
 static int gpudsRename(sqlite3_vtab *pVtab, const char *zNew){
-  GpudsTable *p = (GpudsTable*)pVtab;
+  GpudsTable *p = tab(pVtab);
   char *z = sqlite3_mprintf("%s", zNew);
   int rc;
   if( z==0 ) return SQLITE_NOMEM;
   rc = gpudsShadowRename(p, zNew);
-  if( rc ){ sqlite3_free(z); return rc; }
+  if( rc ){ sqlite3_free(z); return vtabDone(pVtab, rc); }
   sqlite3_free(p->zName);
   p->zName = z;
   return SQLITE_OK;

@@ -397,6 +397,10 @@ int gpudsWbufSavepoint(GpudsTable *p, int iSavepoint){
   GpudsWbuf *w = &p->wb;
   int i;
   if( iSavepoint<0 ) return SQLITE_OK;
+  /* Savepoint iSavepoint already began: another handle of this table was
+  ** told first (vtab.c), or it joined the transaction late and SQLite
+  ** repeats the innermost savepoint for it.  Keep the first mark. */
+  if( iSavepoint<w->nMark ) return SQLITE_OK;
   if( iSavepoint>=w->nMarkAlloc ){
     int nNew = iSavepoint*2 + 8;
     int64_t *a = sqlite3_realloc64(w->aMark, nNew*sizeof(int64_t));
