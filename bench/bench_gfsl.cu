@@ -1,0 +1,273 @@
+/*
+** bench_gfsl.cu -- throughput of the GFSL ordered store (kernels/gfsl.cu)
+** on the workloads of the GFSL paper (Moscovici & Petrank, PACT 2017), with
+** device-resident batches timed by CUDA events (host transfers excluded).
+**
+**   bench_gfsl [out.csv] [--quick]
+**
+** Rows: for key ranges 10^4 .. 10^8 (--quick: up to 10^7)
+**   mixes [insert,delete,contains] = [1,1,98] [5,5,90] [10,10,80] [20,20,60]:
+**       store prefilled with a random half of the range, one batch of 10M
+**       operations with uniform random keys;
+**   insert-only: empty store, min(range,10M) distinct random keys;
+**   delete-only: store holding the whole range, min(range,10M) distinct keys;
+**   contains-only: store holding the whole range, 10M random lookups;
+** then range scans (widths 10, 10^3, 10^6 on 10^7 keys, rows/s into device
+** memory) and a bulk build of 10^8 random 64-bit keys (sort included).
+*/
+#include "gpuds_backend.h"
+#include "gfsl.cuh"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CK(x) do{ cudaError_t e_ = (x); if( e_!=cudaSuccess ){ \
+  fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); exit(1); } }while(0)
+#define OK(x, p) do{ int rc_ = (x); if( rc_!=GPUDS_OK ){ \
+  fprintf(stderr, "gfsl error %d at %s:%d: %s\n", rc_, __FILE__, __LINE__, gpudsCudaOrderedOps.xErrmsg(p)); exit(1); } }while(0)
+
+static const gpuds_store_ops *G = &gpudsCudaOrderedOps;
+static FILE *gCsv = nullptr;
+
+__host__ __device__ static inline unsigned long long splitmix(unsigned long long x){
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x>>30))*0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x>>27))*0x94d049bb133111ebull;
+  return x ^ (x>>31);
+}
+
+/* A permutation of [0,R): i -> (i*A + B) mod R, A coprime to 10^k. */
+__host__ __device__ static inline long long permKey(unsigned long long i, unsigned long long R){
+  return (long long)((i*2654435761ull + 1234567ull) % R);
+}
+
+/* Keys 0..n-1 (sorted), values = key. */
+__global__ void kSeq(size_t n, long long *k, unsigned long long *v){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){ k[i] = (long long)i; v[i] = i; }
+}
+/* Keys permKey(i) for i<n (distinct), values random. */
+__global__ void kPerm(size_t n, unsigned long long R, long long *k, unsigned long long *v){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
+    k[i] = permKey(i, R); if( v ) v[i] = splitmix(i);
+  }
+}
+/* Random distinct 64-bit keys (splitmix is a bijection). */
+__global__ void kRand64(size_t n, unsigned long long seed, long long *k, unsigned long long *v){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
+    k[i] = (long long)splitmix(i + seed); v[i] = i;
+  }
+}
+/* A mixed batch: ops by percentage, keys uniform in [0,R). */
+__global__ void kMix(size_t n, unsigned long long R, int pI, int pD, unsigned long long seed,
+                     unsigned char *op, long long *k, unsigned long long *v){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
+    unsigned long long h = splitmix(i*0x632be59bd9b4e019ull + seed);
+    int x = (int)(h % 100);
+    op[i] = x<pI ? GPUDS_OP_UPSERT : x<pI+pD ? GPUDS_OP_DELETE : GPUDS_OP_LOOKUP;
+    k[i] = (long long)(splitmix(h) % R);
+    v[i] = h;
+  }
+}
+__global__ void kFill8(size_t n, unsigned char x, unsigned char *a){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ) a[i] = x;
+}
+
+struct Dev {
+  unsigned char *op = nullptr, *found = nullptr;
+  long long *k = nullptr, *k2 = nullptr;
+  unsigned long long *v = nullptr, *v2 = nullptr, *old = nullptr;
+};
+
+static void row(const char *zWork, unsigned long long range, double nOps, double sec, const char *zUnit,
+                const char *zNote){
+  double rate = nOps/sec;
+  printf("%-16s %12llu %12.0f %10.3f ms %10.1f M%s/s  %s\n", zWork, range, nOps, sec*1e3, rate/1e6, zUnit, zNote);
+  fflush(stdout);
+  if( gCsv ){
+    fprintf(gCsv, "%s,%llu,%.0f,%.6f,%.0f,%s\n", zWork, range, nOps, sec, rate, zUnit);
+    fflush(gCsv);
+  }
+}
+
+/* Fresh store; prefill: 0 none, 1 a random half of [0,R), 2 all of [0,R). */
+static gpuds_store *mkStore(int prefill, unsigned long long R, Dev &d){
+  gpuds_store *p = nullptr;
+  char *zErr = nullptr;
+  if( G->xCreate(&p, &zErr) ){ fprintf(stderr, "create: %s\n", zErr ? zErr : "?"); exit(1); }
+  if( prefill==1 ){
+    kPerm<<<1024, 256>>>(R/2, R, d.k2, d.v2);
+    CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+    OK(gfsl::bulkBuildDevice(p, R/2, (const int64_t*)d.k2, (const uint64_t*)d.v2, 0), p);
+  }else if( prefill==2 ){
+    kSeq<<<1024, 256>>>(R, d.k2, d.v2);
+    CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+    OK(gfsl::bulkBuildDevice(p, R, (const int64_t*)d.k2, (const uint64_t*)d.v2, 1), p);
+  }
+  return p;
+}
+
+/* Time one device batch with CUDA events on the store's stream. */
+static double timeBatch(gpuds_store *p, size_t n, Dev &d, bool lookupOnly){
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+  cudaStream_t st = gfsl::stream(p);
+  CK(cudaDeviceSynchronize());
+  CK(cudaEventRecord(e0, st));
+  if( lookupOnly ) OK(gfsl::lookupDevice(p, n, (const int64_t*)d.k, d.found, (uint64_t*)d.old), p);
+  else OK(gfsl::batchDevice(p, n, d.op, (const int64_t*)d.k, (const uint64_t*)d.v, d.found, (uint64_t*)d.old), p);
+  CK(cudaEventRecord(e1, st));
+  CK(cudaEventSynchronize(e1));
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  cudaEventDestroy(e0); cudaEventDestroy(e1);
+  return ms/1e3;
+}
+
+static std::string note(gpuds_store *p){
+  gfsl::BatchStats s; gfsl::lastBatchStats(p, &s);
+  char z[200];
+  snprintf(z, sizeof(z), "(ins %llu del %llu splits %llu merges %llu%s levels %d keys %lld)",
+           (unsigned long long)s.nInsert, (unsigned long long)s.nDelete, (unsigned long long)s.nSplit,
+           (unsigned long long)s.nMerge, s.rebuilt ? " REBUILT" : "", s.nLevels, (long long)G->xCount(p));
+  return z;
+}
+
+int main(int argc, char **argv){
+  char zDev[256];
+  uint64_t nFree = 0, nTotal = 0;
+  if( !gpudsCudaDevice(zDev, sizeof(zDev), &nFree, &nTotal) ){
+    printf("SKIPPED: no usable CUDA device (%s)\n", zDev);
+    return 77;
+  }
+  bool bQuick = false;
+  const char *zCsv = nullptr;
+  for( int i=1; i<argc; i++ ){
+    if( !strcmp(argv[i], "--quick") ) bQuick = true; else zCsv = argv[i];
+  }
+  if( zCsv ){
+    gCsv = fopen(zCsv, "w");
+    if( !gCsv ){ perror(zCsv); return 1; }
+    fprintf(gCsv, "workload,range,ops,seconds,rate_per_s,unit\n");
+  }
+  printf("device: %s (%.1f GiB)\n", zDev, nTotal/1073741824.0);
+  const size_t NOPS = 10000000;
+  const unsigned long long MAXR = bQuick ? 10000000ull : 100000000ull;
+  Dev d;
+  size_t nBuf = std::max<size_t>(NOPS, MAXR);
+  CK(cudaMalloc(&d.op, NOPS)); CK(cudaMalloc(&d.found, NOPS));
+  CK(cudaMalloc(&d.k, NOPS*8)); CK(cudaMalloc(&d.v, NOPS*8)); CK(cudaMalloc(&d.old, NOPS*8));
+  CK(cudaMalloc(&d.k2, nBuf*8)); CK(cudaMalloc(&d.v2, nBuf*8));
+
+  printf("%-16s %12s %12s %13s %16s\n", "workload", "range", "ops", "time", "rate");
+  /* warm-up */
+  {
+    gpuds_store *p = mkStore(1, 100000, d);
+    kMix<<<1024, 256>>>(NOPS, 100000, 10, 10, 99, d.op, d.k, d.v);
+    CK(cudaGetLastError());
+    timeBatch(p, NOPS, d, false);
+    G->xDestroy(p);
+  }
+  struct Mix { const char *z; int i, dl; } mixes[] = {
+    { "mix[1,1,98]", 1, 1 }, { "mix[5,5,90]", 5, 5 }, { "mix[10,10,80]", 10, 10 }, { "mix[20,20,60]", 20, 20 } };
+  for( unsigned long long R=10000; R<=MAXR; R*=10 ){
+    for( const Mix &m : mixes ){
+      gpuds_store *p = mkStore(1, R, d);
+      kMix<<<1024, 256>>>(NOPS, R, m.i, m.dl, R*7+m.i, d.op, d.k, d.v);
+      CK(cudaGetLastError());
+      double s = timeBatch(p, NOPS, d, false);
+      row(m.z, R, NOPS, s, "ops", note(p).c_str());
+      G->xDestroy(p);
+    }
+    size_t n = std::min<size_t>(R, NOPS);
+    {
+      gpuds_store *p = mkStore(0, R, d);
+      kPerm<<<1024, 256>>>(n, R, d.k, d.v);
+      kFill8<<<1024, 256>>>(n, GPUDS_OP_UPSERT, d.op);
+      CK(cudaGetLastError());
+      double s = timeBatch(p, n, d, false);
+      row("insert-only", R, n, s, "ops", note(p).c_str());
+      G->xDestroy(p);
+    }
+    {
+      gpuds_store *p = mkStore(2, R, d);
+      kPerm<<<1024, 256>>>(n, R, d.k, d.v);
+      kFill8<<<1024, 256>>>(n, GPUDS_OP_DELETE, d.op);
+      CK(cudaGetLastError());
+      double s = timeBatch(p, n, d, false);
+      row("delete-only", R, n, s, "ops", note(p).c_str());
+      G->xDestroy(p);
+    }
+    {
+      gpuds_store *p = mkStore(2, R, d);
+      kMix<<<1024, 256>>>(NOPS, R, 0, 0, R*11, d.op, d.k, d.v);
+      CK(cudaGetLastError());
+      double s = timeBatch(p, NOPS, d, true);
+      row("contains-only", R, NOPS, s, "ops", "(lookupDevice)");
+      gfsl::setLookupVariant(p, 1);
+      s = timeBatch(p, NOPS, d, true);
+      row("contains-only-v1", R, NOPS, s, "ops", "(lookupDevice, variant 1: 32-key tiles per warp)");
+      gfsl::setLookupVariant(p, 0);
+      kFill8<<<1024, 256>>>(NOPS, GPUDS_OP_LOOKUP, d.op);
+      s = timeBatch(p, NOPS, d, false);
+      row("contains-batch", R, NOPS, s, "ops", "(batchDevice, all lookups)");
+      G->xDestroy(p);
+    }
+  }
+  /* range scans on 10^7 keys, into device memory */
+  {
+    const unsigned long long R = 10000000ull;
+    gpuds_store *p = mkStore(2, R, d);
+    OK(gfsl::prepareScan(p), p);
+    unsigned long long widths[] = { 10, 1000, 1000000 };
+    for( unsigned long long w : widths ){
+      int reps = w<=1000 ? 2000 : 50;
+      cudaEvent_t e0, e1;
+      CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+      double rows = 0;
+      CK(cudaEventRecord(e0, gfsl::stream(p)));
+      for( int r=0; r<reps; r++ ){
+        gpuds_scan sc; memset(&sc, 0, sizeof(sc));
+        sc.lo = (long long)(splitmix(r) % (R-w)); sc.hi = sc.lo + (long long)w - 1; sc.desc = r&1;
+        size_t got = 0;
+        OK(gfsl::scanDevice(p, &sc, w, (int64_t*)d.k2, (uint64_t*)d.v2, &got), p);
+        rows += got;
+      }
+      CK(cudaEventRecord(e1, gfsl::stream(p)));
+      CK(cudaEventSynchronize(e1));
+      float ms = 0; CK(cudaEventElapsedTime(&ms, e0, e1));
+      char zw[64]; snprintf(zw, sizeof(zw), "scan-w%llu", w);
+      char zn[64]; snprintf(zn, sizeof(zn), "(%d scans, %.1f us each)", reps, ms*1e3/reps);
+      row(zw, R, rows, ms/1e3, "rows", zn);
+      cudaEventDestroy(e0); cudaEventDestroy(e1);
+    }
+    G->xDestroy(p);
+  }
+  /* bulk build of random 64-bit keys, sort included */
+  {
+    size_t n = (size_t)MAXR;
+    kRand64<<<1024, 256>>>(n, 12345, d.k2, d.v2);
+    CK(cudaGetLastError());
+    gpuds_store *p = mkStore(0, 0, d);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventRecord(e0, gfsl::stream(p)));
+    OK(gfsl::bulkBuildDevice(p, n, (const int64_t*)d.k2, (const uint64_t*)d.v2, 0), p);
+    CK(cudaEventRecord(e1, gfsl::stream(p)));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0; CK(cudaEventElapsedTime(&ms, e0, e1));
+    row("bulk-build", n, n, ms/1e3, "keys", note(p).c_str());
+    /* the same store answers lookups */
+    kMix<<<1024, 256>>>(NOPS, ~0ull, 0, 0, 5, d.op, d.k, d.v);
+    CK(cudaMemcpy(d.k, d.k2, NOPS*8, cudaMemcpyDeviceToDevice));
+    double s = timeBatch(p, NOPS, d, true);
+    row("contains-built", n, NOPS, s, "ops", "(keys present, random order)");
+    cudaEventDestroy(e0); cudaEventDestroy(e1);
+    G->xDestroy(p);
+  }
+  if( gCsv ) fclose(gCsv);
+  return 0;
+}

@@ -1,0 +1,74 @@
+/*
+** gfsl.cuh -- internal C++ entry points of the GFSL ordered store
+** (kernels/gfsl.cu) for callers that keep their data on the device: the
+** benchmark (bench/bench_gfsl.cu) and the test (tests/gpu/test_gfsl.cu).
+**
+** The SQLite side never uses these; it goes through gpudsCudaOrderedOps
+** (gpuds_backend.h), whose functions take ordinary host arrays.
+**
+** All functions here take DEVICE pointers, run on the store's stream and
+** return when the work is complete (GPUDS_OK or a GPUDS_* code with a
+** message from xErrmsg).  The same all-or-nothing promise as the public
+** interface holds.
+*/
+#ifndef GFSL_CUH
+#define GFSL_CUH
+
+#include <cuda_runtime.h>
+#include <cstddef>
+#include <cstdint>
+#include "gpuds_backend.h"
+
+namespace gfsl {
+
+/* The stream the store's kernels run on (to record CUDA events). */
+cudaStream_t stream(gpuds_store *p);
+
+/* xBatch on device arrays (aOp/aKey/aVal/aFound/aOld are device pointers;
+** aVal, aFound and aOld may be NULL). */
+int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp,
+                const int64_t *dKey, const uint64_t *dVal,
+                uint8_t *dFound, uint64_t *dOld);
+
+/* xLookup on device arrays. */
+int lookupDevice(gpuds_store *p, size_t n, const int64_t *dKey,
+                 uint8_t *dFound, uint64_t *dVal);
+
+/* Bulk build from device arrays of DISTINCT keys, none present in the store.
+** If bSorted is 0 the keys are sorted first (CUB radix sort), so the time
+** of a call includes the sort. */
+int bulkBuildDevice(gpuds_store *p, size_t n, const int64_t *dKey,
+                    const uint64_t *dVal, int bSorted);
+
+/* xScan writing the page into device arrays. */
+int scanDevice(gpuds_store *p, gpuds_scan *pScan, size_t nMax,
+               int64_t *dKey, uint64_t *dVal, size_t *pnOut);
+
+/* Prepare the store for scans (build the ordered directory of bottom-level
+** chunks now rather than on the first xScan after a change). */
+int prepareScan(gpuds_store *p);
+
+/* Test knobs.  setMemLimit: device bytes the store may hold in all (0: no
+** limit); going past it is reported like cudaErrorMemoryAllocation.
+** setRebuildMode: 0 = choose (default), 1 = never rebuild a batch from
+** scratch (always the concurrent insert/delete kernels), 2 = always. */
+void setMemLimit(gpuds_store *p, uint64_t nByte);
+void setRebuildMode(gpuds_store *p, int mode);
+/* Point-lookup kernel: 0 = one key per warp iteration (default, the one
+** measured), 1 = each warp prefetches 32 keys and stores 32 results
+** coalesced (opt-in, not yet measured on a GPU). */
+void setLookupVariant(gpuds_store *p, int variant);
+
+/* Figures of the last batch, for tests and the benchmark. */
+struct BatchStats {
+  uint64_t nInsert, nDelete, nUpdate;   /* net structural changes */
+  uint64_t nSplit, nMerge;              /* chunk splits / merges */
+  int rebuilt;                          /* 1 if the batch rebuilt the store */
+  int nLevels;
+  uint64_t nChunks;                     /* live chunks after the batch */
+};
+void lastBatchStats(gpuds_store *p, BatchStats *pStats);
+
+}  // namespace gfsl
+
+#endif /* GFSL_CUH */
