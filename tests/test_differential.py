@@ -58,6 +58,9 @@ import re
 MIN = -9223372036854775808
 MAX = 9223372036854775807
 COLS = "k INTEGER PRIMARY KEY, a TEXT, b REAL, c BLOB, d"
+# --schema notnull: constraint failures inside multi-row statements too
+SCHEMAS = {"plain": COLS,
+           "notnull": "k INTEGER PRIMARY KEY, a TEXT NOT NULL, b REAL, c BLOB, d"}
 VTAB_ENGINES = ("gfsl", "gpuhash")
 REF = "sqlite"
 FULL = ("SELECT k, typeof(a), a, typeof(b), b, typeof(c), c, typeof(d), d "
@@ -730,12 +733,12 @@ def open_engine(name, ext):
     conn.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
     if name in VTAB_ENGINES:
         load_ext(conn, ext)
-        conn.execute("CREATE VIRTUAL TABLE t USING %s(%s)" % (name, COLS))
+        conn.execute("CREATE VIRTUAL TABLE t USING %s(%s)" % (name, SCHEMAS[SCHEMA[0]]))
     elif name == "sqlite_rev":      # --self-test stand-in
         conn.execute("PRAGMA reverse_unordered_selects = 1")
-        conn.execute("CREATE TABLE t(%s)" % COLS)
+        conn.execute("CREATE TABLE t(%s)" % SCHEMAS[SCHEMA[0]])
     else:
-        conn.execute("CREATE TABLE t(%s)" % COLS)
+        conn.execute("CREATE TABLE t(%s)" % SCHEMAS[SCHEMA[0]])
     conn.execute("CREATE TABLE probe(x)")
     conn.execute("CREATE TABLE src(id INTEGER PRIMARY KEY, k, a, b, c, d)")
     return conn
@@ -901,6 +904,7 @@ def build_and_run(seed, mode, nops, engines, ext, big_rows, txn_weight,
 
 
 WARN = set()
+SCHEMA = ["plain"]
 CHECK = "SELECT gpuds_check('t')"
 CHECK_OK = ("ok", [(("str", "ok"),)], -1)
 # GPUDS_TEST_CHECK_EVERY=1: compare the full contents after every write
@@ -910,6 +914,7 @@ CHECK_EVERY = os.environ.get("GPUDS_TEST_CHECK_EVERY", "") not in ("", "0")
 
 def child_main(args):
     ext = args["ext"]
+    SCHEMA[0] = args.get("schema") or "plain"
     if args.get("flush"):
         os.environ["GPUDS_FLUSH_ROWS"] = str(args["flush"])
     engines = args["engines"]
@@ -934,19 +939,20 @@ def child_main(args):
     for w in sorted(WARN):
         print("  warning: " + w)
     if bad is None:
-        print("  seed=%d mode=%s ops=%d big=%d flush=%s: %d statements agree on "
-              "%s (%.1fs)" % (args["seed"], args["mode"], args["ops"], args["big"],
-                              args.get("flush") or "default", len(stmts),
-                              ",".join(engines), dt))
+        print("  seed=%d mode=%s ops=%d big=%d flush=%s schema=%s: %d statements "
+              "agree on %s (%.1fs)" % (args["seed"], args["mode"], args["ops"],
+                                       args["big"], args.get("flush") or "default",
+                                       SCHEMA[0], len(stmts), ",".join(engines), dt))
         return 0
     idx, eng, r, g = bad
     sql, ordered = stmts[idx]
     print("MISMATCH seed=%d mode=%s ops=%d big=%d engine=%s statement #%d "
           "(replay: %s --seed %d --mode %s --ops %d --big %d --txn-weight %g "
-          "--flush %d --engines %s)"
+          "--flush %d --schema %s --engines %s)"
           % (args["seed"], args["mode"], args["ops"], args["big"], eng, idx,
              os.path.basename(__file__), args["seed"], args["mode"], args["ops"],
-             args["big"], args["txn_weight"], args.get("flush") or 0, eng))
+             args["big"], args["txn_weight"], args.get("flush") or 0, SCHEMA[0],
+             eng))
     for j in range(max(0, idx - 3), idx):
         print("  preceded by: %s" % stmts[j][0][:1500])
     print("  statement: %s" % sql)
@@ -983,6 +989,8 @@ def default_streams(scale, time_seed):
         dict(seed=4, mode="mixed", ops=n(4000), big=0, txn_weight=3.0, flush=0),
         dict(seed=7, mode="dense", ops=n(4000), big=0, txn_weight=3.0, flush=3),
         dict(seed=8, mode="mixed", ops=n(4000), big=0, txn_weight=3.0, flush=17),
+        dict(seed=10, mode="dense", ops=n(3000), big=0, txn_weight=2.0, flush=0,
+             schema="notnull"),
         dict(seed=5, mode="dense", ops=n(300), big=big, txn_weight=2.0, flush=4096),
         dict(seed=6, mode="mixed", ops=n(300), big=big * 10 if scale >= 1 else big,
              txn_weight=1.0, flush=0),
@@ -1016,6 +1024,8 @@ def parse_args(argv):
             a["engines"] = nxt.split(","); i += 1
         elif x == "--ext":
             a["ext"] = nxt; i += 1
+        elif x == "--schema":
+            a["schema"] = nxt; i += 1
         elif x == "--flush":
             a["flush"] = int(nxt); i += 1
         elif x == "--trace":
@@ -1048,6 +1058,8 @@ def child_argv(s, a, trace):
          "--trace", trace]
     if s.get("flush"):
         v += ["--flush", str(s["flush"])]
+    if s.get("schema"):
+        v += ["--schema", s["schema"]]
     if not a["minimize"]:
         v.append("--no-minimize")
     if a.get("self_test"):
@@ -1109,7 +1121,7 @@ def main(argv=None, require_backend=None):
         streams = [dict(seed=seed, mode=a.get("mode", "mixed"),
                         ops=a.get("ops", max(10, int(2500 * scale))),
                         big=a.get("big", 0), txn_weight=a.get("txn_weight", 1.5),
-                        flush=a.get("flush", 0))]
+                        flush=a.get("flush", 0), schema=a.get("schema"))]
     else:
         time_seed = int(time.time() * 1000) % 1000000007
         streams = default_streams(scale, time_seed)
