@@ -39,6 +39,10 @@ extern const sqlite3_api_routines *sqlite3_api;
 # define GPUDS_FLUSH_ROWS (1<<20)
 #endif
 
+/* A key range of a hash table at most this wide is answered by one batch
+** lookup of its keys instead of a scan of every slot. */
+#define GPUDS_HASH_RANGE_KEYS 65536
+
 /* Module kinds */
 #define GPUDS_MOD_GFSL    GPUDS_ORDERED
 #define GPUDS_MOD_GPUHASH GPUDS_HASH
@@ -106,6 +110,9 @@ struct GpudsTable {
   GpudsWbuf wb;               /* write buffer of the open transaction */
   GpudsFilter filter;         /* keys that might be in pStore */
   int nCursor;                /* open cursors on this table */
+  int bMaxValid;              /* iMax/bMaxAny describe the table as now seen */
+  int bMaxAny;                /* the table has a row */
+  int64_t iMax;               /* its largest key, if bMaxAny */
   int64_t nFlushRows;         /* flush the write buffer past this many keys */
   int64_t nFlush;             /* batches applied to the store (statistics) */
   /* persistence (shadow.c) */
@@ -150,6 +157,7 @@ int gpudsShadowCreate(GpudsTable *p);
 int gpudsShadowDestroy(GpudsTable *p);
 int gpudsShadowRename(GpudsTable *p, const char *zNew);
 int gpudsShadowSync(GpudsTable *p);
+int gpudsShadowExists(GpudsTable *p);
 int gpudsShadowRefresh(GpudsTable *p);
 void gpudsShadowCommitted(GpudsTable *p);
 void gpudsShadowRolledBack(GpudsTable *p);

@@ -328,7 +328,7 @@ int gpudsPlanDecode(int idxNum, int argc, sqlite3_value **argv, GpudsPlan *pPlan
   if( pPlan->bList && pPlan->nKey>0 ){
     /* Sort, drop duplicates and keys outside the bounds. */
     int64_t j, n = 0;
-    qsort(pPlan->aKey, (size_t)pPlan->nKey, 8, cmpKey);
+    if( pPlan->nKey>1 ) qsort(pPlan->aKey, (size_t)pPlan->nKey, 8, cmpKey);
     for(j=0; j<pPlan->nKey; j++){
       int64_t k = pPlan->aKey[j];
       if( k<pPlan->lo || k>pPlan->hi ) continue;

@@ -87,7 +87,8 @@ int gpudsKeyExists(GpudsTable *p, int64_t k, int *pbExists){
 }
 
 /* The largest key as the open transaction sees it; *pbAny is 0 for an
-** empty table. */
+** empty table.  Cached: writes keep the cache current (wbuf.c), undo and
+** reloads drop it. */
 int gpudsMaxKey(GpudsTable *p, int *pbAny, int64_t *pMax){
   GpudsMerge *m = 0;
   int bEof = 1, rc;
@@ -95,6 +96,11 @@ int gpudsMaxKey(GpudsTable *p, int *pbAny, int64_t *pMax){
   uint64_t r;
   int bOrdered = p->pOps->kind==GPUDS_ORDERED;
   *pbAny = 0;
+  if( p->bMaxValid ){
+    *pbAny = p->bMaxAny;
+    *pMax = p->iMax;
+    return SQLITE_OK;
+  }
   rc = gpudsMergeOpen(p, INT64_MIN, INT64_MAX, 1, bOrdered ? 1 : -1, &m);
   if( rc ) return rc;
   while( (rc = gpudsMergeNext(m, &bEof, &k, &r))==SQLITE_OK && !bEof ){
@@ -104,5 +110,10 @@ int gpudsMaxKey(GpudsTable *p, int *pbAny, int64_t *pMax){
   }
   gpudsMergeClose(m);
   *pMax = mx;
+  if( rc==SQLITE_OK ){
+    p->bMaxValid = 1;
+    p->bMaxAny = *pbAny;
+    p->iMax = mx;
+  }
   return rc;
 }

@@ -18,8 +18,11 @@ struct GpudsRow {
   uint32_t nByte;           /* size of the whole record */
 };
 
+#define CELL_TERM 0x80      /* eType flag: text followed by a NUL, none inside */
+
 typedef struct RowCell {
-  uint8_t eType;            /* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL */
+  uint8_t eType;            /* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL,
+                            ** text maybe | CELL_TERM */
   uint32_t iOff;            /* payload offset from the start of the record */
   uint32_t nLen;            /* payload bytes */
 } RowCell;
@@ -112,7 +115,8 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
     applyAffinity(apVal[i], aAff[i], &aV[i]);
     switch( aV[i].eType ){
       case SQLITE_INTEGER: case SQLITE_FLOAT: nByte += 8; break;
-      case SQLITE_TEXT: case SQLITE_BLOB: nByte += (size_t)aV[i].n; break;
+      case SQLITE_TEXT: nByte += (size_t)aV[i].n + 1; break;   /* + NUL */
+      case SQLITE_BLOB: nByte += (size_t)aV[i].n; break;
     }
   }
   /* Rows use malloc() directly: one per row, freed by gpudsRowFree(). */
@@ -130,7 +134,14 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
       switch( c->eType ){
         case SQLITE_INTEGER: memcpy(z, &aV[i].i, 8); c->nLen = 8; break;
         case SQLITE_FLOAT:   memcpy(z, &aV[i].r, 8); c->nLen = 8; break;
-        case SQLITE_TEXT: case SQLITE_BLOB:
+        case SQLITE_TEXT:
+          c->nLen = (uint32_t)aV[i].n;
+          if( c->nLen ) memcpy(z, aV[i].z, c->nLen);
+          z[c->nLen] = 0;
+          if( c->nLen==0 || memchr(z, 0, c->nLen)==0 ) c->eType |= CELL_TERM;
+          z++;
+          break;
+        case SQLITE_BLOB:
           c->nLen = (uint32_t)aV[i].n;
           if( c->nLen ) memcpy(z, aV[i].z, c->nLen);
           break;
@@ -162,6 +173,11 @@ GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
       case SQLITE_INTEGER: case SQLITE_FLOAT: bOk = bOk && c->nLen==8; break;
       case SQLITE_NULL:                       bOk = bOk && c->nLen==0; break;
       case SQLITE_TEXT: case SQLITE_BLOB:     break;
+      case SQLITE_TEXT|CELL_TERM:
+        bOk = bOk && (uint64_t)c->iOff + c->nLen < n
+                  && ((const char*)p)[c->iOff + c->nLen]==0
+                  && memchr((const char*)p + c->iOff, 0, c->nLen)==0;
+        break;
       default:                                bOk = 0; break;
     }
     if( !bOk ){ free(p); return 0; }
@@ -198,6 +214,9 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx){
       double x; memcpy(&x, z, 8);
       sqlite3_result_double(ctx, x); break;
     }
+    case SQLITE_TEXT|CELL_TERM:
+      /* NUL-terminated: SQLite copies it once and need not add a NUL */
+      sqlite3_result_text(ctx, z, -1, SQLITE_TRANSIENT); break;
     case SQLITE_TEXT:
       sqlite3_result_text(ctx, z, (int)c->nLen, SQLITE_TRANSIENT); break;
     case SQLITE_BLOB:

@@ -6,8 +6,13 @@
 ** Ordered stores: a two-way merge of two key-ordered streams; on equal keys
 ** the write buffer wins (a 0 value there hides the key).  Pages start small
 ** (a LIMIT 10 query fetches little) and double up to MERGE_PAGE_MAX.
-** Hash stores: the store's entries in slot order, skipping keys the write
-** buffer holds, then the write buffer's live entries.
+** Hash stores: a snapshot of the keys (8 bytes each: the store's in slot
+** order, then the write buffer's own), taken when the scan opens, read back
+** a page at a time through a batch lookup of the current contents.  Slots
+** move when the same connection commits during the scan (deletes shift
+** entries back, growth rehashes), so slot positions cannot be resumed; the
+** snapshot returns each row that is still there when its page is read,
+** once, as an ordinary table's cursor does.
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
@@ -30,9 +35,93 @@ struct GpudsMerge {
   size_t nPage;             /* size of the next store page */
   MergeSrc st;              /* the store */
   MergeSrc ov;              /* the write buffer */
-  uint8_t *aHit;            /* hash scans: overlay hits for a store page */
-  uint64_t *aHitVal;
+  /* hash scans */
+  int64_t *aSnap;           /* the keys, as the scan opened */
+  int64_t nSnap, iSnap;     /* keys, next one to read */
+  uint8_t *aFound;          /* lookups of the current page */
 };
+
+static int srcReserve(MergeSrc *src, size_t nMax);
+
+/* Append key k to the hash scan's snapshot. */
+static int snapAdd(GpudsMerge *m, int64_t k, int64_t *pnAlloc){
+  if( m->nSnap==*pnAlloc ){
+    int64_t nNew = *pnAlloc ? *pnAlloc*2 : 1024;
+    int64_t *a = sqlite3_realloc64(m->aSnap, nNew*8);
+    if( a==0 ) return SQLITE_NOMEM;
+    m->aSnap = a;
+    *pnAlloc = nNew;
+  }
+  m->aSnap[m->nSnap++] = k;
+  return SQLITE_OK;
+}
+
+/* Hash scans: take the keys in [lo,hi] now, the store's and then those
+** only the write buffer has (live ones). */
+static int snapshotKeys(GpudsMerge *m){
+  GpudsTable *p = m->pTab;
+  int64_t nAlloc = 0;
+  int rc = SQLITE_OK;
+  size_t i;
+  while( rc==SQLITE_OK && !m->st.s.done ){
+    rc = srcReserve(&m->st, MERGE_PAGE_MAX);
+    if( rc ) break;
+    rc = p->pOps->xScan(p->pStore, &m->st.s, MERGE_PAGE_MAX, m->st.aKey, m->st.aVal, &m->st.n);
+    if( rc ){ rc = gpudsVtabError(p, rc, "scan: %s", p->pOps->xErrmsg(p->pStore)); break; }
+    for(i=0; i<m->st.n && rc==SQLITE_OK; i++){
+      uint64_t v;
+      int bHit = 0;
+      /* a key the write buffer also holds is taken from there, below */
+      if( p->wb.nOver ) gpudsWbufGet(p, m->st.aKey[i], &bHit, &v);
+      if( !bHit ) rc = snapAdd(m, m->st.aKey[i], &nAlloc);
+    }
+  }
+  while( rc==SQLITE_OK && !m->ov.s.done ){
+    rc = srcReserve(&m->ov, OVER_PAGE);
+    if( rc==SQLITE_OK ) rc = gpudsOverlayScan(p, &m->ov.s, OVER_PAGE, m->ov.aKey, m->ov.aVal, &m->ov.n);
+    for(i=0; i<m->ov.n && rc==SQLITE_OK; i++){
+      if( m->ov.aVal[i] ) rc = snapAdd(m, m->ov.aKey[i], &nAlloc);
+    }
+  }
+  m->st.n = m->st.i = 0;
+  m->ov.n = m->ov.i = 0;
+  return rc;
+}
+
+/* Hash scans: the next row of the snapshot that still exists. */
+static int snapshotNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow){
+  GpudsTable *p = m->pTab;
+  for(;;){
+    while( m->st.i<m->st.n ){
+      size_t i = m->st.i++;
+      if( m->aFound[i] ){
+        *pbEof = 0;
+        *pKey = m->st.aKey[i];
+        *pRow = m->st.aVal[i];
+        return SQLITE_OK;
+      }
+    }
+    if( m->iSnap>=m->nSnap ){ *pbEof = 1; return SQLITE_OK; }
+    {
+      /* Next page: look its keys up as the table is now. */
+      size_t n = m->nPage, i;
+      int rc;
+      if( (int64_t)n > m->nSnap - m->iSnap ) n = (size_t)(m->nSnap - m->iSnap);
+      rc = srcReserve(&m->st, n);
+      if( rc ) return rc;
+      sqlite3_free(m->aFound);
+      m->aFound = sqlite3_malloc64(n);
+      if( m->aFound==0 ) return SQLITE_NOMEM;
+      for(i=0; i<n; i++) m->st.aKey[i] = m->aSnap[m->iSnap+i];
+      rc = gpudsLookupMany(p, n, m->st.aKey, m->aFound, m->st.aVal);
+      if( rc ) return rc;
+      m->iSnap += n;
+      m->st.n = n;
+      m->st.i = 0;
+      if( m->nPage<MERGE_PAGE_MAX ) m->nPage *= 2;
+    }
+  }
+}
 
 /* Start a scan of [lo,hi].  nHint is the number of rows the caller expects
 ** to need (-1 if unknown). */
@@ -54,6 +143,10 @@ int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
   if( p->wb.nOver==0 ) m->ov.s.done = 1;
   p->nCursor++;
   *pp = m;
+  if( !m->bOrdered && lo<=hi ){
+    int rc = snapshotKeys(m);
+    if( rc ){ gpudsMergeClose(m); *pp = 0; return rc; }
+  }
   return SQLITE_OK;
 }
 
@@ -63,7 +156,7 @@ void gpudsMergeClose(GpudsMerge *m){
     GpudsTable *p = m->pTab;
     sqlite3_free(m->st.aKey); sqlite3_free(m->st.aVal);
     sqlite3_free(m->ov.aKey); sqlite3_free(m->ov.aVal);
-    sqlite3_free(m->aHit); sqlite3_free(m->aHitVal);
+    sqlite3_free(m->aSnap); sqlite3_free(m->aFound);
     sqlite3_free(m);
     p->nCursor--;
     gpudsCollectGarbage(p);
@@ -97,18 +190,6 @@ static int fillStore(GpudsMerge *m){
     if( rc ) return gpudsVtabError(p, rc, "scan: %s", p->pOps->xErrmsg(p->pStore));
     m->st.i = 0;
     if( m->nPage<MERGE_PAGE_MAX ) m->nPage *= 2;
-    if( !m->bOrdered && m->st.n>0 && p->wb.nOver>0 ){
-      /* Hash scan: find which of these keys the write buffer overrides. */
-      sqlite3_free(m->aHit); sqlite3_free(m->aHitVal);
-      m->aHit = sqlite3_malloc64(m->st.n);
-      m->aHitVal = sqlite3_malloc64(m->st.n*8);
-      if( !m->aHit || !m->aHitVal ) return SQLITE_NOMEM;
-      rc = gpudsOverlayLookup(p, m->st.n, m->st.aKey, m->aHit, m->aHitVal);
-      if( rc ) return rc;
-    }else{
-      sqlite3_free(m->aHit); sqlite3_free(m->aHitVal);
-      m->aHit = 0; m->aHitVal = 0;
-    }
   }
   return SQLITE_OK;
 }
@@ -128,6 +209,7 @@ static int fillOver(GpudsMerge *m){
 /* Next entry of the merged scan: *pbEof, or *pKey and *pRow (never 0). */
 int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow){
   int rc;
+  if( !m->bOrdered ) return snapshotNext(m, pbEof, pKey, pRow);
   for(;;){
     int bSt, bOv;
     if( (rc = fillStore(m))!=SQLITE_OK ) return rc;
@@ -136,23 +218,7 @@ int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow){
     bOv = m->ov.i<m->ov.n;
     if( !bSt && !bOv ){ *pbEof = 1; return SQLITE_OK; }
     *pbEof = 0;
-    if( !m->bOrdered ){
-      /* Hash: store entries first (unless overridden), then the overlay. */
-      if( bSt ){
-        size_t i = m->st.i++;
-        if( m->aHit && m->aHit[i] ) continue;
-        *pKey = m->st.aKey[i];
-        *pRow = m->st.aVal[i];
-        return SQLITE_OK;
-      }
-      {
-        size_t i = m->ov.i++;
-        if( m->ov.aVal[i]==0 ) continue;
-        *pKey = m->ov.aKey[i];
-        *pRow = m->ov.aVal[i];
-        return SQLITE_OK;
-      }
-    }else{
+    {
       int bTakeOv;
       if( bSt && bOv ){
         int64_t ks = m->st.aKey[m->st.i], ko = m->ov.aKey[m->ov.i];

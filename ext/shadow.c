@@ -70,6 +70,21 @@ int gpudsShadowName(const char *zSuffix){
   return sqlite3_stricmp(zSuffix, "meta")==0 || sqlite3_stricmp(zSuffix, "run")==0;
 }
 
+/* True if the shadow tables exist.  They do not when the CREATE VIRTUAL
+** TABLE was undone by ROLLBACK TO: SQLite adds a table created inside a
+** savepoint to the transaction without telling it of the savepoint, so its
+** xRollbackTo is never called, yet xSync is. */
+int gpudsShadowExists(GpudsTable *p){
+  sqlite3_stmt *pStmt;
+  int bExists = 0;
+  if( shadowPrepare(p, &pStmt, "SELECT 1 FROM %Q.sqlite_schema WHERE type='table' AND name='%q_meta'",
+                    p->zDb, p->zName)==SQLITE_OK ){
+    bExists = sqlite3_step(pStmt)==SQLITE_ROW;
+    sqlite3_finalize(pStmt);
+  }
+  return bExists;
+}
+
 /* xCreate: create the (empty) shadow tables. */
 int gpudsShadowCreate(GpudsTable *p){
   int rc = shadowExec(p,
@@ -481,8 +496,17 @@ append_out:
 ** the transaction's state and set the generation.  Safe to call again if
 ** COMMIT failed (SQLITE_BUSY) and is retried.  Errors make SQLite roll back. */
 int gpudsShadowSync(GpudsTable *p){
-  int64_t *aRun = 0, *aN = 0, iNext = 1;
+  int64_t *aRun = 0, *aN = 0, iNext = 1, i;
   int nRun = 0, rc, bAny = 0;
+  if( !p->bShadowDirty ){
+    /* Nothing new to write?  Then touch nothing: the shadow tables may even
+    ** be gone (CREATE VIRTUAL TABLE undone by ROLLBACK TO). */
+    size_t n; const int64_t *ak; const uint64_t *an;
+    for(i=p->nUndoSynced; i<p->wb.nUndo; i++){
+      if( gpudsUndoFlush(p, i, &n, &ak, &an) ) break;
+    }
+    if( i>=p->wb.nUndo ) return SQLITE_OK;
+  }
   if( p->bShadowDirty ){
     rc = shadowRewrite(p);
     bAny = 1;

@@ -88,6 +88,7 @@ static void freeStoreRows(GpudsTable *p){
 /* Replace the store with pNew (a reload): free the old store and its rows,
 ** rebuild the key filter.  No cursor may be open. */
 void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew){
+  p->bMaxValid = 0;
   freeStoreRows(p);
   p->pOps->xDestroy(p->pStore);
   p->pStore = pNew;
@@ -246,7 +247,13 @@ static int gpudsBestIndexMethod(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo){
 
 /* xOpen */
 static int gpudsOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur){
-  GpudsCursor *c = sqlite3_malloc64(sizeof(*c));
+  GpudsCursor *c;
+  /* Once per statement (its read transaction is open): catch up with what
+  ** other connections committed.  Not per xFilter, which a join calls once
+  ** per outer row. */
+  int rc = gpudsShadowRefresh(tab(pVtab));
+  if( rc ) return vtabDone(pVtab, rc);
+  c = sqlite3_malloc64(sizeof(*c));
   if( c==0 ) return SQLITE_NOMEM;
   memset(c, 0, sizeof(*c));
   c->bEof = 1;
@@ -340,14 +347,24 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   GpudsPlan pl;
   int rc;
   cursorReset(c);
-  rc = gpudsShadowRefresh(p);
-  if( rc ) return vtabDone(pCur->pVtab, rc);
   rc = gpudsPlanDecode(idxNum, argc, argv, &pl);
   if( rc ){ sqlite3_free(pl.aKey); return rc; }
   /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
   ** when it still filters rows by a term it did not show us (WHERE d = k),
   ** so the cursor never stops early; SQLite ends the loop at the limit. */
   c->nLeft = -1;
+  if( !pl.bEmpty && !pl.bList && p->eKind==GPUDS_HASH
+   && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
+   && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= 16*p->pOps->xCount(p->pStore) + 64 ){
+    /* A short key range on a hash table: look every key of it up in one
+    ** batch rather than visit every slot. */
+    int64_t n = (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) + 1, i;
+    pl.aKey = sqlite3_malloc64(n*8);
+    if( pl.aKey==0 ) return vtabDone(pCur->pVtab, SQLITE_NOMEM);
+    for(i=0; i<n; i++) pl.aKey[i] = (int64_t)((uint64_t)pl.lo + (uint64_t)i);
+    pl.nKey = n;
+    pl.bList = 1;
+  }
   if( pl.bEmpty ){
     c->bEof = 1;
   }else if( pl.bList ){
@@ -519,7 +536,13 @@ static int gpudsBegin(sqlite3_vtab *pVtab){
 ** transaction back (xRollback), shadow tables included. */
 static int gpudsSync(sqlite3_vtab *pVtab){
   GpudsTable *p = tab(pVtab);
-  int rc = gpudsWbufFlush(p, 1);
+  int rc;
+  if( (p->wb.nOver>0 || p->wb.nUndo>0) && !gpudsShadowExists(p) ){
+    /* The table's creation was rolled back (ROLLBACK TO): so are its rows. */
+    gpudsShadowRolledBack(p);
+    return vtabDone(pVtab, gpudsWbufRollback(p));
+  }
+  rc = gpudsWbufFlush(p, 1);
   if( rc==SQLITE_OK ) rc = gpudsShadowSync(p);
   return vtabDone(pVtab, rc);
 }

@@ -159,6 +159,14 @@ static int wbufPut(GpudsTable *p, int64_t k, uint64_t v, int bForceLog){
   if( rc ) return gpudsVtabError(p, rc, "out of memory");
   rc = overPut(p, k, v, &had, &prev);
   if( rc ) return rc;
+  /* keep the cached largest key (for NULL-key inserts) up to date */
+  if( p->bMaxValid ){
+    if( v ){
+      if( !p->bMaxAny || k>p->iMax ){ p->iMax = k; p->bMaxAny = 1; }
+    }else if( p->bMaxAny && k==p->iMax ){
+      p->bMaxValid = 0;
+    }
+  }
   if( had || w->nMark>0 || bForceLog ){
     GpudsUndo *u = &w->aUndo[w->nUndo++];
     u->eType = UNDO_PUT;
@@ -337,6 +345,7 @@ flush_out:
 /* Undo one log entry (the last one). */
 static int undoOne(GpudsTable *p, GpudsUndo *u){
   int rc = SQLITE_OK;
+  p->bMaxValid = 0;
   if( u->eType==UNDO_PUT ){
     uint8_t had = 0; uint64_t cur = 0;
     gpudsRowGarbage(p, u->neu);
@@ -451,6 +460,7 @@ int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
 int gpudsWbufRollback(GpudsTable *p){
   GpudsWbuf *w = &p->wb;
   int rc = undoTo(p, 0);
+  p->bMaxValid = 0;
   {
     gpuds_scan s;
     size_t nPage = 4096, nOut, i;
