@@ -5,12 +5,27 @@
 #                         path of gpuds.so in GPUDS_EXT; exit 77 = SKIPPED
 #   tests/sql/*.sql       shell scripts, run by tests/run_sql.sh (differential)
 
-# A Python whose sqlite3 can load extensions (Debian's /usr/bin/python3 here;
-# the pyenv one first on PATH cannot).
-find_program(GPUDS_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+# A Python whose sqlite3 can load extensions: Debian's /usr/bin/python3 on
+# the development and CI machines (the pyenv one first on PATH cannot), the
+# python3 on PATH on the GPU machine.  The first candidate that can is used.
 if(NOT GPUDS_PYTHON)
-  find_program(GPUDS_PYTHON NAMES python3)
+  find_program(GPUDS_PY_PATH NAMES python3)
+  foreach(py /usr/bin/python3 ${GPUDS_PY_PATH})
+    if(EXISTS ${py} AND NOT GPUDS_PYTHON)
+      execute_process(COMMAND ${py} -c
+        "import sqlite3; sqlite3.connect(':memory:').enable_load_extension(True)"
+        RESULT_VARIABLE py_rc OUTPUT_QUIET ERROR_QUIET)
+      if(py_rc EQUAL 0)
+        set(GPUDS_PYTHON ${py} CACHE FILEPATH "Python able to load SQLite extensions")
+      endif()
+    endif()
+  endforeach()
+  if(NOT GPUDS_PYTHON)
+    message(WARNING "gpuds: no python3 whose sqlite3 can load extensions: SQL tests will fail")
+    set(GPUDS_PYTHON /usr/bin/python3)
+  endif()
 endif()
+message(STATUS "gpuds: SQL tests use ${GPUDS_PYTHON}")
 find_program(GPUDS_SQLITE3_SHELL NAMES sqlite3)
 
 file(GLOB GPUDS_C_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
@@ -41,7 +56,9 @@ foreach(src ${GPUDS_GPU_TESTS})
     target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/kernels ${CMAKE_SOURCE_DIR}/tests)
     target_compile_options(${name} PRIVATE --expt-relaxed-constexpr -lineinfo)
     set_target_properties(${name} PROPERTIES CUDA_RUNTIME_LIBRARY Static)
+    # The default (full) size; "small" is the compute-sanitizer size.
     add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 900)
   else()
     # Host-only build: the test exists and reports SKIPPED, never passed.
     add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -E echo "SKIPPED: built without CUDA")
@@ -54,7 +71,12 @@ file(GLOB GPUDS_PY_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.py)
 foreach(src ${GPUDS_PY_TESTS})
   get_filename_component(name ${src} NAME_WE)
   add_test(NAME ${name} COMMAND ${GPUDS_PYTHON} ${src})
-  set_tests_properties(${name} PROPERTIES LABELS sql SKIP_RETURN_CODE 77
+  if(name MATCHES "gpu")
+    set(py_labels "sql;gpu")
+  else()
+    set(py_labels sql)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${py_labels}" SKIP_RETURN_CODE 77
     ENVIRONMENT "GPUDS_EXT=$<TARGET_FILE:gpuds>;PYTHONDONTWRITEBYTECODE=1")
 endforeach()
 
