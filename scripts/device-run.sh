@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Run on the GPU machine (the device tool), from the repository root, after
+# ../shared/device/stage.sh staged SQLite into .device/:
+#   scripts/device-run.sh test    build, ctest (all), compute-sanitizer
+#   scripts/device-run.sh bench   bench_gfsl, bench_hash, sqlbench
+# Logs and results go to $OUT (or ./device-out).
+set -uo pipefail
+OUT=${OUT:-device-out}
+mkdir -p "$OUT"
+source .device/env.sh >/dev/null
+export LD_LIBRARY_PATH=/opt/sqlite-deb/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+B=build-gpu
+log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
+
+build() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/summary.txt"
+  cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 &&
+  cmake --build $B -j"$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  log "built"
+}
+
+case "${1:-test}" in
+  test)
+    build
+    log "ctest"
+    ctest --test-dir $B --output-on-failure -j6 --timeout 900 > "$OUT/ctest.log" 2>&1
+    tail -25 "$OUT/ctest.log" | tee -a "$OUT/summary.txt"
+    log "test_persist on the cuda backend"
+    GPUDS_BACKEND=cuda GPUDS_EXT=$B/gpuds.so python3 tests/test_persist.py > "$OUT/persist-cuda.log" 2>&1
+    tail -3 "$OUT/persist-cuda.log" | tee -a "$OUT/summary.txt"
+    log "compute-sanitizer"
+    {
+      for t in "gpu_test_hash small" "gpu_test_gfsl tiny"; do
+        set -- $t
+        echo "--- memcheck $t"; compute-sanitizer --tool memcheck --leak-check full $B/$1 $2 2>&1 | tail -6
+      done
+      echo "--- racecheck gpu_test_hash small"; compute-sanitizer --tool racecheck $B/gpu_test_hash small 2>&1 | tail -4
+      echo "--- racecheck gpu_test_gfsl micro"; compute-sanitizer --tool racecheck $B/gpu_test_gfsl micro 2>&1 | tail -4
+    } > "$OUT/sanitizer.log" 2>&1
+    grep -E "^---|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|PASS|FAIL" "$OUT/sanitizer.log" | tee -a "$OUT/summary.txt"
+    ;;
+  bench)
+    build
+    log "bench_gfsl"
+    $B/bench_gfsl "$OUT/bench_gfsl.csv" > "$OUT/bench_gfsl.log" 2>&1; tail -30 "$OUT/bench_gfsl.log"
+    log "bench_hash"
+    $B/bench_hash "$OUT/bench_hash.csv" 27 20 > "$OUT/bench_hash.log" 2>&1; tail -30 "$OUT/bench_hash.log"
+    log "sqlbench"
+    $B/sqlbench --ext $B/gpuds --rows "${ROWS:-2000000}" --queries "${QUERIES:-200000}" \
+      --json "$OUT/sqlbench.json" > "$OUT/sqlbench.log" 2>&1; tail -40 "$OUT/sqlbench.log"
+    ;;
+esac
+log "done"
