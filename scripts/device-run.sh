@@ -3,6 +3,8 @@
 # ../shared/device/stage.sh staged SQLite into .device/:
 #   scripts/device-run.sh test    build, ctest (all), compute-sanitizer
 #   scripts/device-run.sh bench   bench_gfsl, bench_hash, sqlbench
+#   scripts/device-run.sh quick   build, GPU tests, sanitizers, short benchmarks
+#                                 (every step time-bounded: one call of < 10 min)
 # Logs and results go to $OUT (or ./device-out).
 set -uo pipefail
 OUT=${OUT:-device-out}
@@ -38,6 +40,26 @@ case "${1:-test}" in
       echo "--- racecheck gpu_test_gfsl micro"; compute-sanitizer --tool racecheck $B/gpu_test_gfsl micro 2>&1 | tail -4
     } > "$OUT/sanitizer.log" 2>&1
     grep -E "^---|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|PASS|FAIL" "$OUT/sanitizer.log" | tee -a "$OUT/summary.txt"
+    ;;
+  quick)
+    build
+    log "ctest -L gpu"
+    timeout 240 ctest --test-dir $B --output-on-failure -L gpu -j3 > "$OUT/ctest.log" 2>&1
+    tail -15 "$OUT/ctest.log" | tee -a "$OUT/summary.txt"
+    log "compute-sanitizer"
+    {
+      echo "--- memcheck gpu_test_hash small"; timeout 60 compute-sanitizer --tool memcheck --leak-check full $B/gpu_test_hash small 2>&1 | tail -4
+      echo "--- memcheck gpu_test_gfsl tiny"; timeout 60 compute-sanitizer --tool memcheck --leak-check full $B/gpu_test_gfsl tiny 2>&1 | tail -4
+      echo "--- racecheck gpu_test_gfsl micro"; timeout 60 compute-sanitizer --tool racecheck $B/gpu_test_gfsl micro 2>&1 | tail -4
+    } > "$OUT/sanitizer.log" 2>&1
+    grep -E "^---|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|PASS|FAIL" "$OUT/sanitizer.log" | tee -a "$OUT/summary.txt"
+    log "bench_gfsl --quick"
+    timeout 60 $B/bench_gfsl --quick "$OUT/bench_gfsl.csv" > "$OUT/bench_gfsl.log" 2>&1; tail -22 "$OUT/bench_gfsl.log"
+    log "bench_hash 2^26"
+    timeout 60 $B/bench_hash "$OUT/bench_hash.csv" 26 26 > "$OUT/bench_hash.log" 2>&1; tail -14 "$OUT/bench_hash.log"
+    log "sqlbench"
+    timeout 150 $B/sqlbench --ext $B/gpuds --rows "${ROWS:-1000000}" --queries "${QUERIES:-100000}" --budget 2 \
+      --json "$OUT/sqlbench.json" > "$OUT/sqlbench.log" 2>&1; tail -30 "$OUT/sqlbench.log"
     ;;
   bench)
     build
