@@ -53,7 +53,8 @@ UPDATE OR REPLACE t SET k = 12 WHERE k = 13;
 UPDATE OR IGNORE t SET k = 9223372036854775807 WHERE k = 12;
 SELECT changes();
 SELECT k, a FROM t ORDER BY k;
-SELECT total_changes();
+-- (total_changes() is not compared: like every virtual table with shadow
+-- tables (FTS5 too), gfsl/gpuhash count their shadow-table writes in it.)
 .print -- delete everything, NULL key again
 DELETE FROM t;
 SELECT changes();
