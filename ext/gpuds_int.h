@@ -107,6 +107,8 @@ struct GpudsTable {
   GpudsTable *pNextTable;     /* list of all tables (info.c) */
   const gpuds_store_ops *pOps;
   gpuds_store *pStore;        /* committed (and flushed) rows */
+  const gpuds_store_ops *pMirOps;  /* host mirror of a GPU store (store.c) */
+  gpuds_store *pMirror;       /* or NULL */
   GpudsWbuf wb;               /* write buffer of the open transaction */
   GpudsFilter filter;         /* keys that might be in pStore */
   int nCursor;                /* open cursors on this table */
@@ -149,7 +151,21 @@ void gpudsCollectGarbage(GpudsTable *p);
 int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
                    const uint64_t **paNew);
 void gpudsFilterRebuild(GpudsTable *p);
-void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew);
+void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew, gpuds_store *pNewMir);
+
+/* The store and its host mirror (store.c) */
+int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir);
+void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir);
+int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
+                    const int64_t *aKey, const uint64_t *aVal,
+                    uint8_t *aFound, uint64_t *aOld);
+int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
+                   size_t n, const int64_t *aKey, const uint64_t *aVal);
+int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
+                     uint8_t *aFound, uint64_t *aVal);
+int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
+                   int64_t *aKey, uint64_t *aVal, size_t *pnOut);
+int gpudsStoreCheck(GpudsTable *p);
 
 /* Persistence (shadow.c) */
 int gpudsShadowName(const char *zSuffix);

@@ -127,9 +127,11 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     if( p->db!=db ) continue;
     if( zStore ) p->pOps->xInfo(p->pStore, zStore, 4096);
     sqlite3_str_appendf(s, "%s{\"name\":\"%s.%s\",\"module\":\"%s\",\"backend\":\"%s\","
+        "\"host_mirror\":%s,"
         "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s}",
         nTab++ ? "," : "", p->zDb, p->zName,
         p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", p->pOps->zBackend,
+        p->pMirror ? "true" : "false",
         (long long)p->pOps->xCount(p->pStore), (long long)p->wb.nOver,
         (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}");
   }

@@ -19,9 +19,7 @@ int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,
 
   if( n==0 ) return SQLITE_OK;
   if( p->wb.nOver==0 ){
-    rc = p->pOps->xLookup(p->pStore, n, aKey, aFound, aRow);
-    if( rc ) return gpudsVtabError(p, rc, "lookup: %s", p->pOps->xErrmsg(p->pStore));
-    return SQLITE_OK;
+    return gpudsStoreLookup(p, n, aKey, aFound, aRow);
   }
   aMiss = sqlite3_malloc64(n*8);
   aIdx = sqlite3_malloc64(n*sizeof(size_t));
@@ -43,11 +41,8 @@ int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,
     }
   }
   if( nMiss ){
-    rc = p->pOps->xLookup(p->pStore, nMiss, aMiss, aF, aV);
-    if( rc ){
-      rc = gpudsVtabError(p, rc, "lookup: %s", p->pOps->xErrmsg(p->pStore));
-      goto lookup_out;
-    }
+    rc = gpudsStoreLookup(p, nMiss, aMiss, aF, aV);
+    if( rc ) goto lookup_out;
     for(i=0; i<nMiss; i++){
       aFound[aIdx[i]] = aF[i];
       aRow[aIdx[i]] = aV[i];

@@ -66,8 +66,8 @@ static int snapshotKeys(GpudsMerge *m){
   while( rc==SQLITE_OK && !m->st.s.done ){
     rc = srcReserve(&m->st, MERGE_PAGE_MAX);
     if( rc ) break;
-    rc = p->pOps->xScan(p->pStore, &m->st.s, MERGE_PAGE_MAX, m->st.aKey, m->st.aVal, &m->st.n);
-    if( rc ){ rc = gpudsVtabError(p, rc, "scan: %s", p->pOps->xErrmsg(p->pStore)); break; }
+    rc = gpudsStoreScan(p, &m->st.s, MERGE_PAGE_MAX, m->st.aKey, m->st.aVal, &m->st.n);
+    if( rc ) break;
     for(i=0; i<m->st.n && rc==SQLITE_OK; i++){
       uint64_t v;
       int bHit = 0;
@@ -186,8 +186,8 @@ static int fillStore(GpudsMerge *m){
     size_t nMax = m->nPage;
     rc = srcReserve(&m->st, nMax);
     if( rc ) return rc;
-    rc = p->pOps->xScan(p->pStore, &m->st.s, nMax, m->st.aKey, m->st.aVal, &m->st.n);
-    if( rc ) return gpudsVtabError(p, rc, "scan: %s", p->pOps->xErrmsg(p->pStore));
+    rc = gpudsStoreScan(p, &m->st.s, nMax, m->st.aKey, m->st.aVal, &m->st.n);
+    if( rc ) return rc;
     m->st.i = 0;
     if( m->nPage<MERGE_PAGE_MAX ) m->nPage *= 2;
   }

@@ -430,8 +430,8 @@ static int shadowRewrite(GpudsTable *p){
   memset(&sc, 0, sizeof(sc));
   sc.lo = INT64_MIN; sc.hi = INT64_MAX;
   while( rc==SQLITE_OK && !sc.done ){
-    rc = p->pOps->xScan(p->pStore, &sc, nPage, aK, aV, &nOut);
-    if( rc ){ gpudsVtabError(p, rc, "scan: %s", p->pOps->xErrmsg(p->pStore)); break; }
+    rc = gpudsStoreScan(p, &sc, nPage, aK, aV, &nOut);
+    if( rc ) break;
     for(i=0; i<nOut && rc==SQLITE_OK; i++){
       const GpudsRow *pRow = (const GpudsRow*)(uintptr_t)aV[i];
       rc = writerAdd(p, &w, aK[i], (const unsigned char*)pRow, (uint32_t)gpudsRowBytes(pRow));
@@ -570,29 +570,24 @@ static int shadowLoad(GpudsTable *p, int64_t iGen){
   int64_t *aRun = 0, *aN = 0, i;
   int nRun = 0, rc;
   LoadCtx c;
-  gpuds_store *pNew = 0;
-  char *zErr = 0;
+  gpuds_store *pNew = 0, *pNewMir = 0;
   memset(&c, 0, sizeof(c));
   rc = listRuns(p, &aRun, &aN, &nRun);
   if( rc==SQLITE_OK ) rc = mergeRuns(p, aRun, nRun, 1, outToLoad, &c);
-  if( rc==SQLITE_OK ){
-    rc = p->pOps->xCreate(&pNew, &zErr);
-    if( rc ) gpudsVtabError(p, rc, "cannot create the %s store: %s", p->pOps->zBackend, zErr ? zErr : "");
-    free(zErr);
-  }
+  if( rc==SQLITE_OK ) rc = gpudsStoreCreate(p, &pNew, &pNewMir);
   if( rc==SQLITE_OK && c.n>0 ){
-    rc = p->pOps->xBulkLoad(pNew, (size_t)c.n, c.aKey, c.aVal);
-    if( rc ) gpudsVtabError(p, rc, "loading: %s", p->pOps->xErrmsg(pNew));
+    rc = gpudsStoreBulk(p, pNew, pNewMir, (size_t)c.n, c.aKey, c.aVal);
   }
   if( rc==SQLITE_OK ){
-    gpudsStoreReplace(p, pNew);
+    gpudsStoreReplace(p, pNew, pNewMir);
     pNew = 0;
+    pNewMir = 0;
     p->iGeneration = iGen;
     p->bLoaded = 1;
     p->nLoadRows = c.n;
   }else{
     for(i=0; i<c.n; i++) gpudsRowFree((GpudsRow*)(uintptr_t)c.aVal[i]);
-    if( pNew ) p->pOps->xDestroy(pNew);
+    gpudsStoreFree(p, pNew, pNewMir);
   }
   sqlite3_free(c.aKey); sqlite3_free(c.aVal);
   sqlite3_free(aRun); sqlite3_free(aN);
@@ -650,8 +645,8 @@ static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
   CheckCtx *c = (CheckCtx*)pCtx;
   uint8_t f = 0;
   uint64_t v = 0;
-  int rc = p->pOps->xLookup(p->pStore, 1, &k, &f, &v);
-  if( rc ) return gpudsVtabError(p, rc, "lookup: %s", p->pOps->xErrmsg(p->pStore));
+  int rc = gpudsStoreLookup(p, 1, &k, &f, &v);
+  if( rc ) return rc;
   c->n++;
   if( !f || gpudsRowBytes((const GpudsRow*)(uintptr_t)v)!=nRec
    || memcmp((const void*)(uintptr_t)v, aRec, nRec)!=0 ){
@@ -674,9 +669,8 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
   *pzResult = 0;
   rc = gpudsShadowRefresh(p);
   if( rc ) return rc;
-  if( p->pOps->xCheck(p->pStore)!=GPUDS_OK ){
-    *pzResult = sqlite3_mprintf("%s: structure invariant failed: %s", p->zName,
-                                p->pOps->xErrmsg(p->pStore));
+  if( gpudsStoreCheck(p)!=SQLITE_OK ){
+    *pzResult = sqlite3_mprintf("%s: %s", p->zName, p->base.zErrMsg ? p->base.zErrMsg : "check failed");
     return SQLITE_OK;
   }
   rc = listRuns(p, &aRun, &aN, &nRun);

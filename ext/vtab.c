@@ -78,7 +78,7 @@ static void freeStoreRows(GpudsTable *p){
     memset(&s, 0, sizeof(s));
     s.lo = INT64_MIN; s.hi = INT64_MAX;
     while( !s.done ){
-      if( p->pOps->xScan(p->pStore, &s, nPage, aK, aV, &nOut) ) break;
+      if( gpudsStoreScan(p, &s, nPage, aK, aV, &nOut) ) break;
       for(i=0; i<nOut; i++) gpudsRowFree((GpudsRow*)(uintptr_t)aV[i]);
     }
   }
@@ -87,11 +87,12 @@ static void freeStoreRows(GpudsTable *p){
 
 /* Replace the store with pNew (a reload): free the old store and its rows,
 ** rebuild the key filter.  No cursor may be open. */
-void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew){
+void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew, gpuds_store *pNewMir){
   p->bMaxValid = 0;
   freeStoreRows(p);
-  p->pOps->xDestroy(p->pStore);
+  gpudsStoreFree(p, p->pStore, p->pMirror);
   p->pStore = pNew;
+  p->pMirror = pNewMir;
   gpudsFilterRebuild(p);
 }
 
@@ -103,7 +104,7 @@ static void tableFree(GpudsTable *p){
   if( p->wb.pOver ) gpudsWbufRollback(p);   /* frees uncommitted rows */
   gpudsWbufClear(p);
   freeStoreRows(p);
-  if( p->pOps ) p->pOps->xDestroy(p->pStore);
+  if( p->pOps ) gpudsStoreFree(p, p->pStore, p->pMirror);
   gpudsFilterFree(&p->filter);
   for(i=0; i<p->nCol; i++) sqlite3_free(p->azCol[i]);
   sqlite3_free(p->azCol);
@@ -181,11 +182,9 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     if( p->nFlushRows<1 ) p->nFlushRows = 1;
   }
   if( !p->zDb || !p->zName ){ tableFree(p); sqlite3_free(pV); return SQLITE_NOMEM; }
-  rc = p->pOps->xCreate(&p->pStore, &zErr);
+  rc = gpudsStoreCreate(p, &p->pStore, &p->pMirror);
   if( rc ){
-    *pzErr = sqlite3_mprintf("%s: cannot create the %s store: %s", argv[0],
-                             p->pOps->zBackend, zErr ? zErr : "error");
-    free(zErr);
+    *pzErr = sqlite3_mprintf("%s: %s", argv[0], p->base.zErrMsg ? p->base.zErrMsg : "cannot create the store");
     tableFree(p);
     sqlite3_free(pV);
     return rc;

@@ -41,12 +41,6 @@ struct GpudsFlush {
   uint64_t *aOld;       /* its value then */
 };
 
-/* Copy the store's last error message into the vtab error. */
-static int storeError(GpudsTable *p, const gpuds_store_ops *pOps,
-                      gpuds_store *pS, int rc, const char *zWhat){
-  return gpudsVtabError(p, rc, "%s: %s", zWhat, pOps->xErrmsg(pS));
-}
-
 /* Create the (empty) overlay. */
 int gpudsWbufInit(GpudsTable *p){
   p->wb.pOver = gpudsOvNew();
@@ -232,7 +226,7 @@ static int filterRebuild(GpudsTable *p){
   s.lo = INT64_MIN; s.hi = INT64_MAX;
   while( !s.done ){
     size_t i;
-    rc = p->pOps->xScan(p->pStore, &s, nPage, aK, aV, &nOut);
+    rc = gpudsStoreScan(p, &s, nPage, aK, aV, &nOut);
     if( rc ){
       gpudsFilterFree(&p->filter);
       break;
@@ -312,16 +306,13 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
 
   if( bAllUpsert && p->pOps->xCount(p->pStore)==0 ){
     /* Empty store, only inserts: the bulk-build path. */
-    rc = p->pOps->xBulkLoad(p->pStore, n, f->aKey, f->aNew);
+    rc = gpudsStoreBulk(p, p->pStore, p->pMirror, n, f->aKey, f->aNew);
     memset(f->aFound, 0, n);
     memset(f->aOld, 0, n*8);
   }else{
-    rc = p->pOps->xBatch(p->pStore, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
+    rc = gpudsStoreBatch(p, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
   }
-  if( rc ){
-    rc = storeError(p, p->pOps, p->pStore, rc, "applying write batch");
-    goto flush_out;
-  }
+  if( rc ) goto flush_out;
   p->nFlush++;
 
   /* Success: log the flush, swap in the empty overlay. */
@@ -359,9 +350,9 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
     for(i=0; i<f->n; i++){
       aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
     }
-    rc = p->pOps->xBatch(p->pStore, f->n, aOp, f->aKey, f->aOld, 0, 0);
+    rc = gpudsStoreBatch(p, f->n, aOp, f->aKey, f->aOld, 0, 0);
     sqlite3_free(aOp);
-    if( rc ) return storeError(p, p->pOps, p->pStore, rc, "undoing write batch");
+    if( rc ) return rc;
     /* Keys the undo put back in the store may have left the filter in a
     ** rebuild since the flush: add them again. */
     {

@@ -3,6 +3,7 @@
 # ../shared/device/stage.sh staged SQLite into .device/:
 #   scripts/device-run.sh test    build, ctest (all), compute-sanitizer
 #   scripts/device-run.sh bench   bench_gfsl, bench_hash, sqlbench
+#   scripts/device-run.sh sql     build, GPU tests, sqlbench (1M rows)
 #   scripts/device-run.sh quick   build, GPU tests, sanitizers, short benchmarks
 #                                 (every step time-bounded: one call of < 10 min)
 # Logs and results go to $OUT (or ./device-out).
@@ -60,6 +61,15 @@ case "${1:-test}" in
     log "sqlbench"
     timeout 150 $B/sqlbench --ext $B/gpuds --rows "${ROWS:-1000000}" --queries "${QUERIES:-100000}" --budget 2 \
       --json "$OUT/sqlbench.json" > "$OUT/sqlbench.log" 2>&1; tail -30 "$OUT/sqlbench.log"
+    ;;
+  sql)
+    build
+    log "ctest -L gpu"
+    timeout 200 ctest --test-dir $B --output-on-failure -L gpu -j3 > "$OUT/ctest.log" 2>&1
+    tail -12 "$OUT/ctest.log" | tee -a "$OUT/summary.txt"
+    log "sqlbench"
+    timeout 130 $B/sqlbench --ext $B/gpuds --rows "${ROWS:-1000000}" --queries "${QUERIES:-100000}" --budget 2 \
+      --json "$OUT/sqlbench.json" > "$OUT/sqlbench.log" 2>&1; cat "$OUT/sqlbench.log"
     ;;
   bench)
     build

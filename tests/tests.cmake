@@ -80,6 +80,13 @@ foreach(src ${GPUDS_PY_TESTS})
     ENVIRONMENT "GPUDS_EXT=$<TARGET_FILE:gpuds>;PYTHONDONTWRITEBYTECODE=1")
 endforeach()
 
+# The differential test again with a host mirror over the host store: runs
+# the mirror's routing (store.c) where there is no GPU.
+add_test(NAME test_differential_mirror COMMAND ${GPUDS_PYTHON}
+         ${CMAKE_SOURCE_DIR}/tests/test_differential.py)
+set_tests_properties(test_differential_mirror PROPERTIES LABELS sql SKIP_RETURN_CODE 77
+  ENVIRONMENT "GPUDS_EXT=$<TARGET_FILE:gpuds>;GPUDS_MIRROR=1;PYTHONDONTWRITEBYTECODE=1")
+
 file(GLOB GPUDS_SQL_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/sql/*.sql)
 foreach(src ${GPUDS_SQL_TESTS})
   get_filename_component(name ${src} NAME_WE)

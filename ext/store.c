@@ -1,0 +1,220 @@
+/*
+** store.c -- the table's store as the rest of ext/ sees it: the backend
+** store, and, when that store lives on the GPU, a host mirror of it.
+**
+** Why a mirror: SQLite asks for one row at a time (a point SELECT, each
+** outer row of a join, each duplicate check of a plain INSERT, the first
+** rows of a short range), and a GPU round trip costs tens of microseconds,
+** several times an ordinary table's whole lookup.  The mirror (a host store
+** of the same kind, key -> row handle) answers those exactly; the GPU
+** answers batches: flushed writes, bulk loads, IN lists and long scans.
+**
+** Both hold the same keys at every moment between calls: a batch goes to
+** the GPU, then to the mirror, and if the mirror fails the GPU batch is
+** undone with its inverse, so a failure leaves both as they were.  Batches
+** passed here have distinct keys (the write buffer guarantees it), which is
+** what makes the inverse exact.  GPUDS_MIRROR=0 turns the mirror off (to
+** measure the GPU paths alone); GPUDS_MIRROR=1 adds one to a host store
+** (for tests).
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include <string.h>
+#include <stdlib.h>
+
+/* Lookups of at most this many keys, and scan pages of at most this many
+** entries, are answered by the mirror. */
+#define MIRROR_MAX_LOOKUP 1024
+#define MIRROR_MAX_PAGE   4096
+
+/* Copy the last error of store pS into the table's error message. */
+static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
+                    int rc, const char *zWhat){
+  return gpudsVtabError(p, rc, "%s: %s", zWhat, pOps->xErrmsg(pS));
+}
+
+/* Create an empty store (and its mirror, for a GPU store) for table p.  On
+** failure *ppMain and *ppMir are NULL and the table's error is set. */
+int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir){
+  char *zErr = 0;
+  const char *zEnv = getenv("GPUDS_MIRROR");
+  int rc;
+  *ppMain = 0; *ppMir = 0;
+  rc = p->pOps->xCreate(ppMain, &zErr);
+  if( rc ){
+    gpudsVtabError(p, rc, "cannot create the %s store: %s", p->pOps->zBackend, zErr ? zErr : "error");
+    free(zErr);
+    return rc;
+  }
+  p->pMirOps = 0;
+  /* GPUDS_MIRROR=1 mirrors a host store too: tests use it to run the
+  ** mirror's routing on machines with no GPU. */
+  if( (strcmp(p->pOps->zBackend, "host")!=0 && !(zEnv && strcmp(zEnv, "0")==0))
+   || (zEnv && strcmp(zEnv, "1")==0) ){
+    p->pMirOps = p->eKind==GPUDS_ORDERED ? &gpudsHostOrderedOps : &gpudsHostHashOps;
+    rc = p->pMirOps->xCreate(ppMir, &zErr);
+    if( rc ){
+      gpudsVtabError(p, rc, "cannot create the host mirror: %s", zErr ? zErr : "error");
+      free(zErr);
+      p->pOps->xDestroy(*ppMain);
+      *ppMain = 0;
+      return rc;
+    }
+  }
+  return SQLITE_OK;
+}
+
+/* Free a store and its mirror (either may be NULL). */
+void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir){
+  if( pMain ) p->pOps->xDestroy(pMain);
+  if( pMir && p->pMirOps ) p->pMirOps->xDestroy(pMir);
+}
+
+/* Apply a batch of distinct keys to the store and its mirror: both or
+** neither.  aFound/aOld may be NULL. */
+int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
+                    const int64_t *aKey, const uint64_t *aVal,
+                    uint8_t *aFound, uint64_t *aOld){
+  uint8_t *aF = aFound, *aInv = 0;
+  uint64_t *aO = aOld;
+  int rc;
+  if( p->pMirror==0 ){
+    rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aFound, aOld);
+    return rc ? storeErr(p, p->pOps, p->pStore, rc, "applying a batch") : SQLITE_OK;
+  }
+  if( aF==0 ) aF = sqlite3_malloc64(n ? n : 1);
+  if( aO==0 ) aO = sqlite3_malloc64(n ? n*8 : 8);
+  aInv = sqlite3_malloc64(n ? n : 1);
+  if( !aF || !aO || !aInv ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto batch_out; }
+  rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aF, aO);
+  if( rc ){ storeErr(p, p->pOps, p->pStore, rc, "applying a batch"); goto batch_out; }
+  rc = p->pMirOps->xBatch(p->pMirror, n, aOp, aKey, aVal, 0, 0);
+  if( rc ){
+    /* Undo the GPU batch: put back what each key held before. */
+    size_t i;
+    storeErr(p, p->pMirOps, p->pMirror, rc, "applying a batch to the host mirror");
+    for(i=0; i<n; i++){
+      aInv[i] = aOp[i]==GPUDS_OP_LOOKUP ? GPUDS_OP_LOOKUP
+              : (aF[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE);
+    }
+    p->pOps->xBatch(p->pStore, n, aInv, aKey, aO, 0, 0);
+  }
+batch_out:
+  if( aF!=aFound ) sqlite3_free(aF);
+  if( aO!=aOld ) sqlite3_free(aO);
+  sqlite3_free(aInv);
+  return rc;
+}
+
+/* Bulk-load sorted distinct new keys into pMain and its mirror pMir (a
+** table's stores, or fresh ones being built by a reload): both or neither. */
+int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
+                   size_t n, const int64_t *aKey, const uint64_t *aVal){
+  int rc = p->pOps->xBulkLoad(pMain, n, aKey, aVal);
+  if( rc ) return storeErr(p, p->pOps, pMain, rc, "bulk load");
+  if( pMir ){
+    rc = p->pMirOps->xBulkLoad(pMir, n, aKey, aVal);
+    if( rc ){
+      uint8_t *aOp = sqlite3_malloc64(n ? n : 1);
+      storeErr(p, p->pMirOps, pMir, rc, "bulk load into the host mirror");
+      if( aOp ){
+        memset(aOp, GPUDS_OP_DELETE, n);
+        p->pOps->xBatch(pMain, n, aOp, aKey, 0, 0, 0);
+        sqlite3_free(aOp);
+      }
+    }
+  }
+  return rc;
+}
+
+/* Look n keys up: a few on the host mirror, many on the GPU. */
+int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
+                     uint8_t *aFound, uint64_t *aVal){
+  int rc;
+  if( p->pMirror && n<=MIRROR_MAX_LOOKUP ){
+    rc = p->pMirOps->xLookup(p->pMirror, n, aKey, aFound, aVal);
+    return rc ? storeErr(p, p->pMirOps, p->pMirror, rc, "lookup") : SQLITE_OK;
+  }
+  rc = p->pOps->xLookup(p->pStore, n, aKey, aFound, aVal);
+  return rc ? storeErr(p, p->pOps, p->pStore, rc, "lookup") : SQLITE_OK;
+}
+
+/* The next page of a scan.  Ordered scans continue from the last key
+** returned, so small pages (the first ones) come from the mirror and large
+** ones from the GPU, seamlessly.  A hash scan keeps to one store (its
+** position is a slot number): the one its first page used, recorded in the
+** high bit of pos. */
+#define SCAN_ON_MIRROR (1ULL<<63)
+int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
+                   int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  int bMir, rc;
+  if( p->pMirror==0 ){
+    bMir = 0;
+  }else if( p->eKind==GPUDS_ORDERED ){
+    bMir = nMax<=MIRROR_MAX_PAGE;
+  }else{
+    if( pScan->pos==0 && nMax<=MIRROR_MAX_PAGE ) pScan->pos = SCAN_ON_MIRROR;
+    bMir = (pScan->pos & SCAN_ON_MIRROR)!=0;
+  }
+  if( bMir ){
+    gpuds_scan s = *pScan;
+    if( p->eKind!=GPUDS_ORDERED ) s.pos &= ~SCAN_ON_MIRROR;
+    rc = p->pMirOps->xScan(p->pMirror, &s, nMax, aKey, aVal, pnOut);
+    if( p->eKind!=GPUDS_ORDERED ) s.pos |= SCAN_ON_MIRROR;
+    *pScan = s;
+    return rc ? storeErr(p, p->pMirOps, p->pMirror, rc, "scan") : SQLITE_OK;
+  }
+  rc = p->pOps->xScan(p->pStore, pScan, nMax, aKey, aVal, pnOut);
+  return rc ? storeErr(p, p->pOps, p->pStore, rc, "scan") : SQLITE_OK;
+}
+
+/* Every key of the mirror is in the GPU store with the same value (with
+** equal counts: the two hold the same entries).  Pages of 64K keys. */
+static int mirrorCompare(GpudsTable *p){
+  size_t nPage = 65536, nOut, i;
+  int64_t *aK = sqlite3_malloc64(nPage*8);
+  uint64_t *aV = sqlite3_malloc64(nPage*8), *aG = sqlite3_malloc64(nPage*8);
+  uint8_t *aF = sqlite3_malloc64(nPage);
+  gpuds_scan s;
+  int rc = (aK && aV && aG && aF) ? SQLITE_OK : SQLITE_NOMEM;
+  memset(&s, 0, sizeof(s));
+  s.lo = INT64_MIN; s.hi = INT64_MAX;
+  while( rc==SQLITE_OK && !s.done ){
+    rc = p->pMirOps->xScan(p->pMirror, &s, nPage, aK, aV, &nOut);
+    if( rc ){ storeErr(p, p->pMirOps, p->pMirror, rc, "scan"); break; }
+    rc = p->pOps->xLookup(p->pStore, nOut, aK, aF, aG);
+    if( rc ){ storeErr(p, p->pOps, p->pStore, rc, "lookup"); break; }
+    for(i=0; i<nOut; i++){
+      if( !aF[i] || aG[i]!=aV[i] ){
+        rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "key %lld: %s", (long long)aK[i],
+                            aF[i] ? "the GPU store and the host mirror hold different rows"
+                                  : "in the host mirror, missing from the GPU store");
+        break;
+      }
+    }
+  }
+  sqlite3_free(aK); sqlite3_free(aV); sqlite3_free(aG); sqlite3_free(aF);
+  return rc;
+}
+
+/* Check the store's invariants, and that the mirror agrees with it in
+** size and passes its own.  SQLITE_OK, or an error with the message set. */
+int gpudsStoreCheck(GpudsTable *p){
+  if( p->pOps->xCheck(p->pStore)!=GPUDS_OK ){
+    return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "structure invariant failed: %s",
+                          p->pOps->xErrmsg(p->pStore));
+  }
+  if( p->pMirror ){
+    if( p->pMirOps->xCheck(p->pMirror)!=GPUDS_OK ){
+      return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror invariant failed: %s",
+                            p->pMirOps->xErrmsg(p->pMirror));
+    }
+    if( p->pMirOps->xCount(p->pMirror)!=p->pOps->xCount(p->pStore) ){
+      return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror holds %lld keys, the GPU store %lld",
+                            (long long)p->pMirOps->xCount(p->pMirror),
+                            (long long)p->pOps->xCount(p->pStore));
+    }
+    return mirrorCompare(p);
+  }
+  return SQLITE_OK;
+}
