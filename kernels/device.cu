@@ -29,13 +29,13 @@ void probe(){
     return;
   }
   if( prop.major<7 ){
-    snprintf(g_name, sizeof(g_name), "%s: compute capability %d.%d < 7.0",
+    snprintf(g_name, sizeof(g_name), "%.200s: compute capability %d.%d < 7.0",
              prop.name, prop.major, prop.minor);
     return;
   }
   e = cudaFree(0);
   if( e!=cudaSuccess ){
-    snprintf(g_name, sizeof(g_name), "%s: %s", prop.name, cudaGetErrorString(e));
+    snprintf(g_name, sizeof(g_name), "%.120s: %.120s", prop.name, cudaGetErrorString(e));
     cudaGetLastError();
     return;
   }
