@@ -166,6 +166,8 @@ int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
 int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
                    int64_t *aKey, uint64_t *aVal, size_t *pnOut);
 int gpudsStoreCheck(GpudsTable *p);
+int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
+                   const uint64_t*, size_t), void *pCtx);
 
 /* Persistence (shadow.c) */
 int gpudsShadowName(const char *zSuffix);

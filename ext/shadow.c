@@ -34,34 +34,37 @@ SQLITE_EXTENSION_INIT3
 #define SHADOW_TOMB    0xffffffffu
 #define RUN_SHIFT      20
 
+/* Run (ppStmt==0) or prepare a printf-formatted SQL statement; on error the
+** table's message says why. */
+static int shadowSql(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, va_list ap){
+  char *zSql = sqlite3_vmprintf(zFmt, ap);
+  int rc;
+  if( ppStmt ) *ppStmt = 0;
+  if( zSql==0 ) return SQLITE_NOMEM;
+  rc = ppStmt ? sqlite3_prepare_v2(p->db, zSql, -1, ppStmt, 0)
+              : sqlite3_exec(p->db, zSql, 0, 0, 0);
+  sqlite3_free(zSql);
+  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  return rc;
+}
+
 /* Run a printf-formatted SQL statement that returns no rows. */
 static int shadowExec(GpudsTable *p, const char *zFmt, ...){
   va_list ap;
-  char *zSql;
   int rc;
   va_start(ap, zFmt);
-  zSql = sqlite3_vmprintf(zFmt, ap);
+  rc = shadowSql(p, 0, zFmt, ap);
   va_end(ap);
-  if( zSql==0 ) return SQLITE_NOMEM;
-  rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
-  sqlite3_free(zSql);
-  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
   return rc;
 }
 
 /* Prepare a printf-formatted statement. */
 static int shadowPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...){
   va_list ap;
-  char *zSql;
   int rc;
   va_start(ap, zFmt);
-  zSql = sqlite3_vmprintf(zFmt, ap);
+  rc = shadowSql(p, ppStmt, zFmt, ap);
   va_end(ap);
-  *ppStmt = 0;
-  if( zSql==0 ) return SQLITE_NOMEM;
-  rc = sqlite3_prepare_v2(p->db, zSql, -1, ppStmt, 0);
-  sqlite3_free(zSql);
-  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
   return rc;
 }
 
@@ -418,28 +421,25 @@ static int compactRuns(GpudsTable *p){
 /* Write the whole store as the only run (after a ROLLBACK TO undid part of
 ** what an earlier xSync of this transaction wrote: the shadow tables then no
 ** longer match any set of undo entries, but the store does). */
+static int rewriteCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                     const uint64_t *aV, size_t n){
+  size_t i;
+  int rc = SQLITE_OK;
+  for(i=0; i<n && rc==SQLITE_OK; i++){
+    const GpudsRow *pRow = (const GpudsRow*)(uintptr_t)aV[i];
+    rc = writerAdd(p, (RunWriter*)pCtx, aK[i], (const unsigned char*)pRow,
+                   (uint32_t)gpudsRowBytes(pRow));
+  }
+  return rc;
+}
 static int shadowRewrite(GpudsTable *p){
   RunWriter w;
-  gpuds_scan sc;
-  size_t nPage = 65536, nOut, i;
-  int64_t *aK = sqlite3_malloc64(nPage*8);
-  uint64_t *aV = sqlite3_malloc64(nPage*8);
-  int rc = (aK && aV) ? SQLITE_OK : SQLITE_NOMEM;
-  if( rc==SQLITE_OK ) rc = shadowExec(p, "DELETE FROM %Q.'%q_run'", p->zDb, p->zName);
-  if( rc==SQLITE_OK ) rc = writerOpen(p, 1, &w);
-  memset(&sc, 0, sizeof(sc));
-  sc.lo = INT64_MIN; sc.hi = INT64_MAX;
-  while( rc==SQLITE_OK && !sc.done ){
-    rc = gpudsStoreScan(p, &sc, nPage, aK, aV, &nOut);
-    if( rc ) break;
-    for(i=0; i<nOut && rc==SQLITE_OK; i++){
-      const GpudsRow *pRow = (const GpudsRow*)(uintptr_t)aV[i];
-      rc = writerAdd(p, &w, aK[i], (const unsigned char*)pRow, (uint32_t)gpudsRowBytes(pRow));
-    }
-  }
+  int rc = shadowExec(p, "DELETE FROM %Q.'%q_run'", p->zDb, p->zName);
+  if( rc ) return rc;
+  rc = writerOpen(p, 1, &w);
+  if( rc==SQLITE_OK ) rc = gpudsStoreEach(p, rewriteCb, &w);
   if( rc==SQLITE_OK ) rc = writerFlush(p, &w);
   writerClose(&w);
-  sqlite3_free(aK); sqlite3_free(aV);
   return rc;
 }
 

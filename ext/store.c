@@ -168,6 +168,26 @@ int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
   return rc ? storeErr(p, p->pOps, p->pStore, rc, "scan") : SQLITE_OK;
 }
 
+/* Call xEach on every entry of the table's store, in pages of 64K entries
+** (key order for an ordered store), until it returns non-zero, which is
+** returned.  The store must not change meanwhile. */
+int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
+                   const uint64_t*, size_t), void *pCtx){
+  size_t nPage = 65536, nOut;
+  int64_t *aK = sqlite3_malloc64(nPage*8);
+  uint64_t *aV = sqlite3_malloc64(nPage*8);
+  gpuds_scan s;
+  int rc = (aK && aV) ? SQLITE_OK : SQLITE_NOMEM;
+  memset(&s, 0, sizeof(s));
+  s.lo = INT64_MIN; s.hi = INT64_MAX;
+  while( rc==SQLITE_OK && !s.done ){
+    rc = gpudsStoreScan(p, &s, nPage, aK, aV, &nOut);
+    if( rc==SQLITE_OK && nOut ) rc = xEach(p, pCtx, aK, aV, nOut);
+  }
+  sqlite3_free(aK); sqlite3_free(aV);
+  return rc;
+}
+
 /* Every key of the mirror is in the GPU store with the same value (with
 ** equal counts: the two hold the same entries).  Pages of 64K keys. */
 static int mirrorCompare(GpudsTable *p){

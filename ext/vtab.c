@@ -69,20 +69,14 @@ int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...){
 }
 
 /* Free the rows of the store (teardown): scan it and free every record. */
+static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                      const uint64_t *aV, size_t n){
+  size_t i;
+  for(i=0; i<n; i++) gpudsRowFree((GpudsRow*)(uintptr_t)aV[i]);
+  return SQLITE_OK;
+}
 static void freeStoreRows(GpudsTable *p){
-  gpuds_scan s;
-  size_t nPage = 65536, nOut, i;
-  int64_t *aK = sqlite3_malloc64(nPage*8);
-  uint64_t *aV = sqlite3_malloc64(nPage*8);
-  if( aK && aV && p->pStore ){
-    memset(&s, 0, sizeof(s));
-    s.lo = INT64_MIN; s.hi = INT64_MAX;
-    while( !s.done ){
-      if( gpudsStoreScan(p, &s, nPage, aK, aV, &nOut) ) break;
-      for(i=0; i<nOut; i++) gpudsRowFree((GpudsRow*)(uintptr_t)aV[i]);
-    }
-  }
-  sqlite3_free(aK); sqlite3_free(aV);
+  if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
 }
 
 /* Replace the store with pNew (a reload): free the old store and its rows,

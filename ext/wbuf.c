@@ -207,33 +207,16 @@ int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
 }
 
 /* Rebuild the key filter from the store's contents. */
+static int filterAddCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                       const uint64_t *aV, size_t n){
+  size_t i;
+  for(i=0; i<n; i++) gpudsFilterAdd(&p->filter, aK[i]);
+  return SQLITE_OK;
+}
 static int filterRebuild(GpudsTable *p){
   int64_t n = p->pOps->xCount(p->pStore);
-  gpuds_scan s;
-  int64_t *aK;
-  uint64_t *aV;
-  size_t nOut = 0, nPage = 65536;
-  int rc = gpudsFilterReset(&p->filter, n*2);
-  if( rc ) return SQLITE_OK;   /* no filter: slower, never wrong */
-  aK = sqlite3_malloc64(nPage*8);
-  aV = sqlite3_malloc64(nPage*8);
-  if( aK==0 || aV==0 ){
-    sqlite3_free(aK); sqlite3_free(aV);
-    gpudsFilterFree(&p->filter);
-    return SQLITE_OK;
-  }
-  memset(&s, 0, sizeof(s));
-  s.lo = INT64_MIN; s.hi = INT64_MAX;
-  while( !s.done ){
-    size_t i;
-    rc = gpudsStoreScan(p, &s, nPage, aK, aV, &nOut);
-    if( rc ){
-      gpudsFilterFree(&p->filter);
-      break;
-    }
-    for(i=0; i<nOut; i++) gpudsFilterAdd(&p->filter, aK[i]);
-  }
-  sqlite3_free(aK); sqlite3_free(aV);
+  if( gpudsFilterReset(&p->filter, n*2) ) return SQLITE_OK;  /* no filter: slower, never wrong */
+  if( gpudsStoreEach(p, filterAddCb, 0) ) gpudsFilterFree(&p->filter);
   return SQLITE_OK;
 }
 
