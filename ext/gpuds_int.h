@@ -58,6 +58,11 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
 size_t gpudsRowBytes(const GpudsRow *p);
 int gpudsRealToInt(double r, sqlite3_int64 *pi);
 GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
+GpudsRow *gpudsRowOf(uint64_t h);
+void gpudsRowFreeHandle(uint64_t h);
+typedef struct GpudsLoader { char *pBlock; size_t iOff; } GpudsLoader;
+void gpudsLoaderInit(GpudsLoader *L);
+uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol);
 
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
@@ -89,7 +94,7 @@ typedef struct GpudsWbuf {
   int64_t nUndo, nUndoAlloc;
   int64_t *aMark;         /* aMark[i]: nUndo when savepoint i began */
   int nMark, nMarkAlloc;
-  GpudsRow **aGarbage;    /* rows to free once no cursor can see them */
+  uint64_t *aGarbage;     /* row handles to free once no cursor can see them */
   int64_t nGarbage, nGarbageAlloc;
 } GpudsWbuf;
 
@@ -151,7 +156,8 @@ void gpudsCollectGarbage(GpudsTable *p);
 int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
                    const uint64_t **paNew);
 void gpudsFilterRebuild(GpudsTable *p);
-void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew, gpuds_store *pNewMir);
+void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew, gpuds_store *pNewMir,
+                       const int64_t *aKey, int64_t nKey);
 
 /* The store and its host mirror (store.c) */
 int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir);

@@ -154,35 +154,102 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
   return p;
 }
 
-/* A copy of the record in bytes a[0..n-1] (as written by a shadow table),
-** or NULL if they are not a valid record of nCol columns. */
-GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
-  GpudsRow hdr, *p;
+/* True if bytes a[0..n-1] are a valid record of nCol columns: header,
+** every cell's type, length and bounds.  Reads the bytes where they are
+** (they need not be aligned). */
+static int rowValid(const unsigned char *a, uint32_t n, int nCol){
+  GpudsRow hdr;
   uint32_t i;
   size_t nHdr = sizeof(GpudsRow) + (size_t)nCol*sizeof(RowCell);
   if( a==0 || n<nHdr ) return 0;
   memcpy(&hdr, a, sizeof(hdr));
   if( hdr.nCol!=(uint32_t)nCol || hdr.nByte!=n ) return 0;
-  p = (GpudsRow*)malloc(n);
-  if( p==0 ) return 0;
-  memcpy(p, a, n);
   for(i=0; i<hdr.nCol; i++){
-    const RowCell *c = rowCell(p, (int)i);
-    int bOk = c->iOff>=nHdr && (uint64_t)c->iOff + c->nLen <= n;
-    switch( c->eType ){
-      case SQLITE_INTEGER: case SQLITE_FLOAT: bOk = bOk && c->nLen==8; break;
-      case SQLITE_NULL:                       bOk = bOk && c->nLen==0; break;
+    RowCell c;
+    int bOk;
+    memcpy(&c, a + sizeof(GpudsRow) + i*sizeof(RowCell), sizeof(c));
+    bOk = c.iOff>=nHdr && (uint64_t)c.iOff + c.nLen <= n;
+    switch( c.eType ){
+      case SQLITE_INTEGER: case SQLITE_FLOAT: bOk = bOk && c.nLen==8; break;
+      case SQLITE_NULL:                       bOk = bOk && c.nLen==0; break;
       case SQLITE_TEXT: case SQLITE_BLOB:     break;
       case SQLITE_TEXT|CELL_TERM:
-        bOk = bOk && (uint64_t)c->iOff + c->nLen < n
-                  && ((const char*)p)[c->iOff + c->nLen]==0
-                  && memchr((const char*)p + c->iOff, 0, c->nLen)==0;
+        bOk = bOk && (uint64_t)c.iOff + c.nLen < n
+                  && a[c.iOff + c.nLen]==0
+                  && memchr(a + c.iOff, 0, c.nLen)==0;
         break;
       default:                                bOk = 0; break;
     }
-    if( !bOk ){ free(p); return 0; }
+    if( !bOk ) return 0;
   }
+  return 1;
+}
+
+/* A copy of the record in bytes a[0..n-1] (as written by a shadow table),
+** or NULL if they are not a valid record of nCol columns. */
+GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
+  GpudsRow *p;
+  if( !rowValid(a, n, nCol) ) return 0;
+  p = (GpudsRow*)malloc(n);
+  if( p ) memcpy(p, a, n);
   return p;
+}
+
+/* ------------------------------------------------------------- handles
+** A row handle (the 64-bit word a store keeps for a key) is the record's
+** address; bit 0 set means the record lives in a load arena: a 2 MiB block,
+** aligned to its size, holding the rows of one reload back to back with a
+** count of live rows in its first bytes, freed when the count drops to 0.
+** Reloading a big table then costs a bump of a pointer per row instead of a
+** malloc(), and closing it a decrement instead of a free(). */
+#define ARENA_SIZE  ((size_t)2<<20)
+#define ARENA_HDR   16              /* int64 live count, padded to 16 */
+
+/* The record of handle h. */
+GpudsRow *gpudsRowOf(uint64_t h){
+  return (GpudsRow*)(uintptr_t)(h & ~(uint64_t)1);
+}
+
+/* Free the record of handle h (0 is a no-op). */
+void gpudsRowFreeHandle(uint64_t h){
+  if( h & 1 ){
+    char *pBlock = (char*)((uintptr_t)(h & ~(uint64_t)1) & ~(uintptr_t)(ARENA_SIZE-1));
+    int64_t *pnLive = (int64_t*)pBlock;
+    if( --*pnLive==0 ) free(pBlock);
+  }else if( h ){
+    free((void*)(uintptr_t)h);
+  }
+}
+
+/* Start a load arena. */
+void gpudsLoaderInit(GpudsLoader *L){
+  memset(L, 0, sizeof(*L));
+}
+
+/* A handle to a copy of record bytes a[0..n-1] of a table of nCol non-key
+** columns, allocated from loader L; 0 if out of memory or if the bytes are
+** not a valid record. */
+uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol){
+  size_t nAl = ((size_t)n + 7) & ~(size_t)7;
+  char *z;
+  if( !rowValid(a, n, nCol) ) return 0;
+  if( nAl > ARENA_SIZE/4 ){                          /* big: its own malloc */
+    GpudsRow *pBig = (GpudsRow*)malloc(n);
+    if( pBig ) memcpy(pBig, a, n);
+    return (uint64_t)(uintptr_t)pBig;
+  }
+  if( L->pBlock==0 || L->iOff + nAl > ARENA_SIZE ){
+    void *pNew = 0;
+    if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
+    L->pBlock = (char*)pNew;
+    *(int64_t*)L->pBlock = 0;
+    L->iOff = ARENA_HDR;
+  }
+  z = L->pBlock + L->iOff;
+  memcpy(z, a, n);
+  L->iOff += nAl;
+  (*(int64_t*)L->pBlock)++;
+  return (uint64_t)(uintptr_t)z | 1;
 }
 
 /* Free a record (NULL is a no-op). */

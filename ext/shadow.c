@@ -426,7 +426,7 @@ static int rewriteCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   size_t i;
   int rc = SQLITE_OK;
   for(i=0; i<n && rc==SQLITE_OK; i++){
-    const GpudsRow *pRow = (const GpudsRow*)(uintptr_t)aV[i];
+    const GpudsRow *pRow = gpudsRowOf(aV[i]);
     rc = writerAdd(p, (RunWriter*)pCtx, aK[i], (const unsigned char*)pRow,
                    (uint32_t)gpudsRowBytes(pRow));
   }
@@ -477,7 +477,7 @@ static int shadowAppendRun(GpudsTable *p, int64_t iRun, int *pbAny){
       if( jBest<0 || aaKey[j][aPos[j]]<=k ){ k = aaKey[j][aPos[j]]; jBest = j; }
     }
     if( jBest<0 ) break;
-    pRow = (const GpudsRow*)(uintptr_t)aaNew[jBest][aPos[jBest]];
+    pRow = gpudsRowOf(aaNew[jBest][aPos[jBest]]);
     rc = writerAdd(p, &w, k, (const unsigned char*)pRow,
                    pRow ? (uint32_t)gpudsRowBytes(pRow) : 0);
     for(j=0; j<nF; j++){
@@ -538,13 +538,14 @@ typedef struct LoadCtx {
   int64_t *aKey;
   uint64_t *aVal;
   int64_t n, nAlloc;
+  GpudsLoader loader;     /* the rows' arena */
 } LoadCtx;
 
 /* mergeRuns() callback that collects rows for the bulk load. */
 static int outToLoad(GpudsTable *p, void *pCtx, int64_t k,
                      const unsigned char *aRec, uint32_t nRec){
   LoadCtx *c = (LoadCtx*)pCtx;
-  GpudsRow *pRow;
+  uint64_t hRow;
   if( c->n==c->nAlloc ){
     int64_t nNew = c->nAlloc ? c->nAlloc*2 : 4096;
     int64_t *a = sqlite3_realloc64(c->aKey, nNew*8);
@@ -556,10 +557,10 @@ static int outToLoad(GpudsTable *p, void *pCtx, int64_t k,
     c->aVal = b;
     c->nAlloc = nNew;
   }
-  pRow = gpudsRowFromBytes(aRec, nRec, p->nCol-1);
-  if( pRow==0 ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad row record", p->zName);
+  hRow = gpudsLoaderRow(&c->loader, aRec, nRec, p->nCol-1);
+  if( hRow==0 ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad row record", p->zName);
   c->aKey[c->n] = k;
-  c->aVal[c->n++] = (uint64_t)(uintptr_t)pRow;
+  c->aVal[c->n++] = hRow;
   return SQLITE_OK;
 }
 
@@ -572,6 +573,7 @@ static int shadowLoad(GpudsTable *p, int64_t iGen){
   LoadCtx c;
   gpuds_store *pNew = 0, *pNewMir = 0;
   memset(&c, 0, sizeof(c));
+  gpudsLoaderInit(&c.loader);
   rc = listRuns(p, &aRun, &aN, &nRun);
   if( rc==SQLITE_OK ) rc = mergeRuns(p, aRun, nRun, 1, outToLoad, &c);
   if( rc==SQLITE_OK ) rc = gpudsStoreCreate(p, &pNew, &pNewMir);
@@ -579,14 +581,14 @@ static int shadowLoad(GpudsTable *p, int64_t iGen){
     rc = gpudsStoreBulk(p, pNew, pNewMir, (size_t)c.n, c.aKey, c.aVal);
   }
   if( rc==SQLITE_OK ){
-    gpudsStoreReplace(p, pNew, pNewMir);
+    gpudsStoreReplace(p, pNew, pNewMir, c.aKey, c.n);
     pNew = 0;
     pNewMir = 0;
     p->iGeneration = iGen;
     p->bLoaded = 1;
     p->nLoadRows = c.n;
   }else{
-    for(i=0; i<c.n; i++) gpudsRowFree((GpudsRow*)(uintptr_t)c.aVal[i]);
+    for(i=0; i<c.n; i++) gpudsRowFreeHandle(c.aVal[i]);
     gpudsStoreFree(p, pNew, pNewMir);
   }
   sqlite3_free(c.aKey); sqlite3_free(c.aVal);
@@ -648,8 +650,8 @@ static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
   int rc = gpudsStoreLookup(p, 1, &k, &f, &v);
   if( rc ) return rc;
   c->n++;
-  if( !f || gpudsRowBytes((const GpudsRow*)(uintptr_t)v)!=nRec
-   || memcmp((const void*)(uintptr_t)v, aRec, nRec)!=0 ){
+  if( !f || gpudsRowBytes(gpudsRowOf(v))!=nRec
+   || memcmp(gpudsRowOf(v), aRec, nRec)!=0 ){
     if( c->nBad++==0 ){
       c->zFirst = sqlite3_mprintf("key %lld: %s", (long long)k,
                                   f ? "row differs from the shadow table" : "missing from the structure");

@@ -72,22 +72,27 @@ int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...){
 static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                       const uint64_t *aV, size_t n){
   size_t i;
-  for(i=0; i<n; i++) gpudsRowFree((GpudsRow*)(uintptr_t)aV[i]);
+  for(i=0; i<n; i++) gpudsRowFreeHandle(aV[i]);
   return SQLITE_OK;
 }
 static void freeStoreRows(GpudsTable *p){
   if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
 }
 
-/* Replace the store with pNew (a reload): free the old store and its rows,
-** rebuild the key filter.  No cursor may be open. */
-void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew, gpuds_store *pNewMir){
+/* Replace the store with pNew (a reload of the nKey keys aKey): free the
+** old store and its rows, fill the key filter from aKey.  No cursor may be
+** open. */
+void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew, gpuds_store *pNewMir,
+                       const int64_t *aKey, int64_t nKey){
   p->bMaxValid = 0;
   freeStoreRows(p);
   gpudsStoreFree(p, p->pStore, p->pMirror);
   p->pStore = pNew;
   p->pMirror = pNewMir;
-  gpudsFilterRebuild(p);
+  if( gpudsFilterReset(&p->filter, nKey*2)==SQLITE_OK ){
+    int64_t i;
+    for(i=0; i<nKey; i++) gpudsFilterAdd(&p->filter, aKey[i]);
+  }
 }
 
 /* Free a table object and everything it holds. */
@@ -387,7 +392,7 @@ static int gpudsColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i){
   if( i==0 ){
     sqlite3_result_int64(ctx, c->iKey);
   }else{
-    gpudsRowResult((const GpudsRow*)(uintptr_t)c->hRow, i-1, ctx);
+    gpudsRowResult(gpudsRowOf(c->hRow), i-1, ctx);
   }
   return SQLITE_OK;
 }

@@ -79,24 +79,24 @@ void gpudsRowGarbage(GpudsTable *p, uint64_t hRow){
   GpudsWbuf *w = &p->wb;
   if( hRow==0 ) return;
   if( p->nCursor==0 ){
-    gpudsRowFree((GpudsRow*)(uintptr_t)hRow);
+    gpudsRowFreeHandle(hRow);
     return;
   }
   if( w->nGarbage==w->nGarbageAlloc ){
     int64_t nNew = w->nGarbageAlloc ? w->nGarbageAlloc*2 : 256;
-    GpudsRow **a = sqlite3_realloc64(w->aGarbage, nNew*sizeof(GpudsRow*));
+    uint64_t *a = sqlite3_realloc64(w->aGarbage, nNew*sizeof(uint64_t));
     if( a==0 ) return;   /* leak one row rather than free it under a cursor */
     w->aGarbage = a;
     w->nGarbageAlloc = nNew;
   }
-  w->aGarbage[w->nGarbage++] = (GpudsRow*)(uintptr_t)hRow;
+  w->aGarbage[w->nGarbage++] = hRow;
 }
 
 /* Free queued rows if no cursor can see them any more. */
 void gpudsCollectGarbage(GpudsTable *p){
   int64_t i;
   if( p->nCursor>0 ) return;
-  for(i=0; i<p->wb.nGarbage; i++) gpudsRowFree(p->wb.aGarbage[i]);
+  for(i=0; i<p->wb.nGarbage; i++) gpudsRowFreeHandle(p->wb.aGarbage[i]);
   p->wb.nGarbage = 0;
 }
 
