@@ -210,6 +210,14 @@ static int fillOver(GpudsMerge *m){
 int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow){
   int rc;
   if( !m->bOrdered ) return snapshotNext(m, pbEof, pKey, pRow);
+  if( m->st.i<m->st.n && m->ov.s.done && m->ov.i>=m->ov.n ){
+    /* Nothing of the write buffer left in range (always so outside a
+    ** write transaction): the next entry of the store page. */
+    *pbEof = 0;
+    *pKey = m->st.aKey[m->st.i];
+    *pRow = m->st.aVal[m->st.i++];
+    return SQLITE_OK;
+  }
   for(;;){
     int bSt, bOv;
     if( (rc = fillStore(m))!=SQLITE_OK ) return rc;
