@@ -87,7 +87,7 @@ static void row(const char *zWork, unsigned long long range, double nOps, double
   printf("%-16s %12llu %12.0f %10.3f ms %10.1f M%s/s  %s\n", zWork, range, nOps, sec*1e3, rate/1e6, zUnit, zNote);
   fflush(stdout);
   if( gCsv ){
-    fprintf(gCsv, "%s,%llu,%.0f,%.6f,%.0f,%s\n", zWork, range, nOps, sec, rate, zUnit);
+    fprintf(gCsv, "\"%s\",%llu,%.0f,%.6f,%.0f,%s\n", zWork, range, nOps, sec, rate, zUnit);  /* quoted: mix[10,10,80] holds commas */
     fflush(gCsv);
   }
 }
