@@ -190,7 +190,6 @@ GpudsTable *gpudsTableFind(sqlite3 *db, const char *zName);
 GpudsTable *gpudsTableFindExact(sqlite3 *db, const char *zDb, const char *zName);
 
 /* Lookups through the overlay (read.c) */
-int gpudsLookupOne(GpudsTable *p, int64_t k, int *pbFound, uint64_t *pRow);
 int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,
                     uint8_t *aFound, uint64_t *aRow);
 int gpudsMaxKey(GpudsTable *p, int *pbAny, int64_t *pMax);

@@ -53,16 +53,6 @@ lookup_out:
   return rc;
 }
 
-/* Look up one key as the open transaction sees it. */
-int gpudsLookupOne(GpudsTable *p, int64_t k, int *pbFound, uint64_t *pRow){
-  uint8_t f = 0;
-  uint64_t v = 0;
-  int rc = gpudsLookupMany(p, 1, &k, &f, &v);
-  *pbFound = f;
-  *pRow = v;
-  return rc;
-}
-
 /* Does key k exist, as the open transaction sees it?  The key filter
 ** answers "no" for most new keys without asking the store. */
 int gpudsKeyExists(GpudsTable *p, int64_t k, int *pbExists){
@@ -77,7 +67,12 @@ int gpudsKeyExists(GpudsTable *p, int64_t k, int *pbExists){
   }
   if( p->pOps->xCount(p->pStore)==0 ) return SQLITE_OK;
   if( !gpudsFilterMaybe(&p->filter, k) ) return SQLITE_OK;
-  rc = gpudsLookupOne(p, k, pbExists, &v);
+  {
+    /* The write buffer does not hold k (checked above): ask the store. */
+    uint8_t f = 0;
+    rc = gpudsStoreLookup(p, 1, &k, &f, &v);
+    *pbExists = f;
+  }
   return rc;
 }
 
