@@ -36,6 +36,21 @@ def read_gfsl(path):
     return rows
 
 
+def draw_lines(ax, series, order=sorted, xmap=lambda x: x):
+    """One line per series name: its (x, y) points sorted by x."""
+    for name in order(series):
+        pts = sorted(series[name])
+        ax.plot([xmap(p[0]) for p in pts], [p[1] for p in pts], marker="o", label=name)
+
+
+def save(fig, out, name):
+    """Write the figure to out/name; return the path."""
+    fig.tight_layout()
+    path = os.path.join(out, name)
+    fig.savefig(path, dpi=120)
+    return path
+
+
 def plot_gfsl(rows, out, title, plt):
     """Mops/s against key range for the mixes and the single-op workloads."""
     series = defaultdict(list)
@@ -44,9 +59,7 @@ def plot_gfsl(rows, out, title, plt):
         if w.startswith("mix[") or w in ("insert-only", "delete-only", "contains-only"):
             series[w].append((int(r["range"]), float(r["rate_per_s"]) / 1e6))
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for w in sorted(series, key=lambda s: (not s.startswith("mix"), s)):
-        pts = sorted(series[w])
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=w)
+    draw_lines(ax, series, order=lambda d: sorted(d, key=lambda s: (not s.startswith("mix"), s)))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("key range (prefilled to half)")
@@ -54,10 +67,7 @@ def plot_gfsl(rows, out, title, plt):
     ax.set_title(title + ": GFSL, batches of 10M device-resident operations")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = os.path.join(out, "bench_gfsl.png")
-    fig.savefig(path, dpi=120)
-    return path
+    return save(fig, out, "bench_gfsl.png")
 
 
 def plot_hash(rows, out, title, plt):
@@ -70,19 +80,14 @@ def plot_hash(rows, out, title, plt):
             if r["load_target"] != load:
                 continue
             series[r["op"]].append((int(r["log2n"]), float(r["gops"])))
-        for op in sorted(series):
-            pts = sorted(series[op])
-            ax.plot([2 ** p[0] for p in pts], [p[1] for p in pts], marker="o", label=op)
+        draw_lines(ax, series, xmap=lambda lg: 2 ** lg)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("keys in the table")
         ax.set_ylabel("G operations / s")
         ax.set_title("%s: GPU hash, load %s" % (title, load))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = os.path.join(out, "bench_hash.png")
-    fig.savefig(path, dpi=120)
-    return path
+    return save(fig, out, "bench_hash.png")
 
 
 def main():
