@@ -39,7 +39,13 @@ struct GpudsFlush {
   uint64_t *aNew;       /* values written (0 = deleted) */
   uint8_t *aFound;      /* key was in the store before */
   uint64_t *aOld;       /* its value then */
+  uint64_t *aOrig;      /* if the rows were repacked: the overlay's handles,
+                        ** which the undo log knows (aNew holds the copies) */
 };
+
+/* A flush of at least this many new rows copies them into load arenas in
+** key order (see repackRows). */
+#define REPACK_MIN_ROWS 1024
 
 /* Create the (empty) overlay. */
 int gpudsWbufInit(GpudsTable *p){
@@ -53,6 +59,7 @@ static void flushFree(GpudsFlush *f){
   if( f ){
     sqlite3_free(f->aKey); sqlite3_free(f->aNew);
     sqlite3_free(f->aFound); sqlite3_free(f->aOld);
+    sqlite3_free(f->aOrig);
     sqlite3_free(f);
   }
 }
@@ -243,6 +250,54 @@ static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
   }
 }
 
+/* Free the copies a repack made (the flush that made them failed). */
+static void repackUndo(GpudsFlush *f){
+  size_t i;
+  if( f->aOrig==0 ) return;
+  for(i=0; i<f->n; i++){
+    if( f->aNew[i]!=f->aOrig[i] ) gpudsRowFreeHandle(f->aNew[i]);
+  }
+  memcpy(f->aNew, f->aOrig, f->n*8);
+  sqlite3_free(f->aOrig);
+  f->aOrig = 0;
+}
+
+/* Copy the rows of flush f (in key order) into load arenas, so that a
+** range scan later reads row records sequentially instead of one cache miss
+** per row wherever xUpdate's malloc() put them: that locality is most of
+** the cost of a long scan.  f->aNew gets the copies, f->aOrig keeps the
+** originals, which the overlay and the undo log refer to: an undo of the
+** flush puts those back, a commit frees them.  Rows already in key order
+** in memory (a sorted insert) and small flushes are left as they are; so
+** is everything when memory is short (this only saves time). */
+static void repackRows(GpudsTable *p, GpudsFlush *f){
+  size_t i, nRow = 0, nBreak = 0;
+  uintptr_t prev = 0;
+  GpudsLoader L;
+  for(i=0; i<f->n; i++){
+    uint64_t h = f->aNew[i];
+    if( h==0 || (h & 1) ) continue;
+    nRow++;
+    if( (uintptr_t)h < prev || (uintptr_t)h - prev > 4096 ) nBreak++;
+    prev = (uintptr_t)h;
+  }
+  if( nRow<REPACK_MIN_ROWS || nBreak<nRow/8 ) return;
+  f->aOrig = sqlite3_malloc64(f->n*8);
+  if( f->aOrig==0 ) return;
+  memcpy(f->aOrig, f->aNew, f->n*8);
+  gpudsLoaderInit(&L);
+  for(i=0; i<f->n; i++){
+    uint64_t h = f->aNew[i], hNew;
+    const GpudsRow *pRow;
+    if( h==0 || (h & 1) ) continue;
+    pRow = gpudsRowOf(h);
+    hNew = gpudsLoaderRow(&L, (const unsigned char*)pRow,
+                          (uint32_t)gpudsRowBytes(pRow), p->nCol-1);
+    if( hNew==0 ){ repackUndo(f); return; }
+    f->aNew[i] = hNew;
+  }
+}
+
 /* Apply the overlay to the store as one batch and empty the overlay.
 ** Unless bForce, only when the overlay is past its bound and no cursor is
 ** open.  All-or-nothing: on error the store and the overlay are unchanged. */
@@ -286,6 +341,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     aOp[i] = f->aNew[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
     if( f->aNew[i]==0 ) bAllUpsert = 0;
   }
+  repackRows(p, f);
 
   if( bAllUpsert && p->pOps->xCount(p->pStore)==0 ){
     /* Empty store, only inserts: the bulk-build path. */
@@ -311,6 +367,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   w->nOver = 0;
 
 flush_out:
+  if( f ) repackUndo(f);
   flushFree(f);
   sqlite3_free(aOp);
   return rc;
@@ -353,9 +410,15 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
     ** references, so it is freed. */
     for(i=0; i<f->n; i++){
       uint8_t had = 0; uint64_t prev = 0;
-      rc = overPut(p, f->aKey[i], f->aNew[i], &had, &prev);
+      uint64_t v = f->aOrig ? f->aOrig[i] : f->aNew[i];
+      rc = overPut(p, f->aKey[i], v, &had, &prev);
       if( rc ) return rc;
       if( had ) gpudsRowGarbage(p, prev);
+      if( v!=f->aNew[i] ){
+        /* the repacked copy: out of the store now, maybe in a cursor page */
+        gpudsRowGarbage(p, f->aNew[i]);
+        f->aNew[i] = v;
+      }
     }
     flushFree(f);
   }
@@ -474,6 +537,7 @@ void gpudsWbufCommit(GpudsTable *p){
       size_t j;
       for(j=0; j<f->n; j++){
         if( f->aFound[j] ) gpudsRowGarbage(p, f->aOld[j]);
+        if( f->aOrig && f->aOrig[j]!=f->aNew[j] ) gpudsRowGarbage(p, f->aOrig[j]);
       }
       flushFree(f);
     }
