@@ -5,7 +5,11 @@
 ** row, many rows, and an ordered read of everything at flush time.
 **   - entries live in an append-only array (key, value);
 **   - an open-addressing hash table (linear probing, backward-shift delete)
-**     maps a key to its entry: get, put and delete are O(1);
+**     maps a key to its entry: get, put and delete are O(1).  It is built
+**     only once keys stop arriving in ascending order (or one is deleted):
+**     until then the entry array is itself sorted, a get is a binary search
+**     (or no search at all for a key above the largest), and a put is an
+**     append, so a bulk insert in key order never touches a hash slot;
 **   - the ordered view (for merged scans and flushes) is an array of entry
 **     numbers sorted by key, rebuilt lazily after the key set changed: not
 **     at all while keys arrive in ascending order, else by an LSD radix sort
@@ -36,6 +40,7 @@ struct GpudsOverlay {
   uint32_t *aSort;       /* live entry numbers in key order */
   int bSorted;           /* aSort is up to date */
   int bAppendSorted;     /* every key appended so far ascended */
+  int bHashed;           /* aSlot indexes the entries (else: see above) */
 };
 
 /* Hash of a key (splitmix64 finalizer). */
@@ -70,12 +75,11 @@ void gpudsOvClear(GpudsOverlay *p){
     free(p->aE); free(p->aDead); free(p->aSlot); free(p->aSort);
     p->aE = 0; p->aDead = 0; p->aSlot = 0; p->aSort = 0;
     p->nEAlloc = 0; p->nSlot = 0;
-  }else if( p->aSlot ){
-    memset(p->aSlot, 0xff, (size_t)p->nSlot*4);
   }
   p->nE = p->nLive = 0;
   p->bSorted = 0;
   p->bAppendSorted = 1;
+  p->bHashed = 0;
 }
 
 /* Keys held. */
@@ -129,7 +133,7 @@ static int ovReserve(GpudsOverlay *p){
     p->aDead = aDead;
     p->nEAlloc = nNew;
   }
-  if( (uint64_t)(p->nE+1)*2 > p->nSlot ){
+  if( p->bHashed && (uint64_t)(p->nE+1)*2 > p->nSlot ){
     uint32_t nSlot = p->nSlot ? p->nSlot : 2048;
     while( (uint64_t)(p->nLive+1)*2 > nSlot/2 ) nSlot *= 2;
     return ovRehash(p, nSlot);
@@ -137,10 +141,39 @@ static int ovReserve(GpudsOverlay *p){
   return GPUDS_OK;
 }
 
+/* Build the hash table over the entries (leaving append-only mode). */
+static int ovHashBuild(GpudsOverlay *p){
+  uint32_t nSlot = 2048;
+  int rc;
+  if( p->bHashed ) return GPUDS_OK;
+  while( (uint64_t)(p->nLive+1)*2 > nSlot/2 ) nSlot *= 2;
+  rc = ovRehash(p, nSlot);
+  if( rc==GPUDS_OK ) p->bHashed = 1;
+  return rc;
+}
+
+/* Append-only mode: the live entry holding k, or -1.  The entries are
+** strictly ascending. */
+static int64_t ovSearchSorted(const GpudsOverlay *p, int64_t k){
+  uint32_t lo = 0, hi = p->nE;
+  if( p->nE==0 || k>p->aE[p->nE-1].k ) return -1;
+  while( lo<hi ){
+    uint32_t mid = lo + (hi-lo)/2;
+    if( p->aE[mid].k < k ) lo = mid+1; else hi = mid;
+  }
+  return (lo<p->nE && p->aE[lo].k==k && !p->aDead[lo]) ? (int64_t)lo : -1;
+}
+
 /* Look k up: 1 and *pv if present, else 0. */
 int gpudsOvGet(const GpudsOverlay *p, int64_t k, uint64_t *pv){
   uint32_t s;
   if( p->nLive==0 ) return 0;
+  if( !p->bHashed ){
+    int64_t i = ovSearchSorted(p, k);
+    if( i<0 ) return 0;
+    *pv = p->aE[i].v;
+    return 1;
+  }
   s = ovFind(p, k);
   if( p->aSlot[s]==OV_EMPTY ) return 0;
   *pv = p->aE[p->aSlot[s]].v;
@@ -152,7 +185,24 @@ int gpudsOvGet(const GpudsOverlay *p, int64_t k, uint64_t *pv){
 int gpudsOvPut(GpudsOverlay *p, int64_t k, uint64_t v, int *pHad, uint64_t *pPrev){
   uint32_t s;
   int rc;
-  if( p->nSlot ){
+  if( !p->bHashed ){
+    if( p->nE==0 || k>p->aE[p->nE-1].k ){
+      /* still ascending: append, no hash slot */
+      rc = ovReserve(p);
+      if( rc ) return rc;
+      p->aE[p->nE].k = k;
+      p->aE[p->nE].v = v;
+      p->aDead[p->nE] = 0;
+      p->nE++;
+      p->nLive++;
+      p->bSorted = 0;
+      *pHad = 0; *pPrev = 0;
+      return GPUDS_OK;
+    }
+    rc = ovHashBuild(p);
+    if( rc ) return rc;
+  }
+  {
     s = ovFind(p, k);
     if( p->aSlot[s]!=OV_EMPTY ){
       OvEntry *e = &p->aE[p->aSlot[s]];
@@ -179,6 +229,18 @@ int gpudsOvPut(GpudsOverlay *p, int64_t k, uint64_t v, int *pHad, uint64_t *pPre
 void gpudsOvDel(GpudsOverlay *p, int64_t k){
   uint32_t mask, i, j;
   if( p->nLive==0 ) return;
+  if( !p->bHashed ){
+    int64_t e = ovSearchSorted(p, k);
+    if( e<0 ) return;
+    if( ovHashBuild(p) ){
+      /* no memory for the hash: mark the entry dead in place; the entries
+      ** stay ascending, which is all append-only mode needs */
+      p->aDead[e] = 1;
+      p->nLive--;
+      p->bSorted = 0;
+      return;
+    }
+  }
   mask = p->nSlot-1;
   i = ovFind(p, k);
   if( p->aSlot[i]==OV_EMPTY ) return;

@@ -42,7 +42,7 @@ static void refDel(int64_t k){
 static int64_t nextAsc;
 static int64_t randKey(int mode){
   switch( mode ){
-    case 3: return nextAsc++;          /* ascending: the no-sort path */
+    case 3: case 4: return nextAsc++;  /* ascending: the no-sort path */
     case 0: return (int64_t)(rnd()%200) - 100;                 /* dense */
     case 1: return (int64_t)rnd();                              /* full range */
     default: {                                                  /* extremes */
@@ -85,7 +85,7 @@ static void checkScan(GpudsOverlay *p, int mode){
 
 static void runSeed(uint64_t seed, int nOp){
   GpudsOverlay *p = gpudsOvNew();
-  int i, mode = (int)(seed%4);
+  int i, mode = (int)(seed%5);
   rngState = seed;
   nextAsc = 0;
   nRef = 0;
@@ -93,11 +93,23 @@ static void runSeed(uint64_t seed, int nOp){
     unsigned r = (unsigned)(rnd()%100);
     int64_t k = randKey(mode);
     uint64_t v = rnd(), got = 0;
+    if( mode==4 ){
+      /* Mode 4 keeps the overlay in its append-only mode (ascending puts,
+      ** gets below and above the largest key) and leaves it rarely, by a
+      ** delete or an overwrite (one op in 500) or a clear (back in). */
+      unsigned q = (unsigned)(rnd()%1000);
+      if( q<2 ) r = 60;                             /* delete */
+      else if( q<4 ) r = 99;                        /* clear */
+      else if( q<600 ) r = rnd()%8==0 ? 0 : 1;      /* put (maybe overwrite) */
+      else if( q<900 ) r = 80;                      /* get */
+      else r = 95;                                  /* scan */
+      if( r==80 || r==60 ) k = (int64_t)(rnd()%(uint64_t)(nextAsc+10)) - 5;
+    }
     if( r<55 ){
       int had, fr; uint64_t prev;
       int j = refFind(k, &fr);
       uint64_t vOld = fr ? refV[j] : 0;
-      if( rnd()%8==0 && nRef>0 ) k = refK[rnd()%nRef];   /* overwrite */
+      if( (mode==4 ? r==0 && rnd()%60==0 : rnd()%8==0) && nRef>0 ) k = refK[rnd()%nRef];   /* overwrite */
       j = refFind(k, &fr); vOld = fr ? refV[j] : 0;
       if( gpudsOvPut(p, k, v, &had, &prev)!=GPUDS_OK ){ nFail++; printf("put failed\n"); break; }
       if( had!=fr || (fr && prev!=vOld) ){ nFail++; printf("put %lld: had %d prev %llu, expected %d %llu\n", (long long)k, had, (unsigned long long)prev, fr, (unsigned long long)vOld); break; }
@@ -133,10 +145,12 @@ int main(int argc, char **argv){
   }else{
     uint64_t t = (uint64_t)time(0);
     printf("time seed %llu\n", (unsigned long long)t);
-    for(s=1; s<=12 && nFail==0; s++) runSeed(s, 60000);
+    for(s=1; s<=15 && nFail==0; s++) runSeed(s, 60000);
     if( nFail==0 ) runSeed(t, 60000);
-    /* seeds = 3 (mod 4) append ascending keys: the no-sort path */
+    /* seeds = 3 (mod 5) append ascending keys: the no-sort path */
     if( nFail==0 ) runSeed(1000003, 100000);
+    /* seeds = 4 (mod 5) stay mostly in the append-only (unhashed) mode */
+    if( nFail==0 ) runSeed(1000004, 200000);
   }
   printf("%ld passed, %d failed\n", nCheck, nFail);
   free(refK); free(refV);
