@@ -12,7 +12,7 @@ OUT=${OUT:-device-out}
 mkdir -p "$OUT"
 source .device/env.sh >/dev/null
 export LD_LIBRARY_PATH=/opt/sqlite-deb/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-B=build-gpu
+B=${B:-build-gpu}          # build folder (B=/tmp/x keeps it out of the tree)
 log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
 
 build() {
