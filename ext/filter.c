@@ -53,10 +53,10 @@ int gpudsFilterAdd(GpudsFilter *p, int64_t k){
   return p->nAdded > p->nCap;
 }
 
-/* Empty the filter and size it for nCap keys.  SQLITE_NOMEM on failure, in
-** which case the filter holds no bits and answers "might exist" for every
-** key: slower, never wrong. */
-int gpudsFilterReset(GpudsFilter *p, int64_t nCap){
+/* Size the filter for nCap keys, its bits left uncleared (gpudsFilterFill
+** clears them).  SQLITE_NOMEM on failure, in which case the filter holds no
+** bits and answers "might exist" for every key: slower, never wrong. */
+int gpudsFilterAlloc(GpudsFilter *p, int64_t nCap){
   int nLog2 = 14;
   uint64_t nWord;
   if( nCap<1024 ) nCap = 1024;
@@ -65,13 +65,51 @@ int gpudsFilterReset(GpudsFilter *p, int64_t nCap){
   gpudsFilterFree(p);
   p->aBit = (uint64_t*)sqlite3_malloc64(nWord*8);
   if( p->aBit==0 ) return SQLITE_NOMEM;
-  memset(p->aBit, 0, nWord*8);
   p->nLog2 = nLog2;
   p->nCap = (1LL<<nLog2)/16;
   if( p->nCap < nCap/2 ) p->nCap = nCap/2;
   p->nAdded = 0;
   p->nStale = 0;
   return SQLITE_OK;
+}
+
+/* Empty the filter and size it for nCap keys (see gpudsFilterAlloc). */
+int gpudsFilterReset(GpudsFilter *p, int64_t nCap){
+  int rc = gpudsFilterAlloc(p, nCap);
+  if( rc==SQLITE_OK ) memset(p->aBit, 0, ((size_t)1<<p->nLog2)/8);
+  return rc;
+}
+
+/* Clear a filter sized by gpudsFilterAlloc and add the n keys aKey[].  Calls
+** no SQLite routine, so it may run on a thread of its own.  The keys' bit
+** words are prefetched a few keys ahead: a big filter misses the cache on
+** nearly every probe. */
+void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n){
+  enum { AHEAD = 16 };
+  uint64_t aH1[AHEAD], aH2[AHEAD];
+  int64_t i;
+  int j;
+  if( p->aBit==0 ) return;
+  memset(p->aBit, 0, ((size_t)1<<p->nLog2)/8);
+  for(i=0; i<n+AHEAD; i++){
+    j = (int)(i % AHEAD);
+    if( i>=AHEAD ){                       /* add key i-AHEAD */
+      int k;
+      for(k=0; k<FILTER_K; k++){
+        uint64_t b = filterProbe(p, aH1[j], aH2[j], k);
+        p->aBit[b>>6] |= 1ULL<<(b&63);
+      }
+    }
+    if( i<n ){                            /* hash key i, prefetch its words */
+      int k;
+      aH1[j] = filterMix((uint64_t)aKey[i]);
+      aH2[j] = filterMix(aH1[j]) | 1;
+      for(k=0; k<FILTER_K; k++){
+        __builtin_prefetch(&p->aBit[filterProbe(p, aH1[j], aH2[j], k)>>6], 1);
+      }
+    }
+  }
+  p->nAdded = n;
 }
 
 /* Release the filter's memory. */

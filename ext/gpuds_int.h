@@ -60,9 +60,16 @@ int gpudsRealToInt(double r, sqlite3_int64 *pi);
 GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
 GpudsRow *gpudsRowOf(uint64_t h);
 void gpudsRowFreeHandle(uint64_t h);
-typedef struct GpudsLoader { char *pBlock; size_t iOff; } GpudsLoader;
+int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
+typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; } GpudsLoader;
 void gpudsLoaderInit(GpudsLoader *L);
+void gpudsLoaderBegin(GpudsLoader *L);
+void gpudsLoaderEnd(GpudsLoader *L);
 uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol);
+size_t gpudsLoaderSpanMax(void);
+unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nByte,
+                               int64_t nLive);
+uint64_t gpudsLoaderHandle(const unsigned char *z);
 
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
@@ -78,6 +85,8 @@ typedef struct GpudsFilter {
 int gpudsFilterMaybe(const GpudsFilter *p, int64_t k);
 int gpudsFilterAdd(GpudsFilter *p, int64_t k);   /* 1 if the filter is full */
 int gpudsFilterReset(GpudsFilter *p, int64_t nCap);
+int gpudsFilterAlloc(GpudsFilter *p, int64_t nCap);
+void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n);
 void gpudsFilterFree(GpudsFilter *p);
 
 /* ----------------------------------------------------------- the table */
@@ -167,6 +176,9 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
                     uint8_t *aFound, uint64_t *aOld);
 int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
                    size_t n, const int64_t *aKey, const uint64_t *aVal);
+int gpudsStoreBuild(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
+                    size_t n, const int64_t *aKey, const uint64_t *aVal,
+                    GpudsFilter *pFilter);
 int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
                      uint8_t *aFound, uint64_t *aVal);
 int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,

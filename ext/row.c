@@ -201,7 +201,11 @@ GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
 ** aligned to its size, holding the rows of one reload back to back with a
 ** count of live rows in its first bytes, freed when the count drops to 0.
 ** Reloading a big table then costs a bump of a pointer per row instead of a
-** malloc(), and closing it a decrement instead of a free(). */
+** malloc(), and closing it a decrement instead of a free().
+**
+** A reload may also copy a whole span of a shadow chunk (length-prefixed
+** records, shadow.c) into an arena with one memcpy and hand out handles to
+** the records where they landed (gpudsLoaderSpan): no copy per row. */
 #define ARENA_SIZE  ((size_t)2<<20)
 #define ARENA_HDR   16              /* int64 live count, padded to 16 */
 
@@ -210,12 +214,16 @@ GpudsRow *gpudsRowOf(uint64_t h){
   return (GpudsRow*)(uintptr_t)(h & ~(uint64_t)1);
 }
 
+/* Drop one reference to arena block pBlock; free it at the last. */
+static void arenaRelease(char *pBlock){
+  int64_t *pnLive = (int64_t*)pBlock;
+  if( --*pnLive==0 ) free(pBlock);
+}
+
 /* Free the record of handle h (0 is a no-op). */
 void gpudsRowFreeHandle(uint64_t h){
   if( h & 1 ){
-    char *pBlock = (char*)((uintptr_t)(h & ~(uint64_t)1) & ~(uintptr_t)(ARENA_SIZE-1));
-    int64_t *pnLive = (int64_t*)pBlock;
-    if( --*pnLive==0 ) free(pBlock);
+    arenaRelease((char*)((uintptr_t)(h & ~(uint64_t)1) & ~(uintptr_t)(ARENA_SIZE-1)));
   }else if( h ){
     free((void*)(uintptr_t)h);
   }
@@ -224,6 +232,31 @@ void gpudsRowFreeHandle(uint64_t h){
 /* Start a load arena. */
 void gpudsLoaderInit(GpudsLoader *L){
   memset(L, 0, sizeof(*L));
+}
+
+/* Start a load arena that holds a reference to its current block, so that
+** rows of the load may be freed while it goes on (a reload frees the rows
+** that newer runs override); gpudsLoaderEnd() drops the reference. */
+void gpudsLoaderBegin(GpudsLoader *L){
+  memset(L, 0, sizeof(*L));
+  L->bHold = 1;
+}
+
+/* Finish a loader started by gpudsLoaderBegin() (or gpudsLoaderInit()). */
+void gpudsLoaderEnd(GpudsLoader *L){
+  if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
+  memset(L, 0, sizeof(*L));
+}
+
+/* Move loader L to a fresh block.  0 if out of memory (L unchanged). */
+static int loaderNewBlock(GpudsLoader *L){
+  void *pNew = 0;
+  if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
+  if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
+  L->pBlock = (char*)pNew;
+  *(int64_t*)L->pBlock = L->bHold ? 1 : 0;
+  L->iOff = ARENA_HDR;
+  return 1;
 }
 
 /* A handle to a copy of record bytes a[0..n-1] of a table of nCol non-key
@@ -239,16 +272,48 @@ uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int 
     return (uint64_t)(uintptr_t)pBig;
   }
   if( L->pBlock==0 || L->iOff + nAl > ARENA_SIZE ){
-    void *pNew = 0;
-    if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
-    L->pBlock = (char*)pNew;
-    *(int64_t*)L->pBlock = 0;
-    L->iOff = ARENA_HDR;
+    if( !loaderNewBlock(L) ) return 0;
   }
   z = L->pBlock + L->iOff;
   memcpy(z, a, n);
   L->iOff += nAl;
   (*(int64_t*)L->pBlock)++;
+  return (uint64_t)(uintptr_t)z | 1;
+}
+
+/* True if bytes a[0..n-1] are a valid record of nCol non-key columns. */
+int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol){
+  return rowValid(a, n, nCol);
+}
+
+/* The most bytes one gpudsLoaderSpan() call copies. */
+size_t gpudsLoaderSpanMax(void){
+  return ARENA_SIZE - ARENA_HDR - 8;
+}
+
+/* Copy the nByte bytes a[] (at most gpudsLoaderSpanMax()) into loader L's
+** arena at an address z that is 4 more than a multiple of 8, and count nLive
+** rows in its block: the caller turns exactly nLive valid, 4-byte aligned
+** records inside the copy into handles with gpudsLoaderHandle(), each to be
+** freed once.  Returns z, or NULL if out of memory (nothing counted). */
+unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nByte,
+                               int64_t nLive){
+  size_t iAt;
+  if( nByte > gpudsLoaderSpanMax() ) return 0;
+  iAt = (L->iOff & ~(size_t)7) + 4;
+  if( iAt < L->iOff ) iAt += 8;
+  if( L->pBlock==0 || iAt + nByte > ARENA_SIZE ){
+    if( !loaderNewBlock(L) ) return 0;
+    iAt = ARENA_HDR + 4;
+  }
+  memcpy(L->pBlock + iAt, a, nByte);
+  L->iOff = (iAt + nByte + 7) & ~(size_t)7;
+  *(int64_t*)L->pBlock += nLive;
+  return (unsigned char*)L->pBlock + iAt;
+}
+
+/* The handle of the record at z, inside a span that counted it. */
+uint64_t gpudsLoaderHandle(const unsigned char *z){
   return (uint64_t)(uintptr_t)z | 1;
 }
 

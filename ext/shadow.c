@@ -28,6 +28,8 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 #include <stdlib.h>
 #include <stdarg.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #define SHADOW_FORMAT  1
 #define SHADOW_CHUNK   65536
@@ -128,15 +130,18 @@ static int metaGet(GpudsTable *p, const char *zKey, int64_t *pv){
 
 /* ------------------------------------------------------------ run readers */
 
-/* Streams one run's entries in key order, a chunk at a time.  Every entry
-** is bounds-checked before use: a damaged chunk is reported as
+/* Streams one run's entries in key order, a chunk at a time, reading the
+** chunk's blobs where the statement holds them (valid until its next step).
+** Every entry is bounds-checked before use: a damaged chunk is reported as
 ** SQLITE_CORRUPT_VTAB, never read past its end. */
 typedef struct RunReader {
   sqlite3_stmt *pStmt;     /* SELECT n, keys, vals of the run's chunks */
   int64_t iRun;
   int n, i;                /* entries in the current chunk, next one */
-  int64_t *aKey;           /* copy of the chunk's keys */
-  unsigned char *aVal;     /* copy of the chunk's vals */
+  const int64_t *aKey;     /* the chunk's keys */
+  int64_t *aKeyBuf;        /* an aligned copy of them, if the blob is not */
+  size_t nKeyBuf;          /* bytes of aKeyBuf */
+  const unsigned char *aVal;  /* the chunk's vals */
   size_t nVal, iOff;       /* bytes of aVal, offset of entry i */
   uint32_t nCur;           /* payload bytes of entry i (SHADOW_TOMB: none) */
   int bEof;
@@ -179,12 +184,19 @@ static int readerChunk(GpudsTable *p, RunReader *r){
     pv = sqlite3_column_blob(r->pStmt, 2);
     nv = sqlite3_column_bytes(r->pStmt, 2);
     if( n<0 || nk!=n*8 || (int64_t)nv < (int64_t)n*4 ) return readerCorrupt(p, r, "bad chunk sizes");
-    sqlite3_free(r->aKey); sqlite3_free(r->aVal);
-    r->aKey = sqlite3_malloc64((size_t)nk + 8);
-    r->aVal = sqlite3_malloc64((size_t)nv + 8);
-    if( !r->aKey || !r->aVal ) return SQLITE_NOMEM;
-    if( nk ) memcpy(r->aKey, pk, (size_t)nk);
-    if( nv ) memcpy(r->aVal, pv, (size_t)nv);
+    r->aKey = (const int64_t*)pk;
+    if( ((uintptr_t)pk & 7)!=0 ){           /* SQLite's buffers are aligned */
+      if( (size_t)nk > r->nKeyBuf ){
+        sqlite3_free(r->aKeyBuf);
+        r->nKeyBuf = 0;
+        r->aKeyBuf = sqlite3_malloc64((size_t)nk);
+        if( r->aKeyBuf==0 ) return SQLITE_NOMEM;
+        r->nKeyBuf = (size_t)nk;
+      }
+      memcpy(r->aKeyBuf, pk, (size_t)nk);
+      r->aKey = r->aKeyBuf;
+    }
+    r->aVal = (const unsigned char*)pv;
     r->n = n; r->i = 0; r->nVal = (size_t)nv; r->iOff = 0;
     if( n>0 ) return readerCheckEntry(p, r);
   }
@@ -228,39 +240,50 @@ static int readerNext(GpudsTable *p, RunReader *r){
 
 static void readerClose(RunReader *r){
   sqlite3_finalize(r->pStmt);
-  sqlite3_free(r->aKey); sqlite3_free(r->aVal);
+  sqlite3_free(r->aKeyBuf);
   memset(r, 0, sizeof(*r));
 }
 
-/* The run numbers present, oldest first, with their entry counts. */
-static int listRuns(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun){
+/* The run numbers present, oldest first, with their entry counts and, if
+** paCap is not NULL, the entries their keys blobs have room for (a load
+** sizes its arrays by the smaller: a damaged n cannot make it allocate more
+** than the blobs hold). */
+static int listRunsCap(GpudsTable *p, int64_t **paRun, int64_t **paN, int64_t **paCap,
+                       int *pnRun){
   sqlite3_stmt *pStmt;
-  int64_t *aRun = 0, *aN = 0;
+  int64_t *aRun = 0, *aN = 0, *aCap = 0;
   int nRun = 0, nAlloc = 0;
   int rc = shadowPrepare(p, &pStmt,
-      "SELECT id>>%d, sum(n) FROM %Q.'%q_run' GROUP BY 1 ORDER BY 1",
+      "SELECT id>>%d, sum(n), sum(length(keys))/8 FROM %Q.'%q_run' GROUP BY 1 ORDER BY 1",
       RUN_SHIFT, p->zDb, p->zName);
   if( rc ) return rc;
   while( sqlite3_step(pStmt)==SQLITE_ROW ){
     if( nRun==nAlloc ){
-      int64_t *a, *b;
+      int64_t *a, *b, *c;
       nAlloc = nAlloc ? nAlloc*2 : 16;
       a = sqlite3_realloc64(aRun, nAlloc*8);
       if( a ) aRun = a;
       b = sqlite3_realloc64(aN, nAlloc*8);
       if( b ) aN = b;
-      if( !a || !b ){ rc = SQLITE_NOMEM; break; }
+      c = sqlite3_realloc64(aCap, nAlloc*8);
+      if( c ) aCap = c;
+      if( !a || !b || !c ){ rc = SQLITE_NOMEM; break; }
     }
     aRun[nRun] = sqlite3_column_int64(pStmt, 0);
+    aCap[nRun] = sqlite3_column_int64(pStmt, 2);
     aN[nRun++] = sqlite3_column_int64(pStmt, 1);
   }
   {
     int rc2 = sqlite3_finalize(pStmt);
     if( rc==SQLITE_OK && rc2 ) rc = gpudsVtabError(p, rc2, "%s", sqlite3_errmsg(p->db));
   }
-  if( rc ){ sqlite3_free(aRun); sqlite3_free(aN); return rc; }
+  if( rc ){ sqlite3_free(aRun); sqlite3_free(aN); sqlite3_free(aCap); return rc; }
   *paRun = aRun; *paN = aN; *pnRun = nRun;
+  if( paCap ) *paCap = aCap; else sqlite3_free(aCap);
   return SQLITE_OK;
+}
+static int listRuns(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun){
+  return listRunsCap(p, paRun, paN, 0, pnRun);
 }
 
 /* A k-way merge of runs aRun[0..nRun-1] (oldest first): each key once, with
@@ -534,65 +557,542 @@ int gpudsShadowSync(GpudsTable *p){
 
 /* ------------------------------------------------------------------ load */
 
-typedef struct LoadCtx {
+/* Entries a load has read or merged: keys strictly ascending, row handles
+** (0: a deletion).  While runs are read, entry positions are handed out
+** chunk by chunk (aChunk) and filled by whichever thread places the chunk. */
+typedef struct LoadChunk {
+  int64_t i0;             /* first entry of the chunk */
+  int n;                  /* entries */
+  int bDone;              /* aKey/aVal[i0..i0+n-1] hold keys and handles */
+} LoadChunk;
+typedef struct LoadRows {
   int64_t *aKey;
   uint64_t *aVal;
   int64_t n, nAlloc;
-  GpudsLoader loader;     /* the rows' arena */
-} LoadCtx;
+  LoadChunk *aChunk;      /* chunks read so far, or NULL (all entries valid) */
+  int nChunk, nChunkAlloc;
+} LoadRows;
 
-/* mergeRuns() callback that collects rows for the bulk load. */
-static int outToLoad(GpudsTable *p, void *pCtx, int64_t k,
-                     const unsigned char *aRec, uint32_t nRec){
-  LoadCtx *c = (LoadCtx*)pCtx;
-  uint64_t hRow;
-  if( c->n==c->nAlloc ){
-    int64_t nNew = c->nAlloc ? c->nAlloc*2 : 4096;
-    int64_t *a = sqlite3_realloc64(c->aKey, nNew*8);
-    uint64_t *b;
-    if( a==0 ) return SQLITE_NOMEM;
-    c->aKey = a;
-    b = sqlite3_realloc64(c->aVal, nNew*8);
-    if( b==0 ) return SQLITE_NOMEM;
-    c->aVal = b;
-    c->nAlloc = nNew;
-  }
-  hRow = gpudsLoaderRow(&c->loader, aRec, nRec, p->nCol-1);
-  if( hRow==0 ) return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: bad row record", p->zName);
-  c->aKey[c->n] = k;
-  c->aVal[c->n++] = hRow;
+/* Size r for nAlloc entries. */
+static int loadRowsAlloc(LoadRows *r, int64_t nAlloc){
+  memset(r, 0, sizeof(*r));
+  if( nAlloc<1 ) nAlloc = 1;
+  r->aKey = sqlite3_malloc64(nAlloc*8);
+  r->aVal = sqlite3_malloc64(nAlloc*8);
+  if( r->aKey==0 || r->aVal==0 ) return SQLITE_NOMEM;
+  r->nAlloc = nAlloc;
   return SQLITE_OK;
 }
 
-/* (Re)build the store from the shadow tables: merge every run, bulk-load
-** the result into a fresh store, and only then replace the old one, so a
+/* Free r's arrays and the rows of its valid entries. */
+static void loadRowsFree(LoadRows *r){
+  int64_t i;
+  int c;
+  if( r->aChunk ){
+    for(c=0; c<r->nChunk; c++){
+      if( !r->aChunk[c].bDone ) continue;
+      for(i=0; i<r->aChunk[c].n; i++) gpudsRowFreeHandle(r->aVal[r->aChunk[c].i0+i]);
+    }
+  }else{
+    for(i=0; i<r->n; i++) gpudsRowFreeHandle(r->aVal[i]);
+  }
+  sqlite3_free(r->aKey);
+  sqlite3_free(r->aVal);
+  sqlite3_free(r->aChunk);
+  memset(r, 0, sizeof(*r));
+}
+
+/* Why loadChunk found a chunk damaged (NULL: a bad row record). */
+typedef struct LoadErr {
+  int64_t iRun;
+  const char *zWhy;
+} LoadErr;
+
+/* Place chunk c of r: its n keys are at aKey[i0..], its vals are pv[0..nv-1]
+** (sizes checked); row records go into the arena of loader L, a handle or 0
+** (deletion) into each aVal[i0..].  Every entry is checked first (key order,
+** from the previous chunk's last key on; bounds; the record itself), so the
+** rows are then placed with no failure but out of memory, which frees those
+** placed: all or nothing.  Where every entry starts at a multiple of 4 bytes
+** (all records of fixed-size columns, e.g. (k INTEGER PRIMARY KEY, v
+** INTEGER)), the vals are copied into the arena in a few spans and each
+** record is used where it lands: one memcpy per span, none per row.  Calls
+** no SQLite routine: it runs on worker threads.  *pnTomb counts deletions. */
+static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n,
+                     const unsigned char *pv, size_t nv, int64_t *pnTomb,
+                     LoadErr *pErr){
+  int64_t *aKey = &r->aKey[i0];
+  uint64_t *aVal = &r->aVal[i0];
+  uint64_t *aOff = aVal;                    /* scratch: offset of each entry */
+  size_t off = 0, nSpanMax = gpudsLoaderSpanMax(), nBig = nSpanMax/4;
+  int64_t i, nTomb = 0;
+  int bSpan = 1;
+  uint32_t nRec;
+  if( n>0 && i0>0 && aKey[0]<=aKey[-1] ){ pErr->zWhy = "keys out of order"; return SQLITE_CORRUPT_VTAB; }
+  for(i=0; i<n; i++){
+    if( i>0 && aKey[i]<=aKey[i-1] ){ pErr->zWhy = "keys out of order"; return SQLITE_CORRUPT_VTAB; }
+    if( off+4 > nv ){ pErr->zWhy = "entry past the end of vals"; return SQLITE_CORRUPT_VTAB; }
+    memcpy(&nRec, pv+off, 4);
+    aOff[i] = off;
+    if( off & 3 ) bSpan = 0;
+    if( nRec==SHADOW_TOMB ){ off += 4; nTomb++; continue; }
+    if( (uint64_t)off+4+nRec > nv ){
+      pErr->zWhy = "entry length past the end of vals";
+      return SQLITE_CORRUPT_VTAB;
+    }
+    if( !gpudsRowValid(pv+off+4, nRec, nCol) ){ pErr->zWhy = 0; return SQLITE_CORRUPT_VTAB; }
+    off += 4 + (size_t)nRec;
+  }
+  /* Place the rows: aVal[i] (aOff[i] until then) gets entry i's handle. */
+  i = 0;
+  while( i<n ){
+    int64_t j = i, nLive = 0, m;
+    size_t s = aOff[i], e = s;
+    if( bSpan ){
+      for(j=i; j<n; j++){                   /* the longest span from entry i */
+        size_t eNext;
+        memcpy(&nRec, pv+aOff[j], 4);
+        eNext = aOff[j] + 4 + (nRec==SHADOW_TOMB ? 0 : nRec);
+        if( (nRec!=SHADOW_TOMB && nRec>nBig) || eNext-s > nSpanMax ) break;
+        if( nRec!=SHADOW_TOMB ) nLive++;
+        e = eNext;
+      }
+    }
+    if( j==i ){                             /* entry i alone, copied */
+      memcpy(&nRec, pv+aOff[i], 4);
+      aVal[i] = 0;
+      if( nRec!=SHADOW_TOMB ){
+        aVal[i] = gpudsLoaderRow(L, pv+s+4, nRec, nCol);
+        if( aVal[i]==0 ) goto no_mem;
+      }
+      i++;
+      continue;
+    }
+    if( nLive>0 ){
+      const unsigned char *z = gpudsLoaderSpan(L, pv+s, e-s, nLive);
+      if( z==0 ) goto no_mem;
+      for(m=i; m<j; m++){
+        memcpy(&nRec, pv+aOff[m], 4);
+        aVal[m] = nRec==SHADOW_TOMB ? 0 : gpudsLoaderHandle(z + (aOff[m]-s) + 4);
+      }
+    }else{
+      for(m=i; m<j; m++) aVal[m] = 0;
+    }
+    i = j;
+  }
+  *pnTomb += nTomb;
+  return SQLITE_OK;
+
+no_mem:
+  while( i-- > 0 ) gpudsRowFreeHandle(aVal[i]);
+  return SQLITE_NOMEM;
+}
+
+/* The load pipeline.  The connection's thread reads each chunk (keys
+** straight into the run's array, vals into a free buffer of the pipe) and
+** hands it to a worker thread, which checks it and places its rows
+** (loadChunk); checking and placing cost more than reading, so up to
+** LOAD_MAX_WORKERS workers keep up with the reader.  With no worker (a
+** small table, one CPU, no thread to be had) the reader places each chunk
+** itself. */
+#define LOAD_MAX_WORKERS 4
+#define LOAD_NBUF        (2*LOAD_MAX_WORKERS)
+#define LOADBUF_FREE 0            /* a buffer's states */
+#define LOADBUF_FULL 1            /* holds a chunk no worker has taken */
+#define LOADBUF_BUSY 2            /* a worker places its chunk */
+typedef struct LoadBuf {
+  unsigned char *a;               /* the chunk's vals (malloc) */
+  size_t nAlloc, nv;
+  int eState;
+  LoadRows *r;                    /* the chunk: aChunk[iChunk] of run iRun of r */
+  int iChunk;
+  int64_t iRun;
+} LoadBuf;
+typedef struct LoadPipe {
+  int nCol;                       /* non-key columns */
+  int nWorker;
+  pthread_t aTid[LOAD_MAX_WORKERS];
+  GpudsLoader aL[LOAD_MAX_WORKERS+1];  /* one per worker, the last the reader's */
+  LoadBuf aBuf[LOAD_NBUF];
+  pthread_mutex_t mu;             /* guards everything below and eState */
+  pthread_cond_t cv;
+  int bEnd;                       /* no more chunks will come */
+  int rc;                         /* first error of a worker */
+  LoadErr err;
+  int64_t nTomb;                  /* deletions placed */
+} LoadPipe;
+
+/* Place buffer b's chunk with loader L; record the outcome. */
+static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
+  LoadChunk *c = &b->r->aChunk[b->iChunk];
+  LoadErr err;
+  int64_t nTomb = 0;
+  int rc;
+  err.iRun = b->iRun; err.zWhy = 0;
+  rc = loadChunk(b->r, L, pp->nCol, c->i0, c->n, b->a, b->nv, &nTomb, &err);
+  if( bLock ) pthread_mutex_lock(&pp->mu);
+  if( rc==SQLITE_OK ){
+    c->bDone = 1;
+    pp->nTomb += nTomb;
+  }else if( pp->rc==SQLITE_OK ){
+    pp->rc = rc;
+    pp->err = err;
+  }
+  b->eState = LOADBUF_FREE;
+  if( bLock ){
+    pthread_cond_broadcast(&pp->cv);
+    pthread_mutex_unlock(&pp->mu);
+  }
+  return rc;
+}
+
+/* A worker: place chunks until the reader is done and none is left. */
+typedef struct LoadWorkerArg { LoadPipe *pp; int iWorker; } LoadWorkerArg;
+static void *loadWorker(void *pArg){
+  LoadPipe *pp = ((LoadWorkerArg*)pArg)->pp;
+  GpudsLoader *L = &pp->aL[((LoadWorkerArg*)pArg)->iWorker];
+  pthread_mutex_lock(&pp->mu);
+  for(;;){
+    LoadBuf *b = 0;
+    int i;
+    for(i=0; i<LOAD_NBUF && b==0; i++){
+      if( pp->aBuf[i].eState==LOADBUF_FULL ) b = &pp->aBuf[i];
+    }
+    if( b==0 ){
+      if( pp->bEnd ) break;
+      pthread_cond_wait(&pp->cv, &pp->mu);
+      continue;
+    }
+    b->eState = LOADBUF_BUSY;
+    if( pp->rc ){                           /* an error: drop the chunk */
+      b->eState = LOADBUF_FREE;
+      pthread_cond_broadcast(&pp->cv);
+      continue;
+    }
+    pthread_mutex_unlock(&pp->mu);
+    loadPipePlace(pp, b, L, 1);
+    pthread_mutex_lock(&pp->mu);
+  }
+  pthread_mutex_unlock(&pp->mu);
+  return 0;
+}
+
+/* Tables of fewer rows than this are loaded without worker threads. */
+#define LOAD_THREAD_MIN 131072
+
+/* Start the pipe, with workers if nRow rows are worth them. */
+static void loadPipeOpen(LoadPipe *pp, int nCol, int64_t nRow, LoadWorkerArg *aArg){
+  int i, nCpu = 1;
+  memset(pp, 0, sizeof(*pp));
+  pp->nCol = nCol;
+  for(i=0; i<=LOAD_MAX_WORKERS; i++) gpudsLoaderBegin(&pp->aL[i]);
+#ifdef _SC_NPROCESSORS_ONLN
+  nCpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  if( nRow<LOAD_THREAD_MIN || nCpu<2 ) return;
+  if( pthread_mutex_init(&pp->mu, 0) ) return;
+  if( pthread_cond_init(&pp->cv, 0) ){ pthread_mutex_destroy(&pp->mu); return; }
+  for(i=0; i<LOAD_MAX_WORKERS && i<nCpu-1; i++){
+    aArg[i].pp = pp;
+    aArg[i].iWorker = i;
+    if( pthread_create(&pp->aTid[i], 0, loadWorker, &aArg[i]) ) break;
+    pp->nWorker++;
+  }
+  if( pp->nWorker==0 ){
+    pthread_cond_destroy(&pp->cv);
+    pthread_mutex_destroy(&pp->mu);
+  }
+}
+
+/* In *pb, a free buffer of at least nv bytes for the next chunk (only the
+** reader takes free buffers), waiting for a worker to free one if need be.
+** SQLITE_NOMEM, or SQLITE_ERROR if a worker failed (loadPipeJoin says
+** why). */
+static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
+  LoadBuf *b = 0;
+  int i, rc = SQLITE_OK;
+  if( pp->nWorker==0 ){
+    b = &pp->aBuf[0];
+  }else{
+    pthread_mutex_lock(&pp->mu);
+    while( b==0 && pp->rc==SQLITE_OK ){
+      for(i=0; i<LOAD_NBUF && b==0; i++){
+        if( pp->aBuf[i].eState==LOADBUF_FREE ) b = &pp->aBuf[i];
+      }
+      if( b==0 ) pthread_cond_wait(&pp->cv, &pp->mu);
+    }
+    if( b==0 ) rc = SQLITE_ERROR;
+    pthread_mutex_unlock(&pp->mu);
+    if( rc ) return rc;
+  }
+  if( nv+1 > b->nAlloc ){
+    size_t nNew = nv+1 > 2*b->nAlloc ? nv+1 : 2*b->nAlloc;
+    free(b->a);
+    b->nAlloc = 0;
+    b->a = (unsigned char*)malloc(nNew);
+    if( b->a==0 ) return SQLITE_NOMEM;
+    b->nAlloc = nNew;
+  }
+  *pb = b;
+  return SQLITE_OK;
+}
+
+/* Hand buffer b, filled with the vals of chunk iChunk of r (run iRun), to a
+** worker, or place it now if there is none. */
+static int loadPipeSubmit(LoadPipe *pp, LoadBuf *b, LoadRows *r, int iChunk,
+                          int64_t iRun, size_t nv){
+  b->r = r; b->iChunk = iChunk; b->iRun = iRun; b->nv = nv;
+  if( pp->nWorker==0 ){
+    b->eState = LOADBUF_BUSY;
+    return loadPipePlace(pp, b, &pp->aL[LOAD_MAX_WORKERS], 0);
+  }
+  pthread_mutex_lock(&pp->mu);
+  b->eState = LOADBUF_FULL;
+  pthread_cond_broadcast(&pp->cv);
+  pthread_mutex_unlock(&pp->mu);
+  return SQLITE_OK;
+}
+
+/* Wait for the workers to place every chunk handed to them and end them.
+** Returns the first error of a chunk, with the table's message set. */
+static int loadPipeJoin(GpudsTable *p, LoadPipe *pp){
+  int i;
+  if( pp->nWorker ){
+    pthread_mutex_lock(&pp->mu);
+    pp->bEnd = 1;
+    pthread_cond_broadcast(&pp->cv);
+    pthread_mutex_unlock(&pp->mu);
+    for(i=0; i<pp->nWorker; i++) pthread_join(pp->aTid[i], 0);
+    pthread_cond_destroy(&pp->cv);
+    pthread_mutex_destroy(&pp->mu);
+    pp->nWorker = 0;
+  }
+  for(i=0; i<LOAD_NBUF; i++){ free(pp->aBuf[i].a); pp->aBuf[i].a = 0; }
+  if( pp->rc==SQLITE_CORRUPT_VTAB && pp->err.zWhy==0 ){
+    return gpudsVtabError(p, pp->rc, "%s_run: bad row record", p->zName);
+  }
+  if( pp->rc==SQLITE_CORRUPT_VTAB ){
+    return gpudsVtabError(p, pp->rc, "%s_run: run %lld is damaged (%s)",
+                          p->zName, (long long)pp->err.iRun, pp->err.zWhy);
+  }
+  return pp->rc;
+}
+
+/* End the pipe's loaders (after its rows are owned or freed). */
+static void loadPipeClose(LoadPipe *pp){
+  int i;
+  for(i=0; i<=LOAD_MAX_WORKERS; i++) gpudsLoaderEnd(&pp->aL[i]);
+}
+
+/* Open (or move, if *pp is open) a read-only blob handle on column zCol of
+** chunk row iRow of the run table. */
+static int loadBlob(GpudsTable *p, sqlite3_blob **pp, const char *zTab,
+                    const char *zCol, int64_t iRow){
+  int rc = *pp ? sqlite3_blob_reopen(*pp, iRow)
+               : sqlite3_blob_open(p->db, p->zDb, zTab, zCol, iRow, 0, pp);
+  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  return rc;
+}
+
+/* Read every chunk of run iRun into r through the pipe: the chunk's sizes
+** and types are checked from the row (without reading the blobs), then its
+** keys are read straight into r and its vals into a buffer of the pipe. */
+static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
+  sqlite3_stmt *pStmt;
+  sqlite3_blob *pKeys = 0, *pVals = 0;
+  char *zTab = sqlite3_mprintf("%s_run", p->zName);
+  int rc;
+  if( zTab==0 ) return SQLITE_NOMEM;
+  rc = shadowPrepare(p, &pStmt,
+      "SELECT id, n, typeof(keys)=='blob' AND typeof(vals)=='blob', length(keys), length(vals)"
+      " FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld ORDER BY id",
+      p->zDb, p->zName, (long long)(iRun<<RUN_SHIFT),
+      (long long)((iRun<<RUN_SHIFT) | ((1<<RUN_SHIFT)-1)));
+  while( rc==SQLITE_OK ){
+    int64_t iRow, n, nk, nv;
+    LoadBuf *b = 0;
+    rc = sqlite3_step(pStmt);
+    if( rc==SQLITE_DONE ){ rc = SQLITE_OK; break; }
+    if( rc!=SQLITE_ROW ){ rc = gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db)); break; }
+    rc = SQLITE_OK;
+    iRow = sqlite3_column_int64(pStmt, 0);
+    n = sqlite3_column_int64(pStmt, 1);
+    nk = sqlite3_column_int64(pStmt, 3);
+    nv = sqlite3_column_int64(pStmt, 4);
+    if( !sqlite3_column_int(pStmt, 2) ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
+                          p->zName, (long long)iRun, "keys or vals is not a blob");
+      break;
+    }
+    if( n<0 || n>0x7fffffff || nk!=n*8 || nv<n*4 ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
+                          p->zName, (long long)iRun, "bad chunk sizes");
+      break;
+    }
+    if( n > r->nAlloc - r->n ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
+                          p->zName, (long long)iRun, "more entries than its chunks count");
+      break;
+    }
+    if( n==0 ) continue;
+    if( r->nChunk==r->nChunkAlloc ){
+      int nNew = r->nChunkAlloc ? 2*r->nChunkAlloc : 64;
+      LoadChunk *a = sqlite3_realloc64(r->aChunk, sizeof(LoadChunk)*nNew);
+      if( a==0 ){ rc = SQLITE_NOMEM; break; }
+      r->aChunk = a;
+      r->nChunkAlloc = nNew;
+    }
+    rc = loadBlob(p, &pKeys, zTab, "keys", iRow);
+    if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pKeys, &r->aKey[r->n], (int)nk, 0);
+    if( rc==SQLITE_OK ) rc = loadBlob(p, &pVals, zTab, "vals", iRow);
+    if( rc==SQLITE_OK ) rc = loadPipeBuf(pp, (size_t)nv, &b);
+    if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pVals, b->a, (int)nv, 0);
+    if( rc ){
+      if( p->base.zErrMsg==0 && rc!=SQLITE_NOMEM ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+      break;
+    }
+    r->aChunk[r->nChunk].i0 = r->n;
+    r->aChunk[r->nChunk].n = (int)n;
+    r->aChunk[r->nChunk].bDone = 0;
+    r->nChunk++;
+    r->n += n;
+    rc = loadPipeSubmit(pp, b, r, r->nChunk-1, iRun, (size_t)nv);
+    if( rc ) rc = SQLITE_ERROR;             /* loadPipeJoin reports it */
+  }
+  sqlite3_blob_close(pKeys);
+  sqlite3_blob_close(pVals);
+  sqlite3_finalize(pStmt);
+  sqlite3_free(zTab);
+  return rc;
+}
+
+/* Merge the runs aR[0..nRun-1] (oldest first) into *pOut: each key once,
+** with the entry of the newest run that holds it, deletions dropped.  The
+** rows move to *pOut or, if a newer run overrides them, are freed; either
+** way their handles in aR are zeroed. */
+static int loadMerge(LoadRows *aR, int nRun, LoadRows *pOut){
+  int64_t nAll = 0, *aPos;
+  int i, rc;
+  for(i=0; i<nRun; i++) nAll += aR[i].n;
+  rc = loadRowsAlloc(pOut, nAll);
+  aPos = sqlite3_malloc64(sizeof(int64_t)*nRun);
+  if( rc || aPos==0 ){
+    sqlite3_free(aPos);
+    return SQLITE_NOMEM;
+  }
+  memset(aPos, 0, sizeof(int64_t)*nRun);
+  for(;;){
+    int64_t kMin = 0;
+    int iBest = -1;
+    uint64_t h;
+    for(i=0; i<nRun; i++){                  /* smallest key; newest run on ties */
+      if( aPos[i]<aR[i].n && (iBest<0 || aR[i].aKey[aPos[i]]<=kMin) ){
+        kMin = aR[i].aKey[aPos[i]];
+        iBest = i;
+      }
+    }
+    if( iBest<0 ) break;
+    h = aR[iBest].aVal[aPos[iBest]];
+    aR[iBest].aVal[aPos[iBest]] = 0;
+    if( h ){
+      pOut->aKey[pOut->n] = kMin;
+      pOut->aVal[pOut->n++] = h;
+    }
+    for(i=0; i<nRun; i++){
+      if( aPos[i]<aR[i].n && aR[i].aKey[aPos[i]]==kMin ){
+        gpudsRowFreeHandle(aR[i].aVal[aPos[i]]);  /* overridden (0 if taken) */
+        aR[i].aVal[aPos[i]] = 0;
+        aPos[i]++;
+      }
+    }
+  }
+  sqlite3_free(aPos);
+  return SQLITE_OK;
+}
+
+/* Free the rows of the old store (its entries' handles). */
+static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                      const uint64_t *aV, size_t n){
+  size_t i;
+  for(i=0; i<n; i++) gpudsRowFreeHandle(aV[i]);
+  return SQLITE_OK;
+}
+
+/* (Re)build the store from the shadow tables: read every run (loadRun),
+** merge them (one run, the usual case after compaction, is read straight
+** into the load's arrays), build the store, its mirror and the key filter
+** at once (gpudsStoreBuild), and only then replace the old ones, so a
 ** failure leaves the table as it was. */
 static int shadowLoad(GpudsTable *p, int64_t iGen){
-  int64_t *aRun = 0, *aN = 0, i;
-  int nRun = 0, rc;
-  LoadCtx c;
+  int64_t *aRun = 0, *aN = 0, *aCap = 0, nRow = 0;
+  int nRun = 0, rc, rc2, i;
+  LoadRows out, *aR = 0;
+  LoadPipe pipe;
+  LoadWorkerArg aArg[LOAD_MAX_WORKERS];
+  GpudsFilter f;
   gpuds_store *pNew = 0, *pNewMir = 0;
-  memset(&c, 0, sizeof(c));
-  gpudsLoaderInit(&c.loader);
-  rc = listRuns(p, &aRun, &aN, &nRun);
-  if( rc==SQLITE_OK ) rc = mergeRuns(p, aRun, nRun, 1, outToLoad, &c);
+  memset(&out, 0, sizeof(out));
+  memset(&f, 0, sizeof(f));
+  rc = listRunsCap(p, &aRun, &aN, &aCap, &nRun);
+  for(i=0; i<nRun; i++){
+    if( aCap[i]<aN[i] ) aN[i] = aCap[i];    /* entries the run can hold */
+    if( aN[i]<0 ) aN[i] = 0;
+    nRow += aN[i];
+  }
+  loadPipeOpen(&pipe, p->nCol-1, nRow, aArg);
+  if( rc==SQLITE_OK && nRun<=1 ){
+    rc = loadRowsAlloc(&out, nRun ? aN[0] : 0);
+    if( rc==SQLITE_OK && nRun ) rc = loadRun(p, &pipe, aRun[0], &out);
+  }else if( rc==SQLITE_OK ){
+    aR = sqlite3_malloc64(sizeof(LoadRows)*nRun);
+    if( aR==0 ) rc = SQLITE_NOMEM;
+    else memset(aR, 0, sizeof(LoadRows)*nRun);
+    for(i=0; i<nRun && rc==SQLITE_OK; i++){
+      rc = loadRowsAlloc(&aR[i], aN[i]);
+      if( rc==SQLITE_OK ) rc = loadRun(p, &pipe, aRun[i], &aR[i]);
+    }
+  }
+  rc2 = loadPipeJoin(p, &pipe);             /* every chunk placed */
+  if( rc2 ) rc = rc2;
+  if( rc==SQLITE_OK && aR ){
+    for(i=0; i<nRun; i++){ sqlite3_free(aR[i].aChunk); aR[i].aChunk = 0; aR[i].nChunk = 0; }
+    rc = loadMerge(aR, nRun, &out);
+  }else if( rc==SQLITE_OK && pipe.nTomb ){
+    int64_t j, w = 0;                       /* drop the deletions */
+    for(j=0; j<out.n; j++){
+      if( out.aVal[j] ){ out.aKey[w] = out.aKey[j]; out.aVal[w++] = out.aVal[j]; }
+    }
+    out.n = w;
+  }
+  if( rc==SQLITE_OK ){ sqlite3_free(out.aChunk); out.aChunk = 0; out.nChunk = 0; }
+  for(i=0; aR && i<nRun; i++) loadRowsFree(&aR[i]);
+  sqlite3_free(aR);
+
   if( rc==SQLITE_OK ) rc = gpudsStoreCreate(p, &pNew, &pNewMir);
-  if( rc==SQLITE_OK && c.n>0 ){
-    rc = gpudsStoreBulk(p, pNew, pNewMir, (size_t)c.n, c.aKey, c.aVal);
+  if( rc==SQLITE_OK ){
+    gpudsFilterAlloc(&f, out.n*2);          /* none: slower, never wrong */
+    rc = gpudsStoreBuild(p, pNew, pNewMir, (size_t)out.n, out.aKey, out.aVal, &f);
   }
   if( rc==SQLITE_OK ){
-    gpudsStoreReplace(p, pNew, pNewMir, c.aKey, c.n);
-    pNew = 0;
-    pNewMir = 0;
+    /* Replace the store, its rows and the filter. */
+    p->bMaxValid = 0;
+    if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
+    gpudsStoreFree(p, p->pStore, p->pMirror);
+    p->pStore = pNew;
+    p->pMirror = pNewMir;
+    gpudsFilterFree(&p->filter);
+    p->filter = f;
     p->iGeneration = iGen;
     p->bLoaded = 1;
-    p->nLoadRows = c.n;
+    p->nLoadRows = out.n;
+    out.n = 0;                              /* the rows are the store's now */
   }else{
-    for(i=0; i<c.n; i++) gpudsRowFreeHandle(c.aVal[i]);
     gpudsStoreFree(p, pNew, pNewMir);
+    gpudsFilterFree(&f);
   }
-  sqlite3_free(c.aKey); sqlite3_free(c.aVal);
-  sqlite3_free(aRun); sqlite3_free(aN);
+  loadRowsFree(&out);
+  loadPipeClose(&pipe);
+  sqlite3_free(aRun); sqlite3_free(aN); sqlite3_free(aCap);
   return rc;
 }
 

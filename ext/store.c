@@ -21,6 +21,7 @@
 SQLITE_EXTENSION_INIT3
 #include <string.h>
 #include <stdlib.h>
+#include <pthread.h>
 
 /* Lookups of at most this many keys, and scan pages of at most this many
 ** entries, are answered by the mirror. */
@@ -125,6 +126,71 @@ int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
     }
   }
   return rc;
+}
+
+/* One part of gpudsStoreBuild: a bulk load into a store, or the filling
+** of a key filter; run on a thread of its own or inline. */
+typedef struct BuildJob {
+  const gpuds_store_ops *pOps;   /* bulk load into pS ... */
+  gpuds_store *pS;
+  GpudsFilter *pFilter;          /* ... or fill pFilter */
+  size_t n;
+  const int64_t *aKey;
+  const uint64_t *aVal;
+  int rc;
+  int bThread;                   /* runs on thread tid */
+  pthread_t tid;
+} BuildJob;
+
+static void *buildJobRun(void *pArg){
+  BuildJob *j = (BuildJob*)pArg;
+  if( j->pS ){
+    j->rc = j->pOps->xBulkLoad(j->pS, j->n, j->aKey, j->aVal);
+  }else{
+    gpudsFilterFill(j->pFilter, j->aKey, (int64_t)j->n);
+  }
+  return 0;
+}
+
+/* Below this many keys the parts of gpudsStoreBuild run one after another:
+** a thread costs more than it saves. */
+#define BUILD_THREAD_MIN 16384
+
+/* Build a reload's fresh, unpublished stores from sorted distinct keys:
+** bulk-load pMain and its mirror pMir (may be NULL) and fill the key filter
+** pFilter (sized by gpudsFilterAlloc, or holding no bits), all three at
+** once on threads of their own when there are many keys (distinct stores
+** may be used from distinct threads; the filter is nobody else's yet).  The
+** main store's load stays on the calling thread (a GPU store's device
+** calls come from one thread).  Joins every thread before returning.  On
+** error the table's message says why, and the caller frees both stores. */
+int gpudsStoreBuild(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
+                    size_t n, const int64_t *aKey, const uint64_t *aVal,
+                    GpudsFilter *pFilter){
+  BuildJob aJob[2];
+  int nJob = 0, i, rc;
+  memset(aJob, 0, sizeof(aJob));
+  if( pMir ){
+    aJob[nJob].pOps = p->pMirOps;
+    aJob[nJob++].pS = pMir;
+  }
+  if( pFilter->aBit ) aJob[nJob++].pFilter = pFilter;
+  for(i=0; i<nJob; i++){
+    aJob[i].n = n; aJob[i].aKey = aKey; aJob[i].aVal = aVal;
+    if( n>=BUILD_THREAD_MIN ){
+      aJob[i].bThread = pthread_create(&aJob[i].tid, 0, buildJobRun, &aJob[i])==0;
+    }
+  }
+  rc = n ? p->pOps->xBulkLoad(pMain, n, aKey, aVal) : GPUDS_OK;
+  for(i=0; i<nJob; i++){
+    if( aJob[i].bThread ) pthread_join(aJob[i].tid, 0);
+    else if( rc==GPUDS_OK ) buildJobRun(&aJob[i]);
+  }
+  if( rc ) return storeErr(p, p->pOps, pMain, rc, "bulk load");
+  if( pMir && aJob[0].rc ){
+    return storeErr(p, p->pMirOps, pMir, aJob[0].rc, "bulk load into the host mirror");
+  }
+  return SQLITE_OK;
 }
 
 /* Look n keys up: a few on the host mirror, many on the GPU. */
