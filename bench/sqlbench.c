@@ -33,8 +33,13 @@
 **   desc:    desc (WHERE k<=? ORDER BY k DESC LIMIT 10)
 **   mix:     mix (10% INSERT, 10% DELETE, 80% point SELECT; COMMIT every 10^4)
 **   delete:  delete (DELETE of ~10% of the rows by one key range)
-**   reload:  reload (close, reopen, time the first query on each table)
-** The tables are always loaded (by insert_random), selected or not.
+**   reload:  reload (close, reopen, time the first query on each table),
+**            reload_kv (tables kv_<kind>(k INTEGER PRIMARY KEY, v INTEGER)
+**            of the same N rows, committed; close, reopen, time the first
+**            SELECT v FROM kv_<kind> WHERE k=?, which loads a gfsl/gpuhash
+**            table: the pure reload rate, in rows/s)
+** The t_ tables are always loaded (by insert_random), selected or not,
+** unless reload_kv is the only workload selected.
 **
 ** The connection is opened with SQLITE_OPEN_NOMUTEX (one thread), journal
 ** mode and cache size are SQLite's defaults unless --pragma says otherwise.
@@ -64,6 +69,7 @@ enum { T_SQLITE = 0, T_GFSL = 1, T_HASH = 2 };
 static const char *const azKind[NTAB] = { "sqlite", "gfsl", "gpuhash" };
 static const char *const azTab[NTAB]  = { "t_sqlite", "t_gfsl", "t_gpuhash" };
 static const char *const zCols = "k INTEGER PRIMARY KEY, v INTEGER, s TEXT";
+static const char *const azKvTab[NTAB] = { "kv_sqlite", "kv_gfsl", "kv_gpuhash" };
 
 #define KEY_SPACING   16        /* keys per stratum; one is present */
 #define COMMIT_EVERY  10000     /* mix: statements per transaction */
@@ -117,6 +123,7 @@ static struct {
   double deadline;     /* progress handler: interrupt past this time */
   double tStart;
   int64_t sumV;        /* sum of v over all N rows */
+  int bMain;           /* the t_ tables were loaded */
 } g;
 
 /* ---------------------------------------------------------------- helpers */
@@ -675,11 +682,23 @@ static int singleQuery(Work *w, int t, const char *zSql, int64_t *c){
 
 /* --------------------------------------------------------------- phases */
 
+/* True unless reload_kv (which has tables of its own) is the only
+** workload selected: every other workload reads the t_ tables. */
+static int needMainTables(void){
+  int i;
+  if( g.nOnly==0 ) return 1;
+  for(i=0; i<g.nOnly; i++) if( strcmp(g.azOnly[i], "reload_kv")!=0 ) return 1;
+  return 0;
+}
+
 static void phaseInsert(void){
   int t;
-  Work *w = newWork("insert_random", "insert", "rows/s", "insert, random key order (1 txn)");
+  Work *w;
+  if( !needMainTables() ) return;
+  w = newWork("insert_random", "insert", "rows/s", "insert, random key order (1 txn)");
   for(t=0; t<NTAB; t++) if( g.aUse[t] ) insertRows(w, t, azTab[t], 0);
   if( !selected("insert_random", "insert") ) g.nW--;   /* loaded, not reported */
+  g.bMain = 1;
 
   if( selected("insert_sorted", "insert") ){
     char zName[64];
@@ -992,15 +1011,104 @@ static void phaseDelete(void){
   }
 }
 
+/* reload_kv, before the reopen: the kv_ tables, N rows each in key order,
+** one transaction each (untimed). */
+static void kvCreate(void){
+  int t;
+  for(t=0; t<NTAB; t++){
+    sqlite3_stmt *p;
+    int64_t i;
+    if( !g.aUse[t] ) continue;
+    fprintf(stderr, "[%-7s] %s(k INTEGER PRIMARY KEY, v INTEGER), %lld rows ... ",
+            azKind[t], azKvTab[t], (long long)g.nRow);
+    if( t==T_SQLITE ) execf("CREATE TABLE %s(k INTEGER PRIMARY KEY, v INTEGER)", azKvTab[t]);
+    else execf("CREATE VIRTUAL TABLE %s USING %s(k INTEGER PRIMARY KEY, v INTEGER)",
+               azKvTab[t], azKind[t]);
+    p = prep("INSERT INTO %s(k, v) VALUES(?1, ?2)", azKvTab[t]);
+    execf("BEGIN");
+    for(i=0; i<g.nRow; i++){
+      int64_t k = keyOf(i);
+      sqlite3_bind_int64(p, 1, k);
+      sqlite3_bind_int64(p, 2, vOf(k));
+      stepDone(p, "insert into kv");
+    }
+    execf("COMMIT");
+    fin(p);
+    fprintf(stderr, "done\n");
+  }
+}
+
+/* reload_kv, after the reopen: time the first SELECT v FROM kv_ WHERE k=?
+** (prepare included: it connects the table; a gfsl/gpuhash table loads
+** its N rows from its shadow tables then), as N rows / seconds. */
+static void kvReload(void){
+  Work *w = newWork("reload_kv", "reload", "rows/s", "reopen (k,v): first SELECT v WHERE k=?");
+  int t;
+  int64_t kProbe = keyOf(g.nRow/2);
+  for(t=0; t<NTAB; t++){
+    Res *a = &w->a[t];
+    char zSql[128];
+    int64_t c[3], aExp[3], v;
+    double t0;
+    sqlite3_stmt *p;
+    if( !g.aUse[t] ) continue;
+    snprintf(zSql, sizeof(zSql), "SELECT v FROM %s WHERE k=?1", azKvTab[t]);
+    progressStart(t, "reopen, first SELECT v FROM %s WHERE k=?", azKvTab[t]);
+    t0 = now();
+    p = prep("%s", zSql);      /* prepare included: it connects the table */
+    sqlite3_bind_int64(p, 1, kProbe);
+    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("reload_kv", sqlite3_reset(p));
+    v = sqlite3_column_int64(p, 0);
+    fin(p);
+    finishRes(a, now()-t0, g.nRow);
+    progressEnd(w, a);
+    t0 = now();
+    p = prep("%s", zSql);
+    sqlite3_bind_int64(p, 1, kProbe);
+    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("reload_kv", sqlite3_reset(p));
+    fin(p);
+    a->sec2 = now()-t0;
+    {
+      char *zEqp = sqlite3_mprintf("SELECT v FROM %s WHERE k=%lld", azKvTab[t], (long long)kProbe);
+      a->zPlan = queryPlan(zEqp);
+      sqlite3_free(zEqp);
+    }
+    /* The answer: count and sum of v over the table, and the v read. */
+    p = prep("SELECT count(*), total(v) FROM %s", azKvTab[t]);
+    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("reload_kv check", sqlite3_reset(p));
+    c[0] = sqlite3_column_int64(p, 0);
+    c[1] = (int64_t)sqlite3_column_double(p, 1);
+    c[2] = v;
+    fin(p);
+    aExp[0] = g.nRow; aExp[1] = g.sumV; aExp[2] = vOf(kProbe);
+    checkAnswer(w, t, c, aExp);
+    if( t!=T_SQLITE ){
+      char *z, *zChk = sqlite3_mprintf("SELECT gpuds_check('%s')", azKvTab[t]);
+      z = queryText(zChk);
+      sqlite3_free(zChk);
+      if( z==0 || strcmp(z, "ok")!=0 ){
+        fprintf(stderr, "MISMATCH: gpuds_check('%s') is %s\n", azKvTab[t], z ? z : sqlite3_errmsg(g.db));
+        mismatchExit();
+      }
+      free(z);
+    }
+  }
+}
+
 /* Close and reopen the database; time the first query on each table
 ** (a gfsl/gpuhash table loads its structure from its shadow tables then). */
 static void phaseReload(void){
   Work *w;
   int t;
-  if( !selected("reload", "reload") ) return;
-  w = newWork("reload", "reload", "rows/s", "reopen: first SELECT count(*)");
+  int bMain = g.bMain && selected("reload", "reload");
+  int bKv = selected("reload_kv", "reload");
+  if( !bMain && !bKv ) return;
+  if( bKv ) kvCreate();
   dbClose();
   dbOpen();
+  if( bKv ) kvReload();
+  if( !bMain ) return;
+  w = newWork("reload", "reload", "rows/s", "reopen: first SELECT count(*)");
   for(t=0; t<NTAB; t++){
     Res *a = &w->a[t];
     char zSql[128];
@@ -1037,6 +1145,7 @@ static void phaseReload(void){
 /* gpuds_check() on each virtual table: structure vs shadow tables. */
 static void structureCheck(void){
   int t;
+  if( !g.bMain ) return;
   for(t=1; t<NTAB; t++){
     char zSql[128], *z;
     if( !g.aUse[t] ) continue;
@@ -1053,8 +1162,15 @@ static void structureCheck(void){
 
 /* ------------------------------------------------------------------ output */
 
+/* False for reload_kv: an ordinary table has nothing to load, so there is
+** no ratio to show. */
+static int hasRatio(const Work *w){
+  return strcmp(w->zName, "reload_kv")!=0;
+}
+
 static double ratioOf(const Work *w, int t){
   const Res *a = &w->a[t], *s = &w->a[T_SQLITE];
+  if( !hasRatio(w) ) return NAN;
   if( !a->bRan || !s->bRan || a->bTimeout || s->bTimeout || s->rate<=0 ) return NAN;
   return a->rate / s->rate;
 }
@@ -1235,7 +1351,7 @@ static void writeJson(const char *zPath){
               (long long)a->nItem);
       jsonNum(f, a->bTimeout ? NAN : a->rate);
       fprintf(f, ", \"ratio\": ");
-      jsonNum(f, t==T_SQLITE && a->bRan && !a->bTimeout ? 1.0 : ratioOf(w, t));
+      jsonNum(f, t==T_SQLITE && a->bRan && !a->bTimeout && hasRatio(w) ? 1.0 : ratioOf(w, t));
       fprintf(f, ", \"timeout\": %s", a->bTimeout ? "true" : "false");
       if( a->nPlan ){
         fprintf(f, ", \"queries_run\": %lld, \"queries_planned\": %lld",
@@ -1251,7 +1367,7 @@ static void writeJson(const char *zPath){
         fprintf(f, ", \"p99_s\": ");
         jsonNum(f, a->p99);
       }
-      if( strcmp(w->zName, "reload")==0 ){
+      if( strcmp(w->zName, "reload")==0 || strcmp(w->zName, "reload_kv")==0 ){
         fprintf(f, ", \"second_query_s\": ");
         jsonNum(f, a->sec2);
       }
@@ -1281,7 +1397,7 @@ static void usage(void){
     "  --db PATH      database file (deleted first, kept); default a temporary file\n"
     "  --only LIST    workloads or groups: insert insert_random insert_sorted\n"
     "                 insert_select point probe in join range range_rows_10 ...\n"
-    "                 range_agg_1M desc mix delete reload\n"
+    "                 range_agg_1M desc mix delete reload reload_kv\n"
     "  --tables LIST  which of sqlite,gfsl,gpuhash to run (default all)\n"
     "  --budget S     seconds per query workload and table (default 3)\n"
     "  --timeout S    seconds before a single statement is interrupted (default 60)\n"
@@ -1317,7 +1433,7 @@ static const char *const azKnown[] = {
   "insert", "insert_random", "insert_sorted", "insert_select", "point", "probe",
   "in", "join", "range", "range_rows_10", "range_rows_1k", "range_rows_1M",
   "range_agg_10", "range_agg_1k", "range_agg_1M", "desc", "mix", "delete",
-  "reload", 0
+  "reload", "reload_kv", 0
 };
 
 int main(int argc, char **argv){
