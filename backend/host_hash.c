@@ -21,10 +21,12 @@
 ** failure to shrink is harmless and ignored.
 */
 #include "gpuds_backend.h"
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HT_MIN_SLOTS   64          /* smallest table; one bitmap word */
 #define HT_MAX_SLOTS   (((uint64_t)1)<<56)
@@ -377,21 +379,213 @@ static int htScan(gpuds_store *p, gpuds_scan *pScan, size_t nMax,
   return GPUDS_OK;
 }
 
+/* Bulk loads of at least this many keys are grouped by home slot first;
+** from HT_PAR_MIN keys on, on several threads (at most HT_PAR_MAX). */
+#define HT_GROUP_MIN   32768
+#define HT_GROUP_LOG2  12          /* slots per group: 2^12 (64 KiB of slots) */
+#define HT_GROUP_MAX   4096        /* groups at most */
+#define HT_PAR_MIN     262144
+#define HT_PAR_MAX     8
+
+/* A grouped bulk load (htInsertGrouped), shared by its threads. */
+typedef struct HtGrouped {
+  gpuds_store *p;
+  const int64_t *aKey;
+  const uint64_t *aVal;
+  size_t n;
+  HtSlot *aTmp;                 /* the entries, grouped */
+  int nShift;                   /* group of slot s: s >> nShift */
+  size_t nGroup;
+  int nPart;                    /* threads */
+  size_t *aCnt;                 /* [nPart][nGroup]: part t's entries of group g,
+                                ** then where part t puts them in aTmp */
+  size_t *aStart;               /* [nGroup+1]: first entry of each group in aTmp */
+  size_t aDefer[HT_PAR_MAX];    /* part t: entries left for the serial pass, at
+                                ** aTmp[aStart[first group of t]] on */
+  int64_t aAdded[HT_PAR_MAX];   /* part t: keys added */
+} HtGrouped;
+
+/* Entries [*pi0, *pi1) of the n are part t's of nPart. */
+static void htSlice(size_t n, int nPart, int t, size_t *pi0, size_t *pi1){
+  *pi0 = n/nPart*t + (n%nPart < (size_t)t ? n%nPart : (size_t)t);
+  *pi1 = *pi0 + n/nPart + ((size_t)t < n%nPart);
+}
+
+/* Phase 1 of part t: count its slice's entries per group. */
+static void htGroupCount(HtGrouped *G, int t){
+  uint64_t mask = G->p->nSlot - 1;
+  size_t i, i0, i1, *aCnt = &G->aCnt[(size_t)t*G->nGroup];
+  htSlice(G->n, G->nPart, t, &i0, &i1);
+  for(i=i0; i<i1; i++) aCnt[(htMix(G->aKey[i]) & mask) >> G->nShift]++;
+}
+
+/* Phase 2 of part t: copy its slice's entries to their groups in aTmp. */
+static void htGroupScatter(HtGrouped *G, int t){
+  uint64_t mask = G->p->nSlot - 1;
+  size_t i, i0, i1, *aPos = &G->aCnt[(size_t)t*G->nGroup];
+  htSlice(G->n, G->nPart, t, &i0, &i1);
+  for(i=i0; i<i1; i++){
+    size_t g = (htMix(G->aKey[i]) & mask) >> G->nShift;
+    G->aTmp[aPos[g]].key = G->aKey[i];
+    G->aTmp[aPos[g]++].val = G->aVal[i];
+  }
+}
+
+/* Phase 3 of part t: insert the entries of its groups, whose home slots
+** all lie in its region of the table, probing only within the region
+** (no other part reads or writes a slot or a bitmap word of it: regions
+** are multiples of 64 slots).  An entry whose probe reaches the end of the
+** region is left, moved to the front of the part's entries, for the serial
+** pass.  As htPut, a key already present takes the new value. */
+static void htGroupInsert(HtGrouped *G, int t){
+  gpuds_store *p = G->p;
+  uint64_t mask = p->nSlot - 1, iEnd;
+  size_t g0, g1, i, d;
+  int64_t nAdd = 0;
+  htSlice(G->nGroup, G->nPart, t, &g0, &g1);
+  iEnd = (uint64_t)g1 << G->nShift;
+  d = G->aStart[g0];
+  for(i=G->aStart[g0]; i<G->aStart[g1]; i++){
+    int64_t k = G->aTmp[i].key;
+    uint64_t s = htMix(k) & mask;
+    while( s<iEnd && htUsed(p->aUsed, s) && p->aSlot[s].key!=k ) s++;
+    if( s>=iEnd ){
+      G->aTmp[d++] = G->aTmp[i];          /* d <= i */
+    }else{
+      if( !htUsed(p->aUsed, s) ){
+        p->aSlot[s].key = k;
+        p->aUsed[s>>6] |= ((uint64_t)1)<<(s&63);
+        nAdd++;
+      }
+      p->aSlot[s].val = G->aTmp[i].val;
+    }
+  }
+  G->aDefer[t] = d - G->aStart[g0];
+  G->aAdded[t] = nAdd;
+}
+
+/* Run phase xPhase for parts 0..G->nPart-1, each on a thread of its own
+** (part 0 on the calling thread); a part whose thread cannot be started
+** runs on the calling thread after the others. */
+typedef struct HtThread { HtGrouped *G; int t; void (*xPhase)(HtGrouped*, int); pthread_t tid; int bRun; } HtThread;
+static void *htThreadMain(void *pArg){
+  HtThread *pT = (HtThread*)pArg;
+  pT->xPhase(pT->G, pT->t);
+  return 0;
+}
+static void htParallel(HtGrouped *G, void (*xPhase)(HtGrouped*, int)){
+  HtThread aT[HT_PAR_MAX];
+  int t;
+  for(t=1; t<G->nPart; t++){
+    aT[t].G = G; aT[t].t = t; aT[t].xPhase = xPhase;
+    aT[t].bRun = pthread_create(&aT[t].tid, 0, htThreadMain, &aT[t])==0;
+  }
+  xPhase(G, 0);
+  for(t=1; t<G->nPart; t++){
+    if( aT[t].bRun ) pthread_join(aT[t].tid, 0);
+    else xPhase(G, t);
+  }
+}
+
+/*
+** Insert n distinct keys (a bulk load), after htReserve made room for them
+** all.  Inserting them in key order would probe the table at random, a
+** cache (and TLB) miss per key once the table outgrows the caches; instead
+** they are first grouped by the part of the table that holds their home
+** slot (a counting sort into nGroup equal parts), then inserted group by
+** group, so that each group's probes stay within a few cache-resident
+** pages.  Big loads do each step on several threads, each thread in its
+** own region of the table; the few keys whose probe leaves their region
+** are inserted afterwards, one by one.  Whatever the order, the result is
+** a valid table holding the keys (the probe invariant holds for every key
+** placed).  If the grouping buffers cannot be had, the keys are inserted
+** in key order: slower, never a failure.
+*/
+static void htInsertGrouped(gpuds_store *p, size_t n, const int64_t *aKey,
+                            const uint64_t *aVal){
+  HtGrouped G;
+  int nLog2 = __builtin_ctzll(p->nSlot), t;
+  size_t i, g;
+  memset(&G, 0, sizeof(G));
+  G.p = p; G.aKey = aKey; G.aVal = aVal; G.n = n;
+  G.nShift = nLog2 > HT_GROUP_LOG2 ? HT_GROUP_LOG2 : nLog2;
+  G.nGroup = (size_t)1 << (nLog2 - G.nShift);
+  while( G.nGroup>HT_GROUP_MAX ){ G.nGroup /= 2; G.nShift++; }
+  G.nPart = 1;
+  if( n>=HT_PAR_MIN ){
+    long nCpu = sysconf(_SC_NPROCESSORS_ONLN);
+    G.nPart = nCpu<1 ? 1 : nCpu>HT_PAR_MAX ? HT_PAR_MAX : (int)nCpu;
+    if( (size_t)G.nPart > G.nGroup ) G.nPart = (int)G.nGroup;
+  }
+  if( n>=HT_GROUP_MIN ){
+    G.aCnt = (size_t*)calloc((size_t)G.nPart*G.nGroup, sizeof(size_t));
+    G.aStart = (size_t*)malloc((G.nGroup+1)*sizeof(size_t));
+    G.aTmp = (HtSlot*)malloc(n*sizeof(HtSlot));
+  }
+  if( G.aCnt==0 || G.aStart==0 || G.aTmp==0 ){
+    for(i=0; i<n; i++){
+      uint8_t f;
+      uint64_t v;
+      htPut(p, aKey[i], aVal[i], &f, &v);
+    }
+  }else{
+    size_t iAt = 0;
+    htParallel(&G, htGroupCount);
+    for(g=0; g<G.nGroup; g++){             /* where each part's entries go */
+      G.aStart[g] = iAt;
+      for(t=0; t<G.nPart; t++){
+        size_t c = G.aCnt[(size_t)t*G.nGroup + g];
+        G.aCnt[(size_t)t*G.nGroup + g] = iAt;
+        iAt += c;
+      }
+    }
+    G.aStart[G.nGroup] = iAt;
+    htParallel(&G, htGroupScatter);
+    htParallel(&G, htGroupInsert);
+    for(t=0; t<G.nPart; t++){
+      size_t g0, g1;
+      htSlice(G.nGroup, G.nPart, t, &g0, &g1);
+      p->nKey += G.aAdded[t];
+      for(i=G.aStart[g0]; i<G.aStart[g0]+G.aDefer[t]; i++){
+        uint8_t f;
+        uint64_t v;
+        htPut(p, G.aTmp[i].key, G.aTmp[i].val, &f, &v);
+      }
+    }
+  }
+  free(G.aCnt);
+  free(G.aStart);
+  free(G.aTmp);
+}
+
 /*
 ** Insert n entries with strictly ascending keys: upserts, after checking
 ** the order (so that the host store rejects what the ordered stores would).
-** All-or-nothing.
+** The keys being distinct, an empty table is sized for exactly n keys
+** without probing it first.  All-or-nothing: the only allocation that can
+** fail is the table's growth, before anything changes.
 */
 static int htBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
                       const uint64_t *aVal){
   size_t i;
+  int rc;
   for(i=1; i<n; i++){
     if( aKey[i]<=aKey[i-1] ){
       return htError(p, GPUDS_MISUSE,
                      "xBulkLoad: keys not strictly ascending at index %zu", i);
     }
   }
-  return htApply(p, n, 0, aKey, aVal, 0, 0);
+  if( n<HT_GROUP_MIN ) return htApply(p, n, 0, aKey, aVal, 0, 0);
+  if( p->nKey==0 && htTooFull((uint64_t)n, p->nSlot) ){
+    uint64_t nNew = htSizeFor((uint64_t)n, p->nSlot*2, HT_GROW_NUM, HT_GROW_DEN);
+    if( nNew==0 ) return htError(p, GPUDS_NOMEM, "hash: table size limit reached");
+    rc = htResize(p, nNew);
+  }else{
+    rc = htReserve(p, n, 0, aKey);
+  }
+  if( rc ) return rc;
+  htInsertGrouped(p, n, aKey, aVal);
+  return GPUDS_OK;
 }
 
 /* Number of keys held. */
@@ -480,4 +674,5 @@ const gpuds_store_ops gpudsHostHashOps = {
   htInfo,
   htCheck,
   htErrmsg,
+  0,                 /* xBatchDistinct: no faster path than xBatch */
 };
