@@ -746,6 +746,27 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
   return rc;
 }
 
+/* Take a chunk no worker has taken yet and place it with loader L; called
+** and returning with pp->mu held.  0 if there was none. */
+static int loadPipeTake(LoadPipe *pp, GpudsLoader *L){
+  LoadBuf *b = 0;
+  int i;
+  for(i=0; i<LOAD_NBUF && b==0; i++){
+    if( pp->aBuf[i].eState==LOADBUF_FULL ) b = &pp->aBuf[i];
+  }
+  if( b==0 ) return 0;
+  b->eState = LOADBUF_BUSY;
+  if( pp->rc ){                             /* an error: drop the chunk */
+    b->eState = LOADBUF_FREE;
+    pthread_cond_broadcast(&pp->cv);
+    return 1;
+  }
+  pthread_mutex_unlock(&pp->mu);
+  loadPipePlace(pp, b, L, 1);
+  pthread_mutex_lock(&pp->mu);
+  return 1;
+}
+
 /* A worker: place chunks until the reader is done and none is left. */
 typedef struct LoadWorkerArg { LoadPipe *pp; int iWorker; } LoadWorkerArg;
 static void *loadWorker(void *pArg){
@@ -753,25 +774,9 @@ static void *loadWorker(void *pArg){
   GpudsLoader *L = &pp->aL[((LoadWorkerArg*)pArg)->iWorker];
   pthread_mutex_lock(&pp->mu);
   for(;;){
-    LoadBuf *b = 0;
-    int i;
-    for(i=0; i<LOAD_NBUF && b==0; i++){
-      if( pp->aBuf[i].eState==LOADBUF_FULL ) b = &pp->aBuf[i];
-    }
-    if( b==0 ){
-      if( pp->bEnd ) break;
-      pthread_cond_wait(&pp->cv, &pp->mu);
-      continue;
-    }
-    b->eState = LOADBUF_BUSY;
-    if( pp->rc ){                           /* an error: drop the chunk */
-      b->eState = LOADBUF_FREE;
-      pthread_cond_broadcast(&pp->cv);
-      continue;
-    }
-    pthread_mutex_unlock(&pp->mu);
-    loadPipePlace(pp, b, L, 1);
-    pthread_mutex_lock(&pp->mu);
+    if( loadPipeTake(pp, L) ) continue;
+    if( pp->bEnd ) break;
+    pthread_cond_wait(&pp->cv, &pp->mu);
   }
   pthread_mutex_unlock(&pp->mu);
   return 0;
@@ -805,9 +810,9 @@ static void loadPipeOpen(LoadPipe *pp, int nCol, int64_t nRow, LoadWorkerArg *aA
 }
 
 /* In *pb, a free buffer of at least nv bytes for the next chunk (only the
-** reader takes free buffers), waiting for a worker to free one if need be.
-** SQLITE_NOMEM, or SQLITE_ERROR if a worker failed (loadPipeJoin says
-** why). */
+** reader takes free buffers).  While there is none, the reader places a
+** chunk itself, or waits for a worker.  SQLITE_NOMEM, or SQLITE_ERROR if a
+** worker failed (loadPipeJoin says why). */
 static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
   LoadBuf *b = 0;
   int i, rc = SQLITE_OK;
@@ -819,7 +824,9 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
       for(i=0; i<LOAD_NBUF && b==0; i++){
         if( pp->aBuf[i].eState==LOADBUF_FREE ) b = &pp->aBuf[i];
       }
-      if( b==0 ) pthread_cond_wait(&pp->cv, &pp->mu);
+      if( b==0 && !loadPipeTake(pp, &pp->aL[LOAD_MAX_WORKERS]) ){
+        pthread_cond_wait(&pp->cv, &pp->mu);
+      }
     }
     if( b==0 ) rc = SQLITE_ERROR;
     pthread_mutex_unlock(&pp->mu);
@@ -853,7 +860,7 @@ static int loadPipeSubmit(LoadPipe *pp, LoadBuf *b, LoadRows *r, int iChunk,
   return SQLITE_OK;
 }
 
-/* Wait for the workers to place every chunk handed to them and end them.
+/* Place, with the workers, every chunk handed to them, and end them.
 ** Returns the first error of a chunk, with the table's message set. */
 static int loadPipeJoin(GpudsTable *p, LoadPipe *pp){
   int i;
@@ -861,6 +868,7 @@ static int loadPipeJoin(GpudsTable *p, LoadPipe *pp){
     pthread_mutex_lock(&pp->mu);
     pp->bEnd = 1;
     pthread_cond_broadcast(&pp->cv);
+    while( loadPipeTake(pp, &pp->aL[LOAD_MAX_WORKERS]) ){}
     pthread_mutex_unlock(&pp->mu);
     for(i=0; i<pp->nWorker; i++) pthread_join(pp->aTid[i], 0);
     pthread_cond_destroy(&pp->cv);
