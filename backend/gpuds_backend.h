@@ -121,6 +121,17 @@ typedef struct gpuds_store_ops {
   /* Message of the last failed call on this store ("" if none; a call that
   ** succeeds need not clear it). */
   const char *(*xErrmsg)(gpuds_store *p);
+
+  /* Optional: the same contract as xBatch, but the caller guarantees that no
+  ** key appears twice in the batch (so operations on different keys commute
+  ** and the store may apply them all at once, without ordering them).  NULL
+  ** if the store has no faster path for such batches; callers then use
+  ** xBatch.  A batch that breaks the promise has undefined results and may
+  ** leave the store inconsistent (the GPU hash store could hold a key
+  ** twice), so call it only with keys known to be distinct. */
+  int (*xBatchDistinct)(gpuds_store *p, size_t n, const uint8_t *aOp,
+                        const int64_t *aKey, const uint64_t *aVal,
+                        uint8_t *aFound, uint64_t *aOld);
 } gpuds_store_ops;
 
 /* Host implementations (backend/host_*.c): always available. */

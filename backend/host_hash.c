@@ -674,4 +674,5 @@ const gpuds_store_ops gpudsHostHashOps = {
   htInfo,
   htCheck,
   htErrmsg,
+  0,                 /* xBatchDistinct: no faster path than xBatch */
 };

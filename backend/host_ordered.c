@@ -1098,4 +1098,5 @@ const gpuds_store_ops gpudsHostOrderedOps = {
   btInfo,
   btCheckTree,
   btErrmsg,
+  0,                 /* xBatchDistinct: no faster path than xBatch */
 };

@@ -2,19 +2,28 @@
 // batches (not a test).  Kernels are timed with CUDA events on the store's
 // stream; keys are pseudo-random distinct int64 (a bijective mix of an index).
 //
-// usage: bench_hash [out.csv] [maxLog2=27] [minLog2=20] [only]
+// usage: bench_hash [out.csv] [maxLog2=27] [minLog2=20] [only|all] [loads=0.5,0.8]
 // (only: run just the measurements whose name starts with it, e.g. "mixed";
-// the setup they need still runs)
+// "all" or "" runs everything; the setup they need still runs.  loads: the
+// target loads, comma-separated)
 //
-// For each table size N = 2^lg and target load L in {0.5, 0.8}: a table
-// presized for N keys at load L (gpuds_hash::reserve), then
+// For each table size N = 2^lg and target load L: a table presized for N
+// keys at load L (gpuds_hash::reserve), then
 //   insert-batch   N upserts through the general batch path (duplicate
 //                  detection sort included), fresh presized table
 //   insert         N upserts of distinct keys (upsertDistinctDevice: no sort)
 //   find-hit       N lookups of present keys          (load L)
 //   find-miss      N lookups of absent keys           (load L)
-//   mixed          N/4 ops: 10% upsert (new keys), 10% delete, 80% lookup,
-//                  general batch path (sort included)
+//   mixed          batches of N/4 ops: 10% upsert (new keys), 10% delete,
+//                  80% lookup, each variant on a fresh table of N keys (one
+//                  warm-up batch, one timed):
+//     mixed-10-10-80         general path (sort); lookups of random present
+//                            keys, so keys may repeat within the batch
+//     mixed-general-distinct general path on a batch of DISTINCT keys
+//     mixed-distinct         the same batch through batchDistinctDevice (the
+//                            distinct path of xBatchDistinct: no sort)
+//     mixed-distinct-host    G->xBatchDistinct on host arrays, host clock,
+//                            transfers included (not kernel time)
 //   delete         N/2 deletes of present keys, general batch path
 // and growth from an empty table to 2^26 keys in batches of 2^22 through the
 // table's own resizes (distinct-upsert path and general path).
@@ -23,6 +32,7 @@
 
 #include <cuda_runtime.h>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +76,31 @@ __global__ void kGenMixed(uint8_t *op, int64_t *k, uint64_t *v, size_t n,
     else if( x==1 ){ op[i] = GPUDS_OP_DELETE; k[i] = keyOf(delBase+i); v[i] = 0; }
     else{ op[i] = GPUDS_OP_LOOKUP; k[i] = keyOf((r>>8)%nKeys); v[i] = 0; }
   }
+}
+
+// [10,10,80] mix of DISTINCT keys for round d of a table holding indices
+// [0, nKeys), nKeys = 4*n: upserts of fresh keys (index insBase+i), deletes
+// of index (d*n+i) mod nKeys, lookups of index ((d+2)*n+i) mod nKeys (two
+// disjoint windows, so no key repeats; both present unless an earlier round
+// deleted them).
+__global__ void kGenMixedDistinct(uint8_t *op, int64_t *k, uint64_t *v, size_t n,
+                                  uint64_t nKeys, uint64_t insBase, uint64_t d,
+                                  uint64_t salt){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=(size_t)gridDim.x*blockDim.x ){
+    uint64_t r = smix(i*0x9E3779B97F4A7C15ull ^ salt);
+    int x = (int)(r%10);
+    if( x==0 ){ op[i] = GPUDS_OP_UPSERT; k[i] = keyOf(insBase+i); v[i] = insBase+i; }
+    else if( x==1 ){ op[i] = GPUDS_OP_DELETE; k[i] = keyOf((d*n+i)%nKeys); v[i] = 0; }
+    else{ op[i] = GPUDS_OP_LOOKUP; k[i] = keyOf(((d+2)*n+i)%nKeys); v[i] = 0; }
+  }
+}
+
+// *out += number of ops that are not upserts.
+__global__ void kCountNonUpsert(const uint8_t *op, size_t n, unsigned long long *out){
+  unsigned long long s = 0;
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=(size_t)gridDim.x*blockDim.x ) s += op[i]!=GPUDS_OP_UPSERT;
+  for( int o=16; o>0; o>>=1 ) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if( (threadIdx.x&31)==0 && s ) atomicAdd(out, s);
 }
 
 __global__ void kFill(uint8_t *p, size_t n, uint8_t x){
@@ -119,6 +154,17 @@ static void report(const char *op, int lg, double loadTarget, double loadActual,
   }
 }
 
+static unsigned long long countNonUpsert(const uint8_t *dOp, size_t n){
+  unsigned long long *d, h = 0;
+  CK(cudaMalloc(&d, 8));
+  CK(cudaMemset(d, 0, 8));
+  kCountNonUpsert<<<1024, 256>>>(dOp, n, d);
+  CK(cudaGetLastError());
+  CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  return h;
+}
+
 static double loadOf(gpuds_store *p){
   return (double)G->xCount(p)/(double)(gpuds_hash::buckets(p)*gpuds_hash::kSlotsPerBucket);
 }
@@ -134,7 +180,18 @@ int main(int argc, char **argv){
   const char *zCsv = argc>1 ? argv[1] : "bench_hash.csv";
   int maxLg = argc>2 ? atoi(argv[2]) : 27;
   int minLg = argc>3 ? atoi(argv[3]) : 20;
-  gOnly = argc>4 ? argv[4] : nullptr;
+  gOnly = argc>4 && argv[4][0] && strcmp(argv[4], "all")!=0 ? argv[4] : nullptr;
+  std::vector<double> loads;
+  {
+    const char *z = argc>5 ? argv[5] : "0.5,0.8";
+    while( *z ){
+      char *e = nullptr;
+      double x = strtod(z, &e);
+      if( e==z || !(x>0 && x<=gpuds_hash::kMaxLoad) ){ fprintf(stderr, "bad load list %s\n", argv[5]); return 1; }
+      loads.push_back(x);
+      z = *e==',' ? e+1 : e;
+    }
+  }
   uint64_t nFree = 0, nTotal = 0;
   if( !gpudsCudaDevice(gDev, sizeof(gDev), &nFree, &nTotal) ){
     printf("SKIPPED: no usable CUDA device (%s)\n", gDev);
@@ -159,7 +216,6 @@ int main(int argc, char **argv){
     G->xDestroy(p);
   }
 
-  const double loads[2] = {0.5, 0.8};
   for( int lg=minLg; lg<=maxLg; lg++ ){
     for( double L : loads ){
       const size_t N = (size_t)1<<lg;
@@ -182,6 +238,8 @@ int main(int argc, char **argv){
         report("insert-batch", lg, L, loadOf(p), N, ms, note);
         G->xDestroy(p);
       }
+      // insert of distinct keys into a fresh presized table (the table stays
+      // for the rows below)
       gpuds_store *p = mk();
       Timer t(gpuds_hash::stream(p));
       OK(gpuds_hash::reserve(p, N, L));
@@ -217,22 +275,57 @@ int main(int argc, char **argv){
         }
       }
       gpuds_hash::setLookupIlp(2);
-      // mixed [10,10,80], batches of N/4 (one warm-up, one timed)
-      if( want("mixed") ){
+      // mixed [10,10,80], batches of N/4, each variant on a fresh table of
+      // N keys (one warm-up batch, one timed)
+      struct MixVar { const char *z; int path; };   // path: 0 general, 1 distinct dev, 2 distinct host
+      const MixVar mv[] = {
+        { "mixed-10-10-80", 0 }, { "mixed-general-distinct", 0 },
+        { "mixed-distinct", 1 }, { "mixed-distinct-host", 2 } };
+      for( const MixVar &m : mv ){
+        if( !want(m.z) ) continue;
+        const bool dist = strcmp(m.z, "mixed-10-10-80")!=0;
         const size_t B = N/4;
-        uint64_t re0 = gpuds_hash::rehashCount(p);
+        gpuds_store *q = mk();
+        OK(gpuds_hash::reserve(q, N, L));
+        kGen<<<2048, 256>>>(dK, dV, N, 0);
+        CK(cudaDeviceSynchronize());
+        OK(gpuds_hash::upsertDistinctDevice(q, N, dK, dV, nullptr, nullptr));
+        Timer tq(gpuds_hash::stream(q));
+        uint64_t re0 = gpuds_hash::rehashCount(q);
         double msT = 0;
+        unsigned long long nf = 0, nExp = 0;
+        std::vector<uint8_t> hOp, hF; std::vector<int64_t> hK; std::vector<uint64_t> hV, hO;
         for( int r=0; r<2; r++ ){
-          kGenMixed<<<2048, 256>>>(dOp, dK2, dOld, B, N, 4*(uint64_t)N + r*(uint64_t)B,
-                                   (uint64_t)r*B, 77+r);
+          if( dist ) kGenMixedDistinct<<<2048, 256>>>(dOp, dK2, dOld, B, N, 4*(uint64_t)N + r*(uint64_t)B, r, 77+r);
+          else kGenMixed<<<2048, 256>>>(dOp, dK2, dOld, B, N, 4*(uint64_t)N + r*(uint64_t)B, (uint64_t)r*B, 77+r);
           CK(cudaDeviceSynchronize());
-          t.start();
-          OK(gpuds_hash::batchDevice(p, B, dOp, dK2, dOld, dF, dV));
-          msT = t.stop();
+          if( m.path==2 ){
+            hOp.resize(B); hK.resize(B); hV.resize(B); hF.resize(B); hO.resize(B);
+            CK(cudaMemcpy(hOp.data(), dOp, B, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(hK.data(), dK2, 8*B, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(hV.data(), dOld, 8*B, cudaMemcpyDeviceToHost));
+            auto h0 = std::chrono::steady_clock::now();
+            OK(G->xBatchDistinct(q, B, hOp.data(), hK.data(), hV.data(), hF.data(), hO.data()));
+            msT = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now()-h0).count();
+            nf = 0;
+            for( size_t i=0; i<B; i++ ) nf += hF[i];
+          }else{
+            tq.start();
+            if( m.path==1 ) OK(gpuds_hash::batchDistinctDevice(q, B, dOp, dK2, dOld, dF, dV));
+            else OK(gpuds_hash::batchDevice(q, B, dOp, dK2, dOld, dF, dV));
+            msT = tq.stop();
+            nf = countFound(dF, B);
+          }
         }
-        snprintf(note, sizeof(note), "batch N/4, general path%s",
-                 gpuds_hash::rehashCount(p)!=re0 ? ", REHASHED" : "");
-        report("mixed-10-10-80", lg, L, loadOf(p), B, msT, note);
+        nExp = countNonUpsert(dOp, B);
+        if( dist && nf!=nExp ){ fprintf(stderr, "%s: %llu found, expected %llu\n", m.z, nf, nExp); return 1; }
+        OK(G->xCheck(q));
+        snprintf(note, sizeof(note), "batch N/4, %s, %llu/%zu found%s", m.path==0 ? "general path (sort)" :
+                 m.path==1 ? "distinct path (batchDistinctDevice)" :
+                 "xBatchDistinct host arrays, host clock incl. transfers", nf, B,
+                 gpuds_hash::rehashCount(q)!=re0 ? ", REHASHED" : "");
+        report(m.z, lg, L, loadOf(q), B, msT, note);
+        G->xDestroy(q);
       }
       // delete N/2 present keys (indices [N/2, N))
       if( want("delete") ){

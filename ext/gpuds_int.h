@@ -39,6 +39,10 @@ extern const sqlite3_api_routines *sqlite3_api;
 # define GPUDS_FLUSH_ROWS (1<<20)
 #endif
 
+/* Rows written while the write buffer holds at least this many keys come
+** from an arena (vtab.c). */
+#define GPUDS_ARENA_ROWS 1024
+
 /* A key range of a hash table at most this wide is answered by one batch
 ** lookup of its keys instead of a scan of every slot. */
 #define GPUDS_HASH_RANGE_KEYS 65536
@@ -52,8 +56,8 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** Layout: u32 nCol; then nCol (u8 type, u32 offset) pairs; then payload. */
 typedef struct GpudsRow GpudsRow;
 
-GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff);
-void gpudsRowFree(GpudsRow *p);
+typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; } GpudsLoader;
+uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff);
 void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
 size_t gpudsRowBytes(const GpudsRow *p);
 int gpudsRealToInt(double r, sqlite3_int64 *pi);
@@ -61,7 +65,6 @@ GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
 GpudsRow *gpudsRowOf(uint64_t h);
 void gpudsRowFreeHandle(uint64_t h);
 int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
-typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; } GpudsLoader;
 void gpudsLoaderInit(GpudsLoader *L);
 void gpudsLoaderBegin(GpudsLoader *L);
 void gpudsLoaderEnd(GpudsLoader *L);
@@ -124,6 +127,7 @@ struct GpudsTable {
   const gpuds_store_ops *pMirOps;  /* host mirror of a GPU store (store.c) */
   gpuds_store *pMirror;       /* or NULL */
   GpudsWbuf wb;               /* write buffer of the open transaction */
+  GpudsLoader wArena;         /* arena for the rows of big write buffers */
   GpudsFilter filter;         /* keys that might be in pStore */
   int nCursor;                /* open cursors on this table */
   int bMaxValid;              /* iMax/bMaxAny describe the table as now seen */

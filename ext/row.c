@@ -99,12 +99,16 @@ static void applyAffinity(sqlite3_value *v, char cAff, AffVal *a){
   }
 }
 
-/* A new record holding the values apVal[0..nCol-1] after the column
-** affinities aAff[0..nCol-1], or NULL if out of memory.  Values are copied. */
-GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
+static char *loaderAlloc(GpudsLoader *L, size_t nByte);
+
+/* The handle of a new record holding the values apVal[0..nCol-1] after the
+** column affinities aAff[0..nCol-1], allocated from arena L (or by malloc()
+** if L is NULL); 0 if out of memory.  Values are copied. */
+uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff){
   size_t nByte = sizeof(GpudsRow) + (size_t)nCol*sizeof(RowCell);
   AffVal aStatic[16], *aV = aStatic;
   GpudsRow *p = 0;
+  uint64_t h = 0;
   char *z;
   int i;
   if( nCol>16 ){
@@ -119,8 +123,14 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
       case SQLITE_BLOB: nByte += (size_t)aV[i].n; break;
     }
   }
-  /* Rows use malloc() directly: one per row, freed by gpudsRowFree(). */
-  if( nByte<=0x7fffffff ) p = (GpudsRow*)malloc(nByte);
+  /* Rows use malloc() directly (or the arena): freed by gpudsRowFreeHandle(). */
+  if( nByte<=0x7fffffff ){
+    if( L && (p = (GpudsRow*)loaderAlloc(L, nByte))!=0 ){
+      h = (uint64_t)(uintptr_t)p | 1;
+    }else if( (p = (GpudsRow*)malloc(nByte))!=0 ){
+      h = (uint64_t)(uintptr_t)p;
+    }
+  }
   if( p ){
     p->nCol = (uint32_t)nCol;
     p->nByte = (uint32_t)nByte;
@@ -151,7 +161,7 @@ GpudsRow *gpudsRowNew(int nCol, sqlite3_value **apVal, const char *aAff){
   }
   for(i=0; i<nCol; i++) sqlite3_value_free(aV[i].pDup);
   if( aV!=aStatic ) sqlite3_free(aV);
-  return p;
+  return h;
 }
 
 /* True if bytes a[0..n-1] are a valid record of nCol columns: header,
@@ -259,26 +269,37 @@ static int loaderNewBlock(GpudsLoader *L){
   return 1;
 }
 
-/* A handle to a copy of record bytes a[0..n-1] of a table of nCol non-key
-** columns, allocated from loader L; 0 if out of memory or if the bytes are
-** not a valid record. */
-uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol){
-  size_t nAl = ((size_t)n + 7) & ~(size_t)7;
+/* nByte bytes (8-byte aligned) for one row in loader L's arena, counted in
+** its block; NULL if out of memory or if the row is too big for an arena
+** (the caller then uses malloc()). */
+static char *loaderAlloc(GpudsLoader *L, size_t nByte){
+  size_t nAl = (nByte + 7) & ~(size_t)7;
   char *z;
-  if( !rowValid(a, n, nCol) ) return 0;
-  if( nAl > ARENA_SIZE/4 ){                          /* big: its own malloc */
-    GpudsRow *pBig = (GpudsRow*)malloc(n);
-    if( pBig ) memcpy(pBig, a, n);
-    return (uint64_t)(uintptr_t)pBig;
-  }
+  if( nAl > ARENA_SIZE/4 ) return 0;
   if( L->pBlock==0 || L->iOff + nAl > ARENA_SIZE ){
     if( !loaderNewBlock(L) ) return 0;
   }
   z = L->pBlock + L->iOff;
-  memcpy(z, a, n);
   L->iOff += nAl;
   (*(int64_t*)L->pBlock)++;
-  return (uint64_t)(uintptr_t)z | 1;
+  return z;
+}
+
+/* A handle to a copy of record bytes a[0..n-1] of a table of nCol non-key
+** columns, allocated from loader L; 0 if out of memory or if the bytes are
+** not a valid record. */
+uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol){
+  char *z;
+  if( !rowValid(a, n, nCol) ) return 0;
+  z = loaderAlloc(L, n);
+  if( z ){
+    memcpy(z, a, n);
+    return (uint64_t)(uintptr_t)z | 1;
+  }else{                                     /* big, or no arena memory */
+    GpudsRow *pBig = (GpudsRow*)malloc(n);
+    if( pBig ) memcpy(pBig, a, n);
+    return (uint64_t)(uintptr_t)pBig;
+  }
 }
 
 /* True if bytes a[0..n-1] are a valid record of nCol non-key columns. */
@@ -315,11 +336,6 @@ unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nB
 /* The handle of the record at z, inside a span that counted it. */
 uint64_t gpudsLoaderHandle(const unsigned char *z){
   return (uint64_t)(uintptr_t)z | 1;
-}
-
-/* Free a record (NULL is a no-op). */
-void gpudsRowFree(GpudsRow *p){
-  free(p);
 }
 
 /* Bytes held by a record. */

@@ -103,6 +103,7 @@ static void tableFree(GpudsTable *p){
   if( p->wb.pOver ) gpudsWbufRollback(p);   /* frees uncommitted rows */
   gpudsWbufClear(p);
   freeStoreRows(p);
+  gpudsLoaderEnd(&p->wArena);
   if( p->pOps ) gpudsStoreFree(p, p->pStore, p->pMirror);
   gpudsFilterFree(&p->filter);
   for(i=0; i<p->nCol; i++) sqlite3_free(p->azCol[i]);
@@ -165,6 +166,7 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   memset(p, 0, sizeof(*p));
   p->nRef = 1;
   pV->pTab = p;
+  gpudsLoaderBegin(&p->wArena);
   p->db = db;
   p->eKind = eKind;
   p->nCol = sch.nCol;
@@ -446,7 +448,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
                        sqlite3_int64 *pRowid){
   int rc, i, eConflict, bExists = 0;
   int64_t kOld = 0, kNew = 0;
-  GpudsRow *pRow;
+  uint64_t hRow;
 
   /* Flush a full buffer before changing anything, so a failed flush leaves
   ** this statement's row unwritten. */
@@ -503,15 +505,20 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
     return uniqueError(p);
   }
 
-  pRow = gpudsRowNew(p->nCol-1, &argv[3], &p->aAff[1]);
-  if( pRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  /* A big write buffer (a bulk load) takes its rows from an arena: a bump
+  ** of a pointer each instead of a malloc(), and no free() per row later.
+  ** Small transactions keep malloc(), whose holes are reused: a long run of
+  ** small updates must not pin arena blocks that are mostly dead. */
+  hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
+                     p->nCol-1, &argv[3], &p->aAff[1]);
+  if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
   if( sqlite3_value_type(argv[0])==SQLITE_NULL || kOld==kNew ){
-    rc = gpudsWbufPut(p, kNew, (uint64_t)(uintptr_t)pRow);
+    rc = gpudsWbufPut(p, kNew, hRow);
   }else{
-    rc = gpudsWbufPut2(p, kOld, 0, kNew, (uint64_t)(uintptr_t)pRow);
+    rc = gpudsWbufPut2(p, kOld, 0, kNew, hRow);
   }
   if( rc ){
-    gpudsRowFree(pRow);
+    gpudsRowFreeHandle(hRow);
     return rc;
   }
   *pRowid = kNew;

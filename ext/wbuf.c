@@ -264,7 +264,7 @@ static void repackUndo(GpudsFlush *f){
 
 /* Copy the rows of flush f (in key order) into load arenas, so that a
 ** range scan later reads row records sequentially instead of one cache miss
-** per row wherever xUpdate's malloc() put them: that locality is most of
+** per row wherever xUpdate put them (in the order written): that is most of
 ** the cost of a long scan.  f->aNew gets the copies, f->aOrig keeps the
 ** originals, which the overlay and the undo log refer to: an undo of the
 ** flush puts those back, a commit frees them.  Rows already in key order
@@ -274,9 +274,10 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
   size_t i, nRow = 0, nBreak = 0;
   uintptr_t prev = 0;
   GpudsLoader L;
+  if( p->eKind!=GPUDS_ORDERED ) return;   /* a hash table scans in slot order */
   for(i=0; i<f->n; i++){
     uint64_t h = f->aNew[i];
-    if( h==0 || (h & 1) ) continue;
+    if( h==0 ) continue;
     nRow++;
     if( (uintptr_t)h < prev || (uintptr_t)h - prev > 4096 ) nBreak++;
     prev = (uintptr_t)h;
@@ -289,7 +290,7 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
   for(i=0; i<f->n; i++){
     uint64_t h = f->aNew[i], hNew;
     const GpudsRow *pRow;
-    if( h==0 || (h & 1) ) continue;
+    if( h==0 ) continue;
     pRow = gpudsRowOf(h);
     hNew = gpudsLoaderRow(&L, (const unsigned char*)pRow,
                           (uint32_t)gpudsRowBytes(pRow), p->nCol-1);

@@ -2390,6 +2390,7 @@ extern "C" const gpuds_store_ops gpudsCudaOrderedOps = {
   gfslInfo,
   gfslCheck,
   gfslErrmsg,
+  0,                 /* xBatchDistinct: no faster path than xBatch (it sorts anyway) */
 };
 
 /*************************** gfsl:: entry points ****************************/

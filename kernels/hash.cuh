@@ -42,6 +42,13 @@ int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp,
                 const int64_t *dKey, const uint64_t *dVal,
                 uint8_t *dFound, uint64_t *dOld);
 
+// Mixed batch of DISTINCT keys on device arrays (same semantics as
+// xBatchDistinct: the caller promises that no key repeats): no sort, one
+// kernel.  dVal may be NULL (all values 0); dFound/dOld may be NULL.
+int batchDistinctDevice(gpuds_store *p, size_t n, const uint8_t *dOp,
+                        const int64_t *dKey, const uint64_t *dVal,
+                        uint8_t *dFound, uint64_t *dOld);
+
 // Lookups on device arrays (same semantics as xLookup): no sort needed.
 int lookupDevice(gpuds_store *p, size_t n, const int64_t *dKey,
                  uint8_t *dFound, uint64_t *dVal);

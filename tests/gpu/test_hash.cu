@@ -4,6 +4,9 @@
 //
 // Exit 0: all passed; 1: a failure; 77: SKIPPED (no usable CUDA device).
 // Argument "small": smaller sizes (for compute-sanitizer runs).
+// xBatchDistinct (batches of distinct keys) is tested like xBatch: against
+// the model and the host store's xBatch, through growth, steady mixes and
+// mass deletes.
 #include "gpuds_backend.h"
 #include "hash.cuh"
 
@@ -17,6 +20,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -100,14 +104,20 @@ struct Harness {
 
   // Apply a batch to all three; compare every op's (found, old) and counts.
   // Returns the GPU results in *pF/*pO when given.
+  // distinct: the keys of the batch are distinct; the GPU store gets it
+  // through xBatchDistinct (the host store through its xBatchDistinct, or
+  // xBatch where it has none).
   void batch(const std::vector<uint8_t> &op, const std::vector<int64_t> &key,
              const std::vector<uint64_t> &val, bool check=true,
-             std::vector<uint8_t> *pF=nullptr, std::vector<uint64_t> *pO=nullptr){
+             std::vector<uint8_t> *pF=nullptr, std::vector<uint64_t> *pO=nullptr,
+             bool distinct=false){
     size_t n = op.size();
     std::vector<uint8_t> fG(n, 7), fR(n);
     std::vector<uint64_t> oG(n, 7), oR(n);
-    int rc = G->xBatch(g, n, op.data(), key.data(), val.data(), fG.data(), oG.data());
-    CHECK(rc==GPUDS_OK, "[%s] xBatch rc=%d %s", name.c_str(), rc, G->xErrmsg(g));
+    int rc = (distinct ? G->xBatchDistinct : G->xBatch)(g, n, op.data(), key.data(), val.data(),
+                                                         fG.data(), oG.data());
+    CHECK(rc==GPUDS_OK, "[%s] %s rc=%d %s", name.c_str(), distinct ? "xBatchDistinct" : "xBatch",
+          rc, G->xErrmsg(g));
     if( rc!=GPUDS_OK ) return;
     ref.apply(n, op.data(), key.data(), val.data(), fR.data(), oR.data());
     size_t bad = 0;
@@ -124,7 +134,9 @@ struct Harness {
     {
       std::vector<uint8_t> fH(n);
       std::vector<uint64_t> oH(n);
-      rc = gpudsHostHashOps.xBatch(h, n, op.data(), key.data(), val.data(), fH.data(), oH.data());
+      const gpuds_store_ops &HO = gpudsHostHashOps;
+      rc = (distinct && HO.xBatchDistinct ? HO.xBatchDistinct : HO.xBatch)(
+          h, n, op.data(), key.data(), val.data(), fH.data(), oH.data());
       CHECK(rc==GPUDS_OK, "[%s] host xBatch rc=%d", name.c_str(), rc);
       size_t badH = 0;
       for( size_t i=0; i<n; i++ ) badH += fH[i]!=fG[i] || oH[i]!=oG[i];
@@ -497,6 +509,104 @@ static void testDeterminism(){
   printf("determinism / contention: ok\n");
 }
 
+// A random batch of n ops on DISTINCT keys: pU/pD percent upserts/deletes,
+// the rest lookups; each op's key is a present key (from `present`) or a
+// fresh one (random, now and then a special key) -- deletes and lookups
+// mostly present keys, upserts mostly fresh ones.
+static void distinctBatch(std::mt19937_64 &r, size_t n, int pU, int pD,
+                          const std::vector<int64_t> &present,
+                          std::vector<uint8_t> &op, std::vector<int64_t> &key,
+                          std::vector<uint64_t> &val){
+  op.clear(); key.clear(); val.clear();
+  std::unordered_set<int64_t> used;
+  for( size_t i=0; i<n; i++ ){
+    const int x = (int)(r()%100);
+    const uint8_t o = x<pU ? GPUDS_OP_UPSERT : (x<pU+pD ? GPUDS_OP_DELETE : GPUDS_OP_LOOKUP);
+    const bool wantPresent = o==GPUDS_OP_DELETE ? r()%10<9 : (o==GPUDS_OP_LOOKUP ? r()%10<7 : r()%4==0);
+    for( int tries=0; tries<4; tries++ ){
+      int64_t k;
+      if( wantPresent && !present.empty() ) k = present[r()%present.size()];
+      else if( r()%300==0 ) k = kSpecial[r()%nSpecial];
+      else k = (int64_t)r();
+      if( used.insert(k).second ){
+        op.push_back(o); key.push_back(k); val.push_back(r());
+        break;
+      }
+    }
+  }
+}
+
+// xBatchDistinct against the model and the host store: growth from empty
+// through resizes, a steady mix (value updates, hits, misses, deletes), a
+// delete-heavy phase, then mass deletes that shrink the table; single-op
+// and odd-sized batches.
+static void testDistinct(){
+  Harness H("distinct");
+  CHECK(G->xBatchDistinct!=nullptr, "gpudsCudaHashOps.xBatchDistinct is NULL");
+  if( !G->xBatchDistinct ) return;
+  std::mt19937_64 r(10);
+  const uint64_t re0 = gpuds_hash::rehashCount(H.g), nb0 = gpuds_hash::buckets(H.g);
+  const int rounds = gSmall ? 24 : 48;
+  const size_t maxB = gSmall ? 3000 : 100000;
+  std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+  std::vector<int64_t> present;
+  size_t nOps = 0;
+  for( int it=0; it<rounds; it++ ){
+    const int phase = it<rounds/2 ? 0 : (it<rounds*3/4 ? 1 : 2);  // growth, steady, deletes
+    const int pU = phase==0 ? 60 : (phase==1 ? 10 : 5);
+    const int pD = phase==0 ? 10 : (phase==1 ? 10 : 70);
+    size_t n;
+    if( it<3 ) n = (size_t)it + 1;                                  // 1, 2, 3 ops
+    else if( phase==0 ) n = 1 + r()%(maxB*(size_t)(it+1)/(size_t)(rounds/2));
+    else n = 1 + r()%maxB;
+    present.clear();
+    for( auto &e : H.ref.m ) present.push_back(e.first);
+    distinctBatch(r, n, pU, pD, present, op, key, val);
+    H.batch(op, key, val, it%4==0 || it==rounds-1, nullptr, nullptr, true);
+    nOps += op.size();
+  }
+  const uint64_t nb1 = gpuds_hash::buckets(H.g), re1 = gpuds_hash::rehashCount(H.g);
+  CHECK(nb1>nb0 && re1-re0>=3, "distinct: table did not grow through resizes (%llu -> %llu buckets, "
+        "%llu rehashes)", (unsigned long long)nb0, (unsigned long long)nb1,
+        (unsigned long long)(re1-re0));
+  // Mass deletes (keep 1/32), with a few lookups of kept keys and upserts of
+  // fresh keys in the same batches: the table shrinks.
+  present.clear();
+  for( auto &e : H.ref.m ) present.push_back(e.first);
+  std::shuffle(present.begin(), present.end(), r);
+  const size_t keep = present.size()/32;
+  for( size_t s=keep, b=0; s<present.size(); b++ ){
+    const size_t n = std::min(maxB, present.size()-s);
+    op.assign(n, GPUDS_OP_DELETE);
+    key.assign(present.begin()+s, present.begin()+s+n);
+    val.assign(n, 0);
+    for( size_t i=0; i<n; i++ ){
+      if( r()%50==0 && keep ){ op[i] = GPUDS_OP_LOOKUP; key[i] = present[(s+i)%keep]; }
+      else if( r()%50==0 ){ op[i] = GPUDS_OP_UPSERT; key[i] = (int64_t)(r() | 1ull<<62); val[i] = r(); }
+    }
+    // lookups of kept keys could repeat when keep < n: drop repeats
+    std::unordered_set<int64_t> seen;
+    size_t w = 0;
+    for( size_t i=0; i<n; i++ ){
+      if( seen.insert(key[i]).second ){ op[w] = op[i]; key[w] = key[i]; val[w] = val[i]; w++; }
+    }
+    op.resize(w); key.resize(w); val.resize(w);
+    H.batch(op, key, val, b%3==0, nullptr, nullptr, true);
+    nOps += w;
+    s += n;
+  }
+  const uint64_t nb2 = gpuds_hash::buckets(H.g);
+  CHECK(G->xCheck(H.g)==GPUDS_OK, "distinct: xCheck after mass deletes: %s", G->xErrmsg(H.g));
+  CHECK(nb2<nb1, "distinct: table did not shrink after mass deletes (%llu buckets)", (unsigned long long)nb2);
+  present.clear();
+  for( auto &e : H.ref.m ) present.push_back(e.first);
+  H.lookup(present);
+  H.scan(INT64_MIN, INT64_MAX, 4096);
+  printf("xBatchDistinct: ok (%zu ops; %llu -> %llu -> %llu buckets, %llu rehashes, %lld keys)\n",
+         nOps, (unsigned long long)nb0, (unsigned long long)nb1, (unsigned long long)nb2,
+         (unsigned long long)(gpuds_hash::rehashCount(H.g)-re0), (long long)G->xCount(H.g));
+}
+
 // Device-array entry points agree with the host-array ones.
 static void testDeviceApi(){
   Harness H("device-api");
@@ -539,6 +649,26 @@ static void testDeviceApi(){
   CHECK(G->xCount(H.g)==(int64_t)H.ref.m.size(), "count after upsertDistinctDevice");
   CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck: %s", G->xErrmsg(H.g));
   H.lookup(key);
+  // batchDistinctDevice on a mixed batch of distinct keys
+  {
+    std::vector<int64_t> present;
+    for( auto &e : H.ref.m ) present.push_back(e.first);
+    std::mt19937_64 r2(11);
+    distinctBatch(r2, n, 20, 20, present, op, key, val);
+    const size_t m2 = op.size();
+    cudaMemcpy(dOp, op.data(), m2, cudaMemcpyHostToDevice);
+    cudaMemcpy(dK, key.data(), 8*m2, cudaMemcpyHostToDevice);
+    cudaMemcpy(dV, val.data(), 8*m2, cudaMemcpyHostToDevice);
+    rc = gpuds_hash::batchDistinctDevice(H.g, m2, dOp, dK, dV, dF, dO);
+    CHECK(rc==GPUDS_OK, "batchDistinctDevice rc=%d %s", rc, G->xErrmsg(H.g));
+    f.resize(m2); fR.resize(m2); o.resize(m2); oR.resize(m2);
+    cudaMemcpy(f.data(), dF, m2, cudaMemcpyDeviceToHost);
+    cudaMemcpy(o.data(), dO, 8*m2, cudaMemcpyDeviceToHost);
+    H.ref.apply(m2, op.data(), key.data(), val.data(), fR.data(), oR.data());
+    CHECK(f==fR && o==oR, "batchDistinctDevice results differ from the model");
+    CHECK(G->xCount(H.g)==(int64_t)H.ref.m.size(), "count after batchDistinctDevice");
+    CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck: %s", G->xErrmsg(H.g));
+  }
   cudaFree(dOp); cudaFree(dF); cudaFree(dK); cudaFree(dV); cudaFree(dO);
   CHECK(cudaGetLastError()==cudaSuccess, "CUDA error in test");
   printf("device api: ok\n");
@@ -563,6 +693,7 @@ int main(int argc, char **argv){
   testGrowShrink();
   testNoMem();
   testDeterminism();
+  testDistinct();
   testDeviceApi();
   if( gFail ){
     printf("FAILED: %d checks\n", gFail);
