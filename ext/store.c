@@ -170,36 +170,41 @@ static void *buildJobRun(void *pArg){
 /* Build a reload's fresh, unpublished stores from sorted distinct keys:
 ** bulk-load pMain and its mirror pMir (may be NULL) and fill the key filter
 ** pFilter (sized by gpudsFilterAlloc, or holding no bits), all three at
-** once on threads of their own when there are many keys (distinct stores
-** may be used from distinct threads; the filter is nobody else's yet).  The
-** main store's load stays on the calling thread (a GPU store's device
-** calls come from one thread).  Joins every thread before returning.  On
-** error the table's message says why, and the caller frees both stores. */
+** once when there are many keys: distinct stores may be used from distinct
+** threads, and the filter is nobody else's yet.  The calling thread loads
+** the mirror if there is one (it takes the most host memory, and memory
+** the process freed is reused fastest by the thread that freed it: other
+** threads get fresh pages from their own malloc arenas), else the main
+** store; the other store and the filter get threads of their own.  Every
+** thread is joined before returning.  On error the table's message says
+** why, and the caller frees both stores. */
 int gpudsStoreBuild(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
                     size_t n, const int64_t *aKey, const uint64_t *aVal,
                     GpudsFilter *pFilter){
-  BuildJob aJob[2];
-  int nJob = 0, i, rc;
+  BuildJob aJob[3];                /* [0] main store, [1] mirror, [2] filter */
+  int i, iHere = pMir ? 1 : 0;
   memset(aJob, 0, sizeof(aJob));
-  if( pMir ){
-    aJob[nJob].pOps = p->pMirOps;
-    aJob[nJob++].pS = pMir;
-  }
-  if( pFilter->aBit ) aJob[nJob++].pFilter = pFilter;
-  for(i=0; i<nJob; i++){
+  aJob[0].pOps = p->pOps;
+  aJob[0].pS = pMain;
+  aJob[1].pOps = p->pMirOps;
+  aJob[1].pS = pMir;
+  aJob[2].pFilter = pFilter;
+  for(i=0; i<3; i++){
     aJob[i].n = n; aJob[i].aKey = aKey; aJob[i].aVal = aVal;
+    if( i==iHere || (i==1 && !pMir) || (i==2 && !pFilter->aBit) ) continue;
     if( n>=BUILD_THREAD_MIN ){
       aJob[i].bThread = pthread_create(&aJob[i].tid, 0, buildJobRun, &aJob[i])==0;
     }
   }
-  rc = n ? p->pOps->xBulkLoad(pMain, n, aKey, aVal) : GPUDS_OK;
-  for(i=0; i<nJob; i++){
+  if( n ) buildJobRun(&aJob[iHere]);
+  for(i=0; i<3; i++){
+    if( i==iHere || (i==1 && !pMir) || (i==2 && !pFilter->aBit) ) continue;
     if( aJob[i].bThread ) pthread_join(aJob[i].tid, 0);
-    else if( rc==GPUDS_OK ) buildJobRun(&aJob[i]);
+    else if( i==2 || (n && aJob[0].rc==GPUDS_OK && aJob[1].rc==GPUDS_OK) ) buildJobRun(&aJob[i]);
   }
-  if( rc ) return storeErr(p, p->pOps, pMain, rc, "bulk load");
-  if( pMir && aJob[0].rc ){
-    return storeErr(p, p->pMirOps, pMir, aJob[0].rc, "bulk load into the host mirror");
+  if( aJob[0].rc ) return storeErr(p, p->pOps, pMain, aJob[0].rc, "bulk load");
+  if( aJob[1].rc ){
+    return storeErr(p, p->pMirOps, pMir, aJob[1].rc, "bulk load into the host mirror");
   }
   return SQLITE_OK;
 }
