@@ -668,10 +668,17 @@ static int btBuild(int64_t nEntry, BtSource *pSrc, BtNode **ppRoot,
     for(j=0; j<m; j++){
       BtLeaf *pL = (BtLeaf*)apNode[j];
       int c = (int)(nBase + (j<nExtra)), e;
-      for(e=0; e<c; e++){
-        int ok = btSourceNext(pSrc, &pL->aKey[e], &pL->aVal[e]);
-        assert( ok );
-        (void)ok;
+      if( pSrc->pL==0 ){                  /* only the arrays left: copy */
+        assert( pSrc->i + (size_t)c <= pSrc->n );
+        memcpy(pL->aKey, &pSrc->aKey[pSrc->i], (size_t)c*sizeof(int64_t));
+        memcpy(pL->aVal, &pSrc->aVal[pSrc->i], (size_t)c*sizeof(uint64_t));
+        pSrc->i += (size_t)c;
+      }else{
+        for(e=0; e<c; e++){
+          int ok = btSourceNext(pSrc, &pL->aKey[e], &pL->aVal[e]);
+          assert( ok );
+          (void)ok;
+        }
       }
       pL->h.n = c;
       pL->pPrev = pPrev;
