@@ -18,32 +18,32 @@ static uint64_t filterMix(uint64_t x){
 }
 
 /* Blocked Bloom filter: a key's FILTER_K bits all lie in one 512-bit block
-** (a cache line), chosen by one hash, the bits by another; so adding or
-** testing a key touches one cache line.  Sized at 16..32 bits per key, it
-** answers "maybe" for about 0.1-0.6% of absent keys. */
+** (a cache line), chosen by the low bits of the key's hash, the bits by its
+** top 27 bits (the filter has at most 2^40 bits: 2^31 blocks, so the two
+** never overlap); adding or testing a key touches one cache line.  Sized at
+** 16..32 bits per key, it answers "maybe" for about 0.1-0.6% of absent keys. */
 #define FILTER_K 3          /* bits per key */
 #define FILTER_BLOCK_LOG2 9 /* bits per block: 512 = 8 words = 64 bytes */
 
-/* The first word of the block of hash h1 (the filter has 2^nLog2 bits,
-** nLog2 >= 14). */
-static uint64_t *filterBlock(const GpudsFilter *p, uint64_t h1){
+/* The first word of the block of hash h (the filter has 2^nLog2 bits,
+** 14 <= nLog2 <= 40). */
+static uint64_t *filterBlock(const GpudsFilter *p, uint64_t h){
   uint64_t nBlockMask = (1ULL<<(p->nLog2-FILTER_BLOCK_LOG2)) - 1;
-  return &p->aBit[(h1 & nBlockMask) << (FILTER_BLOCK_LOG2-6)];
+  return &p->aBit[(h & nBlockMask) << (FILTER_BLOCK_LOG2-6)];
 }
 
-/* Bit i (0..FILTER_K-1) of a block, from hash h2: 9 bits each. */
-#define FILTER_BIT(h2, i) (((h2) >> (9*(i))) & 511)
+/* Bit i (0..FILTER_K-1) of a block, from the top bits of hash h. */
+#define FILTER_BIT(h, i) (((h) >> (64-9*((i)+1))) & 511)
 
 /* True if k might have been added; false means it certainly was not. */
 int gpudsFilterMaybe(const GpudsFilter *p, int64_t k){
-  uint64_t h1, h2, *a;
+  uint64_t h, *a;
   int i;
   if( p->aBit==0 ) return 1;      /* no filter: every key might exist */
-  h1 = filterMix((uint64_t)k);
-  h2 = filterMix(h1);
-  a = filterBlock(p, h1);
+  h = filterMix((uint64_t)k);
+  a = filterBlock(p, h);
   for(i=0; i<FILTER_K; i++){
-    uint64_t b = FILTER_BIT(h2, i);
+    uint64_t b = FILTER_BIT(h, i);
     if( (a[b>>6] & (1ULL<<(b&63)))==0 ) return 0;
   }
   return 1;
@@ -52,14 +52,13 @@ int gpudsFilterMaybe(const GpudsFilter *p, int64_t k){
 /* Add k.  Returns 1 when the filter now holds more keys than it was sized
 ** for (the caller should rebuild it larger), else 0. */
 int gpudsFilterAdd(GpudsFilter *p, int64_t k){
-  uint64_t h1, h2, *a;
+  uint64_t h, *a;
   int i;
   if( p->aBit==0 ) return 1;
-  h1 = filterMix((uint64_t)k);
-  h2 = filterMix(h1);
-  a = filterBlock(p, h1);
+  h = filterMix((uint64_t)k);
+  a = filterBlock(p, h);
   for(i=0; i<FILTER_K; i++){
-    uint64_t b = FILTER_BIT(h2, i);
+    uint64_t b = FILTER_BIT(h, i);
     a[b>>6] |= 1ULL<<(b&63);
   }
   p->nAdded++;
@@ -102,7 +101,7 @@ int gpudsFilterReset(GpudsFilter *p, int64_t nCap){
 ** nearly every key. */
 void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n){
   enum { AHEAD = 16 };
-  uint64_t aH2[AHEAD], *aBlk[AHEAD];
+  uint64_t aH[AHEAD], *aBlk[AHEAD];
   int64_t i;
   if( p->aBit==0 ) return;
   memset(p->aBit, 0, ((size_t)1<<p->nLog2)/8);
@@ -110,14 +109,13 @@ void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n){
     int j = (int)(i % AHEAD), k;
     if( i>=AHEAD ){                       /* add key i-AHEAD */
       for(k=0; k<FILTER_K; k++){
-        uint64_t b = FILTER_BIT(aH2[j], k);
+        uint64_t b = FILTER_BIT(aH[j], k);
         aBlk[j][b>>6] |= 1ULL<<(b&63);
       }
     }
     if( i<n ){                            /* hash key i, prefetch its block */
-      uint64_t h1 = filterMix((uint64_t)aKey[i]);
-      aH2[j] = filterMix(h1);
-      aBlk[j] = filterBlock(p, h1);
+      aH[j] = filterMix((uint64_t)aKey[i]);
+      aBlk[j] = filterBlock(p, aH[j]);
       __builtin_prefetch(aBlk[j], 1);
     }
   }
