@@ -3,7 +3,7 @@
 ** on the workloads of the GFSL paper (Moscovici & Petrank, PACT 2017), with
 ** device-resident batches timed by CUDA events (host transfers excluded).
 **
-**   bench_gfsl [out.csv] [--quick]
+**   bench_gfsl [out.csv] [--quick] [--contains]
 **
 ** Rows: for key ranges 10^4 .. 10^8 (--quick: up to 10^7)
 **   mixes [insert,delete,contains] = [1,1,98] [5,5,90] [10,10,80] [20,20,60]:
@@ -11,9 +11,19 @@
 **       operations with uniform random keys;
 **   insert-only: empty store, min(range,10M) distinct random keys;
 **   delete-only: store holding the whole range, min(range,10M) distinct keys;
-**   contains-only: store holding the whole range, 10M random lookups;
+**   contains-only: store holding the whole range, 10M random lookups
+**       (median of 3) through the default lookup path (for 10M keys: the
+**       sorted path, sort included); contains-unsorted: the same through
+**       kLookup1 (the default before the sorted path); contains-only-v1:
+**       kLookup; contains-batch: xBatch-style all-lookup batch;
+**       contains-half / contains-half-unsorted: store prefilled with a
+**       random half of the range (like the mixes);
 ** then range scans (widths 10, 10^3, 10^6 on 10^7 keys, rows/s into device
 ** memory) and a bulk build of 10^8 random 64-bit keys (sort included).
+** Unless --quick: lookup batches of 2^10..2^22 keys on 10^7 keys, unsorted,
+** sorted and the default (where the sorted path starts to pay).
+** --contains: only the contains rows, that sweep, the bulk build and
+** contains-built.
 */
 #include "gpuds_backend.h"
 #include "gfsl.cuh"
@@ -21,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -126,6 +137,17 @@ static double timeBatch(gpuds_store *p, size_t n, Dev &d, bool lookupOnly){
   return ms/1e3;
 }
 
+/* Median of 3 timings of a lookup batch of n keys (d.k) with the lookup
+** variant v (the store does not change). */
+static double timeLookup(gpuds_store *p, size_t n, Dev &d, int v){
+  gfsl::setLookupVariant(p, v);
+  double t[3];
+  for( int r=0; r<3; r++ ) t[r] = timeBatch(p, n, d, true);
+  gfsl::setLookupVariant(p, 0);
+  std::sort(t, t+3);
+  return t[1];
+}
+
 static std::string note(gpuds_store *p){
   gfsl::BatchStats s; gfsl::lastBatchStats(p, &s);
   char z[200];
@@ -142,10 +164,12 @@ int main(int argc, char **argv){
     printf("SKIPPED: no usable CUDA device (%s)\n", zDev);
     return 77;
   }
-  bool bQuick = false;
+  bool bQuick = false, bContains = false;
   const char *zCsv = nullptr;
   for( int i=1; i<argc; i++ ){
-    if( !strcmp(argv[i], "--quick") ) bQuick = true; else zCsv = argv[i];
+    if( !strcmp(argv[i], "--quick") ) bQuick = true;
+    else if( !strcmp(argv[i], "--contains") ) bContains = true;
+    else zCsv = argv[i];
   }
   if( zCsv ){
     gCsv = fopen(zCsv, "w");
@@ -174,6 +198,7 @@ int main(int argc, char **argv){
     { "mix[1,1,98]", 1, 1 }, { "mix[5,5,90]", 5, 5 }, { "mix[10,10,80]", 10, 10 }, { "mix[20,20,60]", 20, 20 } };
   for( unsigned long long R=10000; R<=MAXR; R*=10 ){
     for( const Mix &m : mixes ){
+      if( bContains ) break;
       gpuds_store *p = mkStore(1, R, d);
       kMix<<<1024, 256>>>(NOPS, R, m.i, m.dl, R*7+m.i, d.op, d.k, d.v);
       CK(cudaGetLastError());
@@ -182,7 +207,7 @@ int main(int argc, char **argv){
       G->xDestroy(p);
     }
     size_t n = std::min<size_t>(R, NOPS);
-    {
+    if( !bContains ){
       gpuds_store *p = mkStore(0, R, d);
       kPerm<<<1024, 256>>>(n, R, d.k, d.v);
       kFill8<<<1024, 256>>>(n, GPUDS_OP_UPSERT, d.op);
@@ -191,7 +216,7 @@ int main(int argc, char **argv){
       row("insert-only", R, n, s, "ops", note(p).c_str());
       G->xDestroy(p);
     }
-    {
+    if( !bContains ){
       gpuds_store *p = mkStore(2, R, d);
       kPerm<<<1024, 256>>>(n, R, d.k, d.v);
       kFill8<<<1024, 256>>>(n, GPUDS_OP_DELETE, d.op);
@@ -204,20 +229,47 @@ int main(int argc, char **argv){
       gpuds_store *p = mkStore(2, R, d);
       kMix<<<1024, 256>>>(NOPS, R, 0, 0, R*11, d.op, d.k, d.v);
       CK(cudaGetLastError());
-      double s = timeBatch(p, NOPS, d, true);
-      row("contains-only", R, NOPS, s, "ops", "(lookupDevice)");
-      gfsl::setLookupVariant(p, 1);
-      s = timeBatch(p, NOPS, d, true);
-      row("contains-only-v1", R, NOPS, s, "ops", "(lookupDevice, variant 1: 32-key tiles per warp)");
-      gfsl::setLookupVariant(p, 0);
+      double s = timeLookup(p, NOPS, d, 0);
+      row("contains-only", R, NOPS, s, "ops", "(lookupDevice, default path: sorted, sort included; median of 3)");
+      s = timeLookup(p, NOPS, d, 2);
+      row("contains-unsorted", R, NOPS, s, "ops", "(lookupDevice, variant 2: kLookup1, unsorted; median of 3)");
+      s = timeLookup(p, NOPS, d, 1);
+      row("contains-only-v1", R, NOPS, s, "ops", "(lookupDevice, variant 1: kLookup, 32-key tiles per warp, unsorted)");
       kFill8<<<1024, 256>>>(NOPS, GPUDS_OP_LOOKUP, d.op);
       s = timeBatch(p, NOPS, d, false);
-      row("contains-batch", R, NOPS, s, "ops", "(batchDevice, all lookups)");
+      row("contains-batch", R, NOPS, s, "ops", "(batchDevice, all lookups, default path)");
+      G->xDestroy(p);
+    }
+    {
+      gpuds_store *p = mkStore(1, R, d);
+      kMix<<<1024, 256>>>(NOPS, R, 0, 0, R*13, d.op, d.k, d.v);
+      CK(cudaGetLastError());
+      double s = timeLookup(p, NOPS, d, 0);
+      row("contains-half", R, NOPS, s, "ops", "(prefilled to half; default path, sorted; median of 3)");
+      s = timeLookup(p, NOPS, d, 2);
+      row("contains-half-unsorted", R, NOPS, s, "ops", "(prefilled to half; kLookup1, unsorted; median of 3)");
       G->xDestroy(p);
     }
   }
+  if( !bQuick || bContains ){   /* where the sorted path starts to pay: batch sizes on 10^7 keys */
+    const unsigned long long R = 10000000ull;
+    gpuds_store *p = mkStore(2, R, d);
+    for( size_t n=1024; n<=((size_t)1<<22); n*=4 ){
+      kMix<<<1024, 256>>>(n, R, 0, 0, n*17, d.op, d.k, d.v);
+      CK(cudaGetLastError());
+      char zw[64];
+      double su = timeLookup(p, n, d, 2), ss = timeLookup(p, n, d, 3), s0 = timeLookup(p, n, d, 0);
+      snprintf(zw, sizeof(zw), "lookup-n%zu-unsorted", n);
+      row(zw, R, n, su, "ops", "(variant 2, kLookup1; median of 3)");
+      snprintf(zw, sizeof(zw), "lookup-n%zu-sorted", n);
+      row(zw, R, n, ss, "ops", "(variant 3, sorted path; median of 3)");
+      snprintf(zw, sizeof(zw), "lookup-n%zu-default", n);
+      row(zw, R, n, s0, "ops", "(variant 0, the default: sorted from 2^19 keys; median of 3)");
+    }
+    G->xDestroy(p);
+  }
   /* range scans on 10^7 keys, into device memory */
-  {
+  if( !bContains ){
     const unsigned long long R = 10000000ull;
     gpuds_store *p = mkStore(2, R, d);
     OK(gfsl::prepareScan(p), p);
@@ -263,8 +315,10 @@ int main(int argc, char **argv){
     /* the same store answers lookups */
     kMix<<<1024, 256>>>(NOPS, ~0ull, 0, 0, 5, d.op, d.k, d.v);
     CK(cudaMemcpy(d.k, d.k2, NOPS*8, cudaMemcpyDeviceToDevice));
-    double s = timeBatch(p, NOPS, d, true);
-    row("contains-built", n, NOPS, s, "ops", "(keys present, random order)");
+    double s = timeLookup(p, NOPS, d, 0);
+    row("contains-built", n, NOPS, s, "ops", "(keys present, random order; default path: sorted, 64-bit sort keys)");
+    s = timeLookup(p, NOPS, d, 2);
+    row("contains-built-unsorted", n, NOPS, s, "ops", "(keys present, random order; kLookup1, unsorted)");
     cudaEventDestroy(e0); cudaEventDestroy(e1);
     G->xDestroy(p);
   }

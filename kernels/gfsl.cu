@@ -74,6 +74,17 @@
 ** room for inserts; 28 above, where changes are rarer), which is swapped
 ** in only when complete.
 **
+** LOOKUPS (xLookup, all-lookup batches) change nothing, so they search
+** lock-free with cached read-only loads.  A big batch (>= 2^19 keys) is
+** first sorted by key (CUB radix sort over the bits that vary, 32-bit keys
+** when they suffice, original index kept); then each warp walks a segment of
+** consecutive sorted keys along level 0 like a merge join, holding the chunk
+** of the previous key in registers (kLookupSorted): neighbouring keys cost
+** no memory access and most others one step right, and results are stored
+** at the keys' original positions.  Smaller batches search one key per warp
+** (kLookup1).  On H200, 10^7 keys, 10M random lookups: 8.0 G/s sorted (sort
+** included) against 2.3 unsorted.
+**
 ** SCANS use a directory of the bottom level: live level-0 chunks sorted by
 ** their fence (CUB radix sort) with a prefix sum of their counts (CUB scan),
 ** built lazily after a change.  A page is then a range of global ranks;
@@ -481,7 +492,7 @@ __global__ void kPrepSort(size_t n, const i64 *key, i64 kBase, u64 *uk, uint32_t
 }
 
 /* Point lookups, one warp per key (lock-free; nothing changes meanwhile),
-** opt-in variant (gfsl::setLookupVariant(p,1); not yet measured on a GPU):
+** unsorted, opt-in variant (gfsl::setLookupVariant(p,1)):
 ** a warp takes 32 consecutive keys at a time, loads them with one coalesced
 ** load (so no lookup starts with a dependent key load), searches them one
 ** after the other and stores the 32 results coalesced. */
@@ -528,6 +539,98 @@ __global__ void __launch_bounds__(256) kLookup1(KP P, size_t n, const i64 *key,
       if( slot==-2 ) setErr(P.ds, s==NIL ? E_RESTART : E_LOOP, 0, s, k);
       if( found ) found[i] = slot>=0;
       if( val ) val[i] = v;
+    }
+  }
+}
+
+/* Sort input of a lookup batch: keys relative to kBase in K (u32 when the
+** batch's key span fits, else u64) and the identity permutation. */
+template<typename K>
+__global__ void kPrepLookupSort(size_t n, const i64 *key, i64 kBase, K *uk, uint32_t *iota){
+  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
+    uk[i] = (K)((u64)key[i] - (u64)kBase);
+    iota[i] = (uint32_t)i;
+  }
+}
+
+/* Move the finger -- a level-0 chunk `cur` held in registers (this lane's
+** key/header word w and value word v, the header h) -- to the chunk
+** enclosing k.  Precondition: k >= a key the finger enclosed (or cur is NIL),
+** so the finger is at or left of k's enclosing chunk (the argument of
+** findStatic's lateral walk): one step right is tried, then a descent from
+** the top and a walk right.  Nothing may change meanwhile.  Returns false
+** (finger cleared, error recorded) on a broken walk. */
+__device__ __forceinline__ bool moveFinger(const KP &P, i64 k, int lane, uint32_t &cur,
+                                           u64 &w, u64 &v, Hdr &h){
+  long budget = 1;                               /* lateral steps before a descent */
+  bool descended = false;
+  while( true ){
+    if( cur!=NIL && !(h.meta & M_ZOMBIE) && ((h.meta & M_LAST) || k<=h.mx) ) return true;
+    uint32_t nx;
+    int code = E_LOOP;
+    if( cur!=NIL && budget>0 ){ nx = h.next; budget--; }
+    else if( !descended ){
+      int seen = -1;
+      nx = descend(P, k, 0, &seen);
+      descended = true; budget = STEP_LIMIT; code = E_RESTART;
+    }else nx = NIL;
+    if( nx>=P.cap ){
+      if( lane==0 ) setErr(P.ds, code, 0, cur, k);
+      cur = NIL;
+      return false;
+    }
+    cur = nx;
+    const Chunk *c = P.pool + cur;
+    w = ldS(c, lane);
+    v = lane<DSIZE ? __ldg(reinterpret_cast<const u64*>(c->val) + lane) : 0;
+    h = hdrOf(w);
+  }
+}
+
+/* Point lookups over a batch sorted by key (the sorted lookup path; nothing
+** changes meanwhile): sk[i]+kBase is the i-th smallest key of the batch and
+** perm[i] its index in the caller's arrays.  Each warp takes segments of
+** segLen consecutive sorted keys and walks them like a merge join with level
+** 0: the level-0 chunk that enclosed the previous key (the finger) stays in
+** the warp's registers, keys and values, so a key in the same chunk costs no
+** memory access; a key past it moves one chunk right, and only a key further
+** away descends from the top (whose chunks the neighbouring warps, searching
+** neighbouring keys, keep in L1/L2).  The keys of a segment are loaded 32 at
+** a time, one per lane, and searched one after the other, each by a ballot.
+** (Answering all keys a chunk encloses at once, by binary searches over
+** shuffles, measured no faster on H200: the sort and the scattered result
+** stores dominate.)  found/val may be NULL. */
+template<typename K>
+__global__ void __launch_bounds__(256) kLookupSorted(KP P, uint32_t n, uint32_t segLen, const K *sk,
+                                                     i64 kBase, const uint32_t *perm, uint8_t *found,
+                                                     u64 *val){
+  const int lane = gfslLane();
+  const uint32_t nSeg = (n + segLen - 1)/segLen;
+  for( size_t seg=gfslWarpId(); seg<nSeg; seg+=gfslWarpCount() ){
+    const uint32_t beg = (uint32_t)seg*segLen;
+    const uint32_t end = n-beg<segLen ? n : beg+segLen;
+    uint32_t cur = NIL;                          /* the finger */
+    u64 w = 0, v = 0;
+    Hdr h; h.meta = 0; h.next = NIL; h.mx = 0; h.cnt = 0;
+    for( uint32_t base=beg; base<end; base+=32 ){
+      const uint32_t mine = base + lane;
+      const bool in = mine<end;
+      const i64 myKey = in ? (i64)((u64)sk[mine] + (u64)kBase) : 0;
+      const uint32_t myPerm = in ? perm[mine] : 0;
+      const int cnt = (int)(end-base<32 ? end-base : 32);
+      uint8_t myF = 0;
+      u64 myV = 0;
+      for( int j=0; j<cnt; j++ ){
+        const i64 k = (i64)__shfl_sync(GFSL_FULL_MASK, (u64)myKey, j);
+        if( !moveFinger(P, k, lane, cur, w, v, h) ) continue;   /* the call fails */
+        const unsigned eq = __ballot_sync(GFSL_FULL_MASK, lane<h.cnt && (i64)w==k);
+        const u64 fv = __shfl_sync(GFSL_FULL_MASK, v, eq ? __ffs(eq)-1 : 0);
+        if( lane==j ){ myF = eq ? 1 : 0; myV = eq ? fv : 0; }
+      }
+      if( in ){
+        if( found ) found[myPerm] = myF;
+        if( val ) val[myPerm] = myV;
+      }
     }
   }
 }
@@ -1305,7 +1408,7 @@ struct gpuds_store {
   /* knobs and state */
   uint64_t memLimit;
   int rebuildMode;
-  int lookupVariant;            /* 0: kLookup1 (default), 1: kLookup (tiled) */
+  int lookupVariant;            /* see gfsl::setLookupVariant */
   int broken;
   int mutating;
   gfsl::BatchStats last;
@@ -1899,7 +2002,8 @@ int ensureBatchWs(gpuds_store *p, size_t n){
   return ensureTmp(p, std::max(t1, t2));
 }
 
-/* Launch the lookup kernel chosen by p->lookupVariant. */
+/* Launch an unsorted lookup kernel: kLookup (tiled) for variant 1, else
+** kLookup1. */
 int launchLookup(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal){
   if( p->lookupVariant==1 ){
     kLookup<<<gridWarps(p, (n+31)/32), 256, 0, p->st>>>(P, n, dKey, dFound, dVal);
@@ -1910,14 +2014,79 @@ int launchLookup(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, uint8_t
   return GPUDS_OK;
 }
 
-/* Lookups of n device keys. */
-int lookupDev(gpuds_store *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal){
+/* Batches of at least this many lookups take the sorted path (variant 0):
+** on H200, 10^7 keys, the sorted path took 0.228 ms for 2^18 random lookups
+** against 0.133 unsorted, and 0.294 against 0.481 for 2^20. */
+constexpr size_t SORTED_LOOKUP_MIN = (size_t)1<<19;
+
+/* The sorted lookup path: sort the keys (CUB radix sort over the bits that
+** vary in the batch, 32-bit keys when they suffice, original index kept),
+** then kLookupSorted.  Promises the results of launchLookup; *pFallback is
+** set (and nothing launched) when its workspace cannot be had, so the caller
+** can use an unsorted kernel, which needs none. */
+template<typename K>
+int lookupSortedDev(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, i64 kBase, int bits,
+                    uint8_t *dFound, u64 *dVal, bool *pFallback){
+  int rc;
+  *pFallback = false;
+  cub::DoubleBuffer<K> dk(nullptr, nullptr);
+  cub::DoubleBuffer<uint32_t> dv(nullptr, nullptr);
+  size_t tb = 0;
+  GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int64_t)n, 0, bits, p->st));
+  if( (rc = ensureBuf(p, p->ukA, n*sizeof(K))) || (rc = ensureBuf(p, p->ukB, n*sizeof(K)))
+   || (rc = ensureBuf(p, p->pA, n*4)) || (rc = ensureBuf(p, p->pB, n*4)) || (rc = ensureTmp(p, tb)) ){
+    if( rc!=GPUDS_NOMEM ) return rc;
+    p->zErr[0] = 0;
+    *pFallback = true;
+    return GPUDS_OK;
+  }
+  dk = cub::DoubleBuffer<K>(ptr<K>(p->ukA), ptr<K>(p->ukB));
+  dv = cub::DoubleBuffer<uint32_t>(ptr<uint32_t>(p->pA), ptr<uint32_t>(p->pB));
+  kPrepLookupSort<K><<<gridFor(p, n), 256, 0, p->st>>>(n, dKey, kBase, dk.Current(), dv.Current());
+  GFSL_CKL("kPrepLookupSort");
+  tb = p->tmp.cap;
+  GFSL_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, tb, dk, dv, (int64_t)n, 0, bits, p->st));
+  /* segments of up to 128 keys, but at least ~2 per warp the GPU holds, so
+  ** that small batches (sparse keys, a descent each) still spread out */
+  const size_t nWarps = (size_t)p->nSM*64;
+  size_t seg = n/(2*nWarps);
+  seg = seg<1 ? 1 : (seg>128 ? 128 : seg);
+  const size_t nSeg = (n + seg - 1)/seg;
+  kLookupSorted<K><<<gridWarps(p, nSeg), 256, 0, p->st>>>(P, (uint32_t)n, (uint32_t)seg,
+      dk.Current(), kBase, dv.Current(), dFound, dVal);
+  GFSL_CKL("kLookupSorted");
+  return GPUDS_OK;
+}
+
+/* Lookups of n device keys: the sorted path for big batches (variant 0) or
+** always (variant 3); otherwise (and when the sort's workspace does not fit
+** in memory) an unsorted kernel. */
+int lookupDev(gpuds_store *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
+              bool haveStats = false){
   if( n==0 ) return GPUDS_OK;
+  if( n>0x7fffffffu ) return setMsg(p, GPUDS_ERROR, "gfsl: batch of %zu lookups is too large", n);
   KP P = kp(p);
-  int rc0 = launchLookup(p, P, n, dKey, dFound, dVal);
-  if( rc0 ) return rc0;
-  int rc = readState(p);
-  if( rc ) return rc;
+  int rc;
+  bool sorted = p->lookupVariant==3 || (p->lookupVariant==0 && n>=SORTED_LOOKUP_MIN);
+  if( sorted ){
+    if( !haveStats ){            /* the key span (batchDev has it already) */
+      kInitBatch<<<1, 32, 0, p->st>>>(p->ds);
+      GFSL_CKL("kInitBatch");
+      kStats<<<gridFor(p, n), 256, 0, p->st>>>(n, nullptr, dKey, p->ds);
+      GFSL_CKL("kStats");
+      if( (rc = readState(p)) ) return rc;
+    }
+    const i64 kBase = p->hs.bc.kMin;
+    const u64 span = (u64)p->hs.bc.kMax - (u64)kBase;
+    const int bits = span ? 64 - __builtin_clzll(span) : 1;
+    bool fallback = false;
+    rc = bits<=32 ? lookupSortedDev<uint32_t>(p, P, n, dKey, kBase, bits, dFound, dVal, &fallback)
+                  : lookupSortedDev<u64>(p, P, n, dKey, kBase, bits, dFound, dVal, &fallback);
+    if( rc ) return rc;
+    sorted = !fallback;
+  }
+  if( !sorted && (rc = launchLookup(p, P, n, dKey, dFound, dVal)) ) return rc;
+  if( (rc = readState(p)) ) return rc;
   return deviceErr(p);
 }
 
@@ -1934,7 +2103,7 @@ int batchDev(gpuds_store *p, size_t n, const uint8_t *dOp, const i64 *dKey, cons
   GFSL_CKL("kStats");
   if( (rc = readState(p)) ) return rc;
   if( p->hs.bc.opMax>GPUDS_OP_DELETE ) return setMsg(p, GPUDS_MISUSE, "gfsl: invalid operation code %u", p->hs.bc.opMax);
-  if( p->hs.bc.opMax==GPUDS_OP_LOOKUP ) return lookupDev(p, n, dKey, dFound, dOld);
+  if( p->hs.bc.opMax==GPUDS_OP_LOOKUP ) return lookupDev(p, n, dKey, dFound, dOld, true);
   if( (rc = ensureBatchWs(p, n)) ) return rc;
 
   /* 1. sort by key (only the bits that vary), keeping original indices */

@@ -54,9 +54,16 @@ int prepareScan(gpuds_store *p);
 ** scratch (always the concurrent insert/delete kernels), 2 = always. */
 void setMemLimit(gpuds_store *p, uint64_t nByte);
 void setRebuildMode(gpuds_store *p, int mode);
-/* Point-lookup kernel: 0 = one key per warp iteration (default, the one
-** measured), 1 = each warp prefetches 32 keys and stores 32 results
-** coalesced (opt-in, not yet measured on a GPU). */
+/* Lookup path (xLookup, lookup-only batches, lookupDevice):
+**   0 = choose (default): the sorted path (as 3) for batches of >= 2^19
+**       lookups, kLookup1 below that;
+**   1 = kLookup: unsorted, each warp prefetches 32 keys, searches them one
+**       after the other and stores the 32 results coalesced;
+**   2 = kLookup1: unsorted, one key per warp iteration;
+**   3 = the sorted path for every batch: CUB radix sort of the keys, then
+**       kLookupSorted (neighbouring keys share a level-0 chunk held in
+**       registers; see gfsl.cu).
+** Results never depend on it. */
 void setLookupVariant(gpuds_store *p, int variant);
 
 /* Figures of the last batch, for tests and the benchmark. */

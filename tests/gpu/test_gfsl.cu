@@ -570,13 +570,52 @@ static void testLookups(uint64_t seed){
   for( size_t i=0; i<n; i++ ){ if( fg[i]!=fh[i] || vg[i]!=vh[i] ) bad++; hits += fh[i]; }
   EXPECT(bad==0, "xLookup: %zu of %zu differ", bad, n);
   printf("   %zu lookups, %zu hits\n", n, hits);
-  /* the other lookup kernel gives the same answers */
-  gfsl::setLookupVariant(P.g, 1);
-  std::fill(fg.begin(), fg.end(), 9); std::fill(vg.begin(), vg.end(), 9);
-  EXPECT(G->xLookup(P.g, n, q.data(), fg.data(), vg.data())==GPUDS_OK, "xLookup (variant 1): %s", G->xErrmsg(P.g));
-  bad = 0;
-  for( size_t i=0; i<n; i++ ) if( fg[i]!=fh[i] || vg[i]!=vh[i] ) bad++;
-  EXPECT(bad==0, "xLookup (variant 1): %zu of %zu differ", bad, n);
+  /* the other lookup paths give the same answers: kLookup (1), kLookup1
+  ** (2), the sorted path at any size (3); with keys of a narrow span (sorted
+  ** as 32-bit keys) and with the int64 extremes too (64-bit sort keys) */
+  for( int wide=0; wide<2; wide++ ){
+    if( wide ){
+      for( size_t i=0; i<n; i+=7 ) q[i] = (i%14==0) ? INT64_MIN + (int64_t)(i%3) : INT64_MAX - (int64_t)(i%3);
+      EXPECT(H->xLookup(P.h, n, q.data(), fh.data(), vh.data())==GPUDS_OK, "host xLookup");
+    }
+    for( int variant : {1, 2, 3, 0} ){
+      gfsl::setLookupVariant(P.g, variant);
+      std::fill(fg.begin(), fg.end(), 9); std::fill(vg.begin(), vg.end(), 9);
+      EXPECT(G->xLookup(P.g, n, q.data(), fg.data(), vg.data())==GPUDS_OK, "xLookup (variant %d): %s",
+             variant, G->xErrmsg(P.g));
+      bad = 0;
+      for( size_t i=0; i<n; i++ ) if( fg[i]!=fh[i] || vg[i]!=vh[i] ) bad++;
+      EXPECT(bad==0, "xLookup (variant %d, %s span): %zu of %zu differ", variant, wide ? "64-bit" : "narrow",
+             bad, n);
+      /* a few small batches (odd sizes, one key) through the same path */
+      for( size_t m : {(size_t)1, (size_t)31, (size_t)129} ){
+        if( m>n ) continue;
+        std::vector<uint8_t> f2(m, 9); std::vector<uint64_t> v2(m, 9);
+        EXPECT(G->xLookup(P.g, m, q.data()+n-m, f2.data(), v2.data())==GPUDS_OK, "xLookup: %s", G->xErrmsg(P.g));
+        bad = 0;
+        for( size_t i=0; i<m; i++ ) if( f2[i]!=fh[n-m+i] || v2[i]!=vh[n-m+i] ) bad++;
+        EXPECT(bad==0, "xLookup (variant %d, %zu keys): %zu differ", variant, m, bad);
+      }
+    }
+  }
+  /* a batch big enough for segments of several 32-key groups in the sorted
+  ** kernel (segments grow with the batch) and for the default to sort, at
+  ** every size mode */
+  {
+    const size_t m = 600000;
+    std::vector<int64_t> q2(m);
+    for( size_t i=0; i<m; i++ ) q2[i] = (i%3==0) ? key[r()%key.size()] : genKey(r, 1100000, -50000, 0);
+    std::vector<uint8_t> f2(m), fh2(m); std::vector<uint64_t> v2(m), vh2(m);
+    EXPECT(H->xLookup(P.h, m, q2.data(), fh2.data(), vh2.data())==GPUDS_OK, "host xLookup");
+    for( int variant : {3, 0} ){
+      gfsl::setLookupVariant(P.g, variant);
+      std::fill(f2.begin(), f2.end(), 9); std::fill(v2.begin(), v2.end(), 9);
+      EXPECT(G->xLookup(P.g, m, q2.data(), f2.data(), v2.data())==GPUDS_OK, "xLookup: %s", G->xErrmsg(P.g));
+      bad = 0;
+      for( size_t i=0; i<m; i++ ) if( f2[i]!=fh2[i] || v2[i]!=vh2[i] ) bad++;
+      EXPECT(bad==0, "xLookup (variant %d, %zu keys): %zu differ", variant, m, bad);
+    }
+  }
   gfsl::setLookupVariant(P.g, 0);
   op.assign(n, GPUDS_OP_LOOKUP);
   val.assign(n, 0);
@@ -613,6 +652,21 @@ static void testLarge(size_t N, size_t nBatch, uint64_t seed){
     check(P, "large mixed");
   }
   compareAll(P, "large", 1000000);
+  {  /* a big lookup batch (the sorted path): present keys, absent ones, repeats */
+    size_t n = std::min<size_t>(N/5, 2000000);
+    std::vector<int64_t> q(n);
+    for( size_t i=0; i<n; i++ ) q[i] = (i%3==0) ? (int64_t)((r()%N)*5) - (int64_t)N : genKey(r, (uint64_t)N*6, -(int64_t)N, 0);
+    for( size_t i=0; i<n; i+=101 ) q[i] = q[i/2];
+    std::vector<uint8_t> fg(n, 9), fh(n); std::vector<uint64_t> vg(n, 9), vh(n);
+    t0 = now();
+    EXPECT(G->xLookup(P.g, n, q.data(), fg.data(), vg.data())==GPUDS_OK, "large xLookup: %s", G->xErrmsg(P.g));
+    double t1 = now();
+    EXPECT(H->xLookup(P.h, n, q.data(), fh.data(), vh.data())==GPUDS_OK, "large host xLookup");
+    size_t bad = 0, hits = 0;
+    for( size_t i=0; i<n; i++ ){ bad += fg[i]!=fh[i] || vg[i]!=vh[i]; hits += fh[i]; }
+    EXPECT(bad==0, "large xLookup: %zu of %zu differ", bad, n);
+    printf("   %zu lookups (%zu hits): gpu %.3f s, host %.3f s\n", n, hits, t1-t0, now()-t1);
+  }
   for( int i=0; i<10; i++ ){
     int64_t a = genKey(r, (uint64_t)N*5, -(int64_t)N, 0);
     compareScan(P, a, a + (int64_t)(r()%2000000), (int)(i&1), 1000 + r()%100000, "large range");
