@@ -360,13 +360,109 @@ __device__ void finishCounters(Meta *meta, int lane, long long dC,
 
 // Apply ops i = list[j] for j in [0,n) (i = j if list is NULL), one per
 // tile, whose keys are distinct among the ops not skipped (skip[i] != 0
-// skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals NULL:
-// values 0.  found/old may be NULL.
+// skips op i; skip may be NULL; mutOnly skips the lookups).  ops NULL: every
+// op is defOp.  vals NULL: values 0.  found/old may be NULL.
 template<int MODE>
 __global__ void __launch_bounds__(BLOCK)
 kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
      int defOp, const ull *keys, const ull *vals, const uint8_t *skip,
-     uint8_t *found, ull *old){
+     uint8_t *found, ull *old, bool mutOnly){
+  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
+  const int lane = tile.thread_rank();
+  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
+  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
+  long long dC = 0, dU = 0; int bad = 0;
+  for( size_t j=tileId; j<n; j+=nTiles ){
+    const size_t i = list ? list[j] : j;
+    if( skip && skip[i] ) continue;
+    const int op = ops ? ops[i] : defOp;
+    if( mutOnly && op==GPUDS_OP_LOOKUP ) continue;
+    const ull k = keys[i];
+    const ull v = vals ? vals[i] : 0;
+    uint8_t f; ull o;
+    tileOp<MODE>(tile, T, meta, op, k, v, f, o, dC, dU, bad);
+    if( lane==0 ){
+      if( found ) found[i] = f;
+      if( old ) old[i] = o;
+    }
+  }
+  if( MODE!=M_LOOKUP ) finishCounters(meta, lane, dC, dU, bad);
+}
+
+// MEASUREMENT SCAFFOLD (setDistinctMode(2)): the same one-kernel distinct
+// path with the probe written as separate steps (probeBucketB), which one
+// H200 run measured faster than kRun<M_MIXED>; kept only until measured
+// side by side.
+__device__ __forceinline__ bool probeBucketB(const Tile &tile, ull k, ull b,
+                                             ull sk, ull sv, Probe &pr){
+  const int lane = tile.thread_rank();
+  const unsigned hm = tile.ballot(sk==k);
+  if( hm ){
+    pr.found = true; pr.b = b; pr.l = __ffs(hm)-1;
+    pr.val = tile.shfl(sv, pr.l);
+    return true;
+  }
+  if( pr.freeB==NONE ){
+    const unsigned fm = tile.ballot(isFree(sk));
+    if( fm ){
+      pr.freeB = b; pr.freeL = __ffs(fm)-1;
+      if( lane==pr.freeL ) pr.myExp = sk;
+    }
+  }
+  return tile.any(sk==kEmptyKey);
+}
+__device__ __forceinline__ void tileProbeFromB(const Tile &tile, const Table T, ull k,
+                                               Probe &pr, ull b){
+  const int lane = tile.thread_rank();
+  for( ull step=0; step<T.nb; step++ ){
+    ull sk, sv;
+    ldSlot<false>(&T.b[b].s[lane], sk, sv);
+    if( probeBucketB(tile, k, b, sk, sv, pr) ) return;
+    b = nextB(b, T.nb);
+  }
+}
+__device__ __forceinline__ void tileProbeB(const Tile &tile, const Table T, ull k, Probe &pr){
+  const ull b = homeOf(k, T.nb);
+  pr.found = false; pr.freeB = NONE; pr.freeL = -1; pr.myExp = 0;
+  pr.b = 0; pr.l = 0; pr.val = 0;
+  tileProbeFromB(tile, T, k, pr, b);
+}
+__device__ __forceinline__ void applyProbedB(const Tile &tile, const Table T, int op,
+                                             ull k, ull v, const Probe &pr,
+                                             long long &dC, long long &dU, int &bad){
+  const int lane = tile.thread_rank();
+  if( op==GPUDS_OP_UPSERT ){
+    if( pr.found ){
+      if( lane==pr.l ) __stcg(&T.b[pr.b].s[lane].val, v);
+    }else{
+      const int r = tileInsert(tile, T, k, v, pr);
+      if( r<0 ) bad = 1; else dU += r;
+      dC += 1;
+    }
+  }else if( op==GPUDS_OP_DELETE && pr.found ){
+    if( lane==pr.l ) atomicExch(&T.b[pr.b].s[lane].key, kTombKey);
+    dC -= 1;
+  }
+}
+__device__ __forceinline__ void tileOpB(const Tile &tile, const Table T, Meta *meta,
+                                        int op, ull k, ull v, uint8_t &f, ull &old,
+                                        long long &dC, long long &dU, int &bad){
+  if( sideOf(k)>=0 ){
+    KeyState s = tileLoadState<false>(tile, T, meta, k);
+    applyOp(s, op, v, f, old);
+    tileFlush(tile, T, meta, s, dC, dU, bad);
+    return;
+  }
+  Probe pr;
+  tileProbeB(tile, T, k, pr);
+  f = pr.found ? 1 : 0;
+  old = pr.found ? pr.val : 0;
+  applyProbedB(tile, T, op, k, v, pr, dC, dU, bad);
+}
+__global__ void __launch_bounds__(BLOCK)
+kRunB(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
+      int defOp, const ull *keys, const ull *vals, const uint8_t *skip,
+      uint8_t *found, ull *old){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
   const int lane = tile.thread_rank();
   const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
@@ -379,13 +475,13 @@ kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
     const ull k = keys[i];
     const ull v = vals ? vals[i] : 0;
     uint8_t f; ull o;
-    tileOp<MODE>(tile, T, meta, op, k, v, f, o, dC, dU, bad);
+    tileOpB(tile, T, meta, op, k, v, f, o, dC, dU, bad);
     if( lane==0 ){
       if( found ) found[i] = f;
       if( old ) old[i] = o;
     }
   }
-  if( MODE!=M_LOOKUP ) finishCounters(meta, lane, dC, dU, bad);
+  finishCounters(meta, lane, dC, dU, bad);
 }
 
 // Finish a lookup of k whose home-bucket slot (this lane's) was already
@@ -544,7 +640,9 @@ __global__ void kFilter(size_t n, const uint8_t *ops, const ull *keys,
 // whose key is not in the mutation filter cannot see an upsert or delete of
 // the batch, so its result is the pre-batch state: done here (two per tile,
 // as kLookup2).  inS[i] = 1 for every other op (the ops that must be ordered:
-// all upserts/deletes and the lookups that may share a key with one).
+// all upserts/deletes and the lookups that may share a key with one).  bm
+// NULL: no filter (a batch of distinct keys: every lookup is done here);
+// inS NULL: nothing recorded.
 __global__ void __launch_bounds__(BLOCK)
 kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
             const ull *keys, const uint32_t *bm, ull bmMask, uint8_t *inS,
@@ -557,8 +655,8 @@ kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
     const bool two = i+1<n;
     const ull k0 = keys[i];
     const ull k1 = two ? keys[i+1] : k0;
-    const bool s0 = ops[i]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k0);
-    const bool s1 = !two || ops[i+1]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k1);
+    const bool s0 = ops[i]!=GPUDS_OP_LOOKUP || (bm && filterHas(bm, bmMask, k0));
+    const bool s1 = !two || ops[i+1]!=GPUDS_OP_LOOKUP || (bm && filterHas(bm, bmMask, k1));
     ull a0 = 0, b0 = 0, a1 = 0, b1 = 0;
     if( !s0 ) ldSlot<true>(&T.b[homeOf(k0, T.nb)].s[lane], a0, b0);
     if( !s1 ) ldSlot<true>(&T.b[homeOf(k1, T.nb)].s[lane], a1, b1);
@@ -566,10 +664,10 @@ kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
     if( !s0 ) tileLookupFrom(tile, T, meta, k0, a0, b0, f0, o0);
     if( !s1 ) tileLookupFrom(tile, T, meta, k1, a1, b1, f1, o1);
     if( lane==0 ){
-      inS[i] = s0;
+      if( inS ) inS[i] = s0;
       if( !s0 ){ if( found ) found[i] = f0; if( old ) old[i] = o0; }
       if( two ){
-        inS[i+1] = s1;
+        if( inS ) inS[i+1] = s1;
         if( !s1 ){ if( found ) found[i+1] = f1; if( old ) old[i+1] = o1; }
       }
     }
@@ -850,6 +948,8 @@ void maybeShrink(gpuds_store *p){
 
 // Lookup kernel choice (tuning knob, see gpuds_hash::setLookupIlp).
 int gLookupIlp = 2;
+// Distinct-path choice (measurement knob, see gpuds_hash::setDistinctMode).
+int gDistinctMode = 3;
 
 size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
 
@@ -937,13 +1037,28 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
       HASH_CK_LAUNCH(p, "kLookup2");
     }else{
       kRun<M_LOOKUP><<<gridFor(p, n*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
+          T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld, false);
       HASH_CK_LAUNCH(p, "kRun<lookup>");
     }
   }else if( distinct || n==1 ){
-    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-        T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
-    HASH_CK_LAUNCH(p, "kRun<mixed>");
+    // Keys distinct: a lookup's key is untouched by the batch, so with enough
+    // lookups they are all answered first from the pre-batch state (read-only
+    // loads, two per tile) and the mutations follow in kRun; else one kRun.
+    const bool split = gDistinctMode==3 && dOp && n>1 && n-(size_t)(nUps+nDel)>=n/4;
+    if( split ){
+      kLookupPass<<<gridFor(p, (n+1)/2*TS, (const void*)kLookupPass), BLOCK, 0, p->st>>>(
+          T, p->dMeta, n, dOp, dKey, nullptr, 0, nullptr, dFound, dOld);
+      HASH_CK_LAUNCH(p, "kLookupPass");
+    }
+    if( gDistinctMode==2 ){
+      kRunB<<<gridFor(p, n*TS, (const void*)kRunB), BLOCK, 0, p->st>>>(
+          T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
+      HASH_CK_LAUNCH(p, "kRunB");
+    }else{
+      kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
+          T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld, split);
+      HASH_CK_LAUNCH(p, "kRun<mixed>");
+    }
   }else{
     uint32_t *h = (uint32_t*)(S+L.oH), *idx = (uint32_t*)(S+L.oIdx);
     uint32_t *h2 = (uint32_t*)(S+L.oH2), *idx2 = (uint32_t*)(S+L.oIdx2);
@@ -980,7 +1095,7 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
       kMark<<<gM, BLOCK, 0, p->st>>>(m, dk.Current(), dv.Current(), skip);
       HASH_CK_LAUNCH(p, "kMark");
       kRun<M_MIXED><<<gridFor(p, m*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, m, list, dOp, defOp, dKey, dVal, skip, dFound, dOld);
+          T, p->dMeta, m, list, dOp, defOp, dKey, dVal, skip, dFound, dOld, false);
       HASH_CK_LAUNCH(p, "kRun<mixed>");
       kGroups<<<gridFor(p, m, (const void*)kGroups), BLOCK, 0, p->st>>>(T, p->dMeta, m,
           dk.Current(), dv.Current(), dOp, defOp, dKey, dVal, dFound, dOld);
@@ -1381,6 +1496,7 @@ int reserve(gpuds_store *p, uint64_t nKeys, double load){
 
 uint64_t buckets(gpuds_store *p){ return p ? p->T.nb : 0; }
 void setLookupIlp(int nOps){ gLookupIlp = nOps==1 ? 1 : 2; }
+void setDistinctMode(int m){ gDistinctMode = (m==1 || m==2) ? m : 3; }
 uint64_t rehashCount(gpuds_store *p){ return p ? p->nRehash : 0; }
 void setDeviceLimit(gpuds_store *p, uint64_t bytes){ if( p ) p->devLimit = bytes; }
 cudaStream_t stream(gpuds_store *p){ return p ? p->st : nullptr; }
