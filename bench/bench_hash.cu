@@ -238,30 +238,20 @@ int main(int argc, char **argv){
         report("insert-batch", lg, L, loadOf(p), N, ms, note);
         G->xDestroy(p);
       }
-      // insert of distinct keys into a fresh presized table: kRunB (mode 2,
-      // insert-B), then the default (its table stays for the rows below)
-      gpuds_store *p = nullptr;
-      double ms = 0;
-      for( int mode=2; mode<=3; mode++ ){
-        if( mode==2 && !want("insert-B") ) continue;
-        if( p ) G->xDestroy(p);
-        p = mk();
-        gpuds_hash::setDistinctMode(mode);
-        Timer t(gpuds_hash::stream(p));
-        OK(gpuds_hash::reserve(p, N, L));
-        uint64_t nb = gpuds_hash::buckets(p);
-        kGen<<<2048, 256>>>(dK, dV, N, 0);
-        CK(cudaDeviceSynchronize());
-        t.start();
-        OK(gpuds_hash::upsertDistinctDevice(p, N, dK, dV, nullptr, nullptr));
-        ms = t.stop();
-        if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "insert: count %lld\n", (long long)G->xCount(p)); return 1; }
-        snprintf(note, sizeof(note), "distinct keys, presized%s%s", mode==2 ? ", mode 2: kRunB" : "",
-                 gpuds_hash::buckets(p)!=nb ? ", RESIZED" : "");
-        if( want(mode==2 ? "insert-B" : "insert") ) report(mode==2 ? "insert-B" : "insert", lg, L, loadOf(p), N, ms, note);
-      }
-      gpuds_hash::setDistinctMode(3);
+      // insert of distinct keys into a fresh presized table (the table stays
+      // for the rows below)
+      gpuds_store *p = mk();
       Timer t(gpuds_hash::stream(p));
+      OK(gpuds_hash::reserve(p, N, L));
+      uint64_t nb = gpuds_hash::buckets(p);
+      kGen<<<2048, 256>>>(dK, dV, N, 0);
+      CK(cudaDeviceSynchronize());
+      t.start();
+      OK(gpuds_hash::upsertDistinctDevice(p, N, dK, dV, nullptr, nullptr));
+      double ms = t.stop();
+      if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "insert: count %lld\n", (long long)G->xCount(p)); return 1; }
+      if( want("insert") ) report("insert", lg, L, loadOf(p), N, ms,
+             gpuds_hash::buckets(p)!=nb ? "distinct keys, presized, RESIZED" : "distinct keys, presized");
       // find-hit / find-miss, with 2 and 1 lookups per tile per iteration
       for( int ilp=2; ilp>=1 && want("find"); ilp-- ){
         gpuds_hash::setLookupIlp(ilp);
@@ -287,23 +277,19 @@ int main(int argc, char **argv){
       gpuds_hash::setLookupIlp(2);
       // mixed [10,10,80], batches of N/4, each variant on a fresh table of
       // N keys (one warm-up batch, one timed)
-      // path: 0 general, 1 distinct dev, 2 distinct host; mode: setDistinctMode
-      struct MixVar { const char *z; int path; int mode; };
+      struct MixVar { const char *z; int path; };   // path: 0 general, 1 distinct dev, 2 distinct host
       const MixVar mv[] = {
-        { "mixed-10-10-80", 0, 3 }, { "mixed-general-distinct", 0, 3 },
-        { "mixed-distinct", 1, 3 }, { "mixed-distinct-1kernel", 1, 1 },
-        { "mixed-distinct-B", 1, 2 }, { "mixed-distinct-host", 2, 3 } };
+        { "mixed-10-10-80", 0 }, { "mixed-general-distinct", 0 },
+        { "mixed-distinct", 1 }, { "mixed-distinct-host", 2 } };
       for( const MixVar &m : mv ){
         if( !want(m.z) ) continue;
         const bool dist = strcmp(m.z, "mixed-10-10-80")!=0;
-        gpuds_hash::setDistinctMode(3);
         const size_t B = N/4;
         gpuds_store *q = mk();
         OK(gpuds_hash::reserve(q, N, L));
         kGen<<<2048, 256>>>(dK, dV, N, 0);
         CK(cudaDeviceSynchronize());
         OK(gpuds_hash::upsertDistinctDevice(q, N, dK, dV, nullptr, nullptr));
-        gpuds_hash::setDistinctMode(m.mode);
         Timer tq(gpuds_hash::stream(q));
         uint64_t re0 = gpuds_hash::rehashCount(q);
         double msT = 0;
@@ -335,13 +321,11 @@ int main(int argc, char **argv){
         if( dist && nf!=nExp ){ fprintf(stderr, "%s: %llu found, expected %llu\n", m.z, nf, nExp); return 1; }
         OK(G->xCheck(q));
         snprintf(note, sizeof(note), "batch N/4, %s, %llu/%zu found%s", m.path==0 ? "general path (sort)" :
-                 m.path==1 ? (m.mode==3 ? "distinct path (batchDistinctDevice): lookups first, then mutations" :
-                              m.mode==1 ? "distinct path, mode 1: one kRun" : "distinct path, mode 2: one kRunB") :
+                 m.path==1 ? "distinct path (batchDistinctDevice)" :
                  "xBatchDistinct host arrays, host clock incl. transfers", nf, B,
                  gpuds_hash::rehashCount(q)!=re0 ? ", REHASHED" : "");
         report(m.z, lg, L, loadOf(q), B, msT, note);
         G->xDestroy(q);
-        gpuds_hash::setDistinctMode(3);
       }
       // delete N/2 present keys (indices [N/2, N))
       if( want("delete") ){

@@ -59,9 +59,15 @@
 // one kernel, kRun<M_MIXED>, in any order, one op per tile.  A lookup
 // concurrent with inserts/deletes of other keys is exact: its key never
 // moves, inserts only fill free slots and deletes leave tombstones, so no
-// EMPTY slot appears between its home bucket and its slot.  (Two ops per
-// tile with both home buckets loaded up front, like kLookup2, measured half
-// as fast on H200 -- 52 registers, half the occupancy -- and was dropped.)
+// EMPTY slot appears between its home bucket and its slot.  Measured on H200
+// against alternatives (bench_hash-h200-2e26.log): two ops per tile with
+// both home buckets loaded first ran at half the speed (52 registers, half
+// the occupancy); lookups first (read-only, two per tile), then the
+// mutations, was slower at load 0.5 and faster at 0.8 (4.6 vs 3.9 G/s).
+// The probe is written as separate steps (probeBucket/tileProbeFrom): the
+// same algorithm written as one loop compiled to code that ran the
+// [10,10,80] distinct batch at 6.5 G/s instead of 10.6, and inserts at 8.3
+// instead of 9.8 (ptxas: 40 against 44 registers).
 //
 // GROWTH: before a batch the table is resized so that used slots (keys +
 // tombstones) + upserts of the batch stay <= kMaxLoad; a rehash builds a new
@@ -161,6 +167,48 @@ struct Probe {
   ull myExp;       // lane freeL only: the free slot's key word when seen
 };
 
+// One probe step: bucket b, whose slot of this lane holds (sk, sv), examined
+// for k.  Promises: true when the probe ends here (pr.found and its (b, l,
+// val) if b holds k; else an EMPTY slot was seen, so k is absent); the first
+// free slot seen is recorded in pr.freeB/freeL/myExp (mutating probes only).
+template<bool RO>
+__device__ __forceinline__ bool probeBucket(const Tile &tile, ull k, ull b,
+                                            ull sk, ull sv, Probe &pr){
+  const int lane = tile.thread_rank();
+  const unsigned hm = tile.ballot(sk==k);
+  if( hm ){
+    pr.found = true; pr.b = b; pr.l = __ffs(hm)-1;
+    pr.val = tile.shfl(sv, pr.l);
+    return true;
+  }
+  if( !RO && pr.freeB==NONE ){
+    const unsigned fm = tile.ballot(isFree(sk));
+    if( fm ){
+      pr.freeB = b; pr.freeL = __ffs(fm)-1;
+      if( lane==pr.freeL ) pr.myExp = sk;
+    }
+  }
+  return tile.any(sk==kEmptyKey);
+}
+
+__device__ __forceinline__ void probeInit(Probe &pr){
+  pr.found = false; pr.freeB = NONE; pr.freeL = -1; pr.myExp = 0;
+  pr.b = 0; pr.l = 0; pr.val = 0;
+}
+
+// Continue a probe for k at bucket b (pr as left by the buckets before).
+template<bool RO>
+__device__ __forceinline__ void tileProbeFrom(const Tile &tile, const Table T, ull k,
+                                              Probe &pr, ull b){
+  const int lane = tile.thread_rank();
+  for( ull step=0; step<T.nb; step++ ){
+    ull sk, sv;
+    ldSlot<RO>(&T.b[b].s[lane], sk, sv);
+    if( probeBucket<RO>(tile, k, b, sk, sv, pr) ) return;
+    b = nextB(b, T.nb);
+  }
+}
+
 // Probe for k (not a sentinel) by the lookup rule: from home(k), visit
 // buckets until one holds k or one has an EMPTY slot.  Promises: pr.found
 // with (b, l, val) = the first slot holding k in probe order, or not found
@@ -169,29 +217,9 @@ struct Probe {
 template<bool RO>
 __device__ __forceinline__ void tileProbe(const Tile &tile, const Table T, ull k,
                                           Probe &pr, ull b = NONE){
-  const int lane = tile.thread_rank();
   if( b==NONE ) b = homeOf(k, T.nb);     // else: resume at bucket b
-  pr.found = false; pr.freeB = NONE; pr.freeL = -1; pr.myExp = 0;
-  pr.b = 0; pr.l = 0; pr.val = 0;
-  for( ull step=0; step<T.nb; step++ ){
-    ull sk, sv;
-    ldSlot<RO>(&T.b[b].s[lane], sk, sv);
-    const unsigned hm = tile.ballot(sk==k);
-    if( hm ){
-      pr.found = true; pr.b = b; pr.l = __ffs(hm)-1;
-      pr.val = tile.shfl(sv, pr.l);
-      return;
-    }
-    if( !RO && pr.freeB==NONE ){
-      const unsigned fm = tile.ballot(isFree(sk));
-      if( fm ){
-        pr.freeB = b; pr.freeL = __ffs(fm)-1;
-        if( lane==pr.freeL ) pr.myExp = sk;
-      }
-    }
-    if( tile.any(sk==kEmptyKey) ) return;
-    b = nextB(b, T.nb);
-  }
+  probeInit(pr);
+  tileProbeFrom<RO>(tile, T, k, pr, b);
 }
 
 // Put k -> v in the first free slot that a CAS wins, scanning from bucket b
@@ -306,6 +334,26 @@ __device__ void tileFlush(const Tile &tile, const Table T, Meta *meta,
   }
 }
 
+// Apply a mutating op on table key k (not a sentinel) whose probe result is
+// pr: (f, old) = state before; the table updated; dC/dU/bad as in tileFlush.
+__device__ __forceinline__ void applyProbed(const Tile &tile, const Table T, int op,
+                                            ull k, ull v, const Probe &pr,
+                                            long long &dC, long long &dU, int &bad){
+  const int lane = tile.thread_rank();
+  if( op==GPUDS_OP_UPSERT ){
+    if( pr.found ){
+      if( lane==pr.l ) __stcg(&T.b[pr.b].s[lane].val, v);
+    }else{
+      const int r = tileInsert(tile, T, k, v, pr);
+      if( r<0 ) bad = 1; else dU += r;
+      dC += 1;
+    }
+  }else if( op==GPUDS_OP_DELETE && pr.found ){
+    if( lane==pr.l ) atomicExch(&T.b[pr.b].s[lane].key, kTombKey);
+    dC -= 1;
+  }
+}
+
 // Apply one operation on a key that no other tile touches in this kernel.
 // Promises: (f, old) = state of k before the op; the table updated;
 // dC/dU/bad as in tileFlush.
@@ -314,7 +362,6 @@ __device__ __forceinline__ void tileOp(const Tile &tile, const Table T, Meta *me
                                        int op, ull k, ull v, uint8_t &f, ull &old,
                                        long long &dC, long long &dU, int &bad){
   constexpr bool RO = MODE==M_LOOKUP;
-  const int lane = tile.thread_rank();
   if( sideOf(k)>=0 ){           // rare: user key equal to a sentinel
     KeyState s = tileLoadState<RO>(tile, T, meta, k);
     applyOp(s, op, v, f, old);
@@ -325,20 +372,7 @@ __device__ __forceinline__ void tileOp(const Tile &tile, const Table T, Meta *me
   tileProbe<RO>(tile, T, k, pr);
   f = pr.found ? 1 : 0;
   old = pr.found ? pr.val : 0;
-  if constexpr( MODE==M_MIXED ){
-    if( op==GPUDS_OP_UPSERT ){
-      if( pr.found ){
-        if( lane==pr.l ) __stcg(&T.b[pr.b].s[lane].val, v);
-      }else{
-        const int r = tileInsert(tile, T, k, v, pr);
-        if( r<0 ) bad = 1; else dU += r;
-        dC += 1;
-      }
-    }else if( op==GPUDS_OP_DELETE && pr.found ){
-      if( lane==pr.l ) atomicExch(&T.b[pr.b].s[lane].key, kTombKey);
-      dC -= 1;
-    }
-  }
+  if constexpr( MODE==M_MIXED ) applyProbed(tile, T, op, k, v, pr, dC, dU, bad);
 }
 
 // Add the per-tile deltas (held by tile lane 0) of a warp to Meta.
@@ -360,13 +394,13 @@ __device__ void finishCounters(Meta *meta, int lane, long long dC,
 
 // Apply ops i = list[j] for j in [0,n) (i = j if list is NULL), one per
 // tile, whose keys are distinct among the ops not skipped (skip[i] != 0
-// skips op i; skip may be NULL; mutOnly skips the lookups).  ops NULL: every
-// op is defOp.  vals NULL: values 0.  found/old may be NULL.
+// skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals NULL:
+// values 0.  found/old may be NULL.
 template<int MODE>
 __global__ void __launch_bounds__(BLOCK)
 kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
      int defOp, const ull *keys, const ull *vals, const uint8_t *skip,
-     uint8_t *found, ull *old, bool mutOnly){
+     uint8_t *found, ull *old){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
   const int lane = tile.thread_rank();
   const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
@@ -376,7 +410,6 @@ kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
     const size_t i = list ? list[j] : j;
     if( skip && skip[i] ) continue;
     const int op = ops ? ops[i] : defOp;
-    if( mutOnly && op==GPUDS_OP_LOOKUP ) continue;
     const ull k = keys[i];
     const ull v = vals ? vals[i] : 0;
     uint8_t f; ull o;
@@ -387,101 +420,6 @@ kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
     }
   }
   if( MODE!=M_LOOKUP ) finishCounters(meta, lane, dC, dU, bad);
-}
-
-// MEASUREMENT SCAFFOLD (setDistinctMode(2)): the same one-kernel distinct
-// path with the probe written as separate steps (probeBucketB), which one
-// H200 run measured faster than kRun<M_MIXED>; kept only until measured
-// side by side.
-__device__ __forceinline__ bool probeBucketB(const Tile &tile, ull k, ull b,
-                                             ull sk, ull sv, Probe &pr){
-  const int lane = tile.thread_rank();
-  const unsigned hm = tile.ballot(sk==k);
-  if( hm ){
-    pr.found = true; pr.b = b; pr.l = __ffs(hm)-1;
-    pr.val = tile.shfl(sv, pr.l);
-    return true;
-  }
-  if( pr.freeB==NONE ){
-    const unsigned fm = tile.ballot(isFree(sk));
-    if( fm ){
-      pr.freeB = b; pr.freeL = __ffs(fm)-1;
-      if( lane==pr.freeL ) pr.myExp = sk;
-    }
-  }
-  return tile.any(sk==kEmptyKey);
-}
-__device__ __forceinline__ void tileProbeFromB(const Tile &tile, const Table T, ull k,
-                                               Probe &pr, ull b){
-  const int lane = tile.thread_rank();
-  for( ull step=0; step<T.nb; step++ ){
-    ull sk, sv;
-    ldSlot<false>(&T.b[b].s[lane], sk, sv);
-    if( probeBucketB(tile, k, b, sk, sv, pr) ) return;
-    b = nextB(b, T.nb);
-  }
-}
-__device__ __forceinline__ void tileProbeB(const Tile &tile, const Table T, ull k, Probe &pr){
-  const ull b = homeOf(k, T.nb);
-  pr.found = false; pr.freeB = NONE; pr.freeL = -1; pr.myExp = 0;
-  pr.b = 0; pr.l = 0; pr.val = 0;
-  tileProbeFromB(tile, T, k, pr, b);
-}
-__device__ __forceinline__ void applyProbedB(const Tile &tile, const Table T, int op,
-                                             ull k, ull v, const Probe &pr,
-                                             long long &dC, long long &dU, int &bad){
-  const int lane = tile.thread_rank();
-  if( op==GPUDS_OP_UPSERT ){
-    if( pr.found ){
-      if( lane==pr.l ) __stcg(&T.b[pr.b].s[lane].val, v);
-    }else{
-      const int r = tileInsert(tile, T, k, v, pr);
-      if( r<0 ) bad = 1; else dU += r;
-      dC += 1;
-    }
-  }else if( op==GPUDS_OP_DELETE && pr.found ){
-    if( lane==pr.l ) atomicExch(&T.b[pr.b].s[lane].key, kTombKey);
-    dC -= 1;
-  }
-}
-__device__ __forceinline__ void tileOpB(const Tile &tile, const Table T, Meta *meta,
-                                        int op, ull k, ull v, uint8_t &f, ull &old,
-                                        long long &dC, long long &dU, int &bad){
-  if( sideOf(k)>=0 ){
-    KeyState s = tileLoadState<false>(tile, T, meta, k);
-    applyOp(s, op, v, f, old);
-    tileFlush(tile, T, meta, s, dC, dU, bad);
-    return;
-  }
-  Probe pr;
-  tileProbeB(tile, T, k, pr);
-  f = pr.found ? 1 : 0;
-  old = pr.found ? pr.val : 0;
-  applyProbedB(tile, T, op, k, v, pr, dC, dU, bad);
-}
-__global__ void __launch_bounds__(BLOCK)
-kRunB(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
-      int defOp, const ull *keys, const ull *vals, const uint8_t *skip,
-      uint8_t *found, ull *old){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  long long dC = 0, dU = 0; int bad = 0;
-  for( size_t j=tileId; j<n; j+=nTiles ){
-    const size_t i = list ? list[j] : j;
-    if( skip && skip[i] ) continue;
-    const int op = ops ? ops[i] : defOp;
-    const ull k = keys[i];
-    const ull v = vals ? vals[i] : 0;
-    uint8_t f; ull o;
-    tileOpB(tile, T, meta, op, k, v, f, o, dC, dU, bad);
-    if( lane==0 ){
-      if( found ) found[i] = f;
-      if( old ) old[i] = o;
-    }
-  }
-  finishCounters(meta, lane, dC, dU, bad);
 }
 
 // Finish a lookup of k whose home-bucket slot (this lane's) was already
@@ -640,9 +578,7 @@ __global__ void kFilter(size_t n, const uint8_t *ops, const ull *keys,
 // whose key is not in the mutation filter cannot see an upsert or delete of
 // the batch, so its result is the pre-batch state: done here (two per tile,
 // as kLookup2).  inS[i] = 1 for every other op (the ops that must be ordered:
-// all upserts/deletes and the lookups that may share a key with one).  bm
-// NULL: no filter (a batch of distinct keys: every lookup is done here);
-// inS NULL: nothing recorded.
+// all upserts/deletes and the lookups that may share a key with one).
 __global__ void __launch_bounds__(BLOCK)
 kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
             const ull *keys, const uint32_t *bm, ull bmMask, uint8_t *inS,
@@ -655,8 +591,8 @@ kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
     const bool two = i+1<n;
     const ull k0 = keys[i];
     const ull k1 = two ? keys[i+1] : k0;
-    const bool s0 = ops[i]!=GPUDS_OP_LOOKUP || (bm && filterHas(bm, bmMask, k0));
-    const bool s1 = !two || ops[i+1]!=GPUDS_OP_LOOKUP || (bm && filterHas(bm, bmMask, k1));
+    const bool s0 = ops[i]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k0);
+    const bool s1 = !two || ops[i+1]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k1);
     ull a0 = 0, b0 = 0, a1 = 0, b1 = 0;
     if( !s0 ) ldSlot<true>(&T.b[homeOf(k0, T.nb)].s[lane], a0, b0);
     if( !s1 ) ldSlot<true>(&T.b[homeOf(k1, T.nb)].s[lane], a1, b1);
@@ -664,10 +600,10 @@ kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
     if( !s0 ) tileLookupFrom(tile, T, meta, k0, a0, b0, f0, o0);
     if( !s1 ) tileLookupFrom(tile, T, meta, k1, a1, b1, f1, o1);
     if( lane==0 ){
-      if( inS ) inS[i] = s0;
+      inS[i] = s0;
       if( !s0 ){ if( found ) found[i] = f0; if( old ) old[i] = o0; }
       if( two ){
-        if( inS ) inS[i+1] = s1;
+        inS[i+1] = s1;
         if( !s1 ){ if( found ) found[i+1] = f1; if( old ) old[i+1] = o1; }
       }
     }
@@ -948,8 +884,6 @@ void maybeShrink(gpuds_store *p){
 
 // Lookup kernel choice (tuning knob, see gpuds_hash::setLookupIlp).
 int gLookupIlp = 2;
-// Distinct-path choice (measurement knob, see gpuds_hash::setDistinctMode).
-int gDistinctMode = 3;
 
 size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
 
@@ -1037,28 +971,13 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
       HASH_CK_LAUNCH(p, "kLookup2");
     }else{
       kRun<M_LOOKUP><<<gridFor(p, n*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld, false);
+          T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
       HASH_CK_LAUNCH(p, "kRun<lookup>");
     }
   }else if( distinct || n==1 ){
-    // Keys distinct: a lookup's key is untouched by the batch, so with enough
-    // lookups they are all answered first from the pre-batch state (read-only
-    // loads, two per tile) and the mutations follow in kRun; else one kRun.
-    const bool split = gDistinctMode==3 && dOp && n>1 && n-(size_t)(nUps+nDel)>=n/4;
-    if( split ){
-      kLookupPass<<<gridFor(p, (n+1)/2*TS, (const void*)kLookupPass), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, dOp, dKey, nullptr, 0, nullptr, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kLookupPass");
-    }
-    if( gDistinctMode==2 ){
-      kRunB<<<gridFor(p, n*TS, (const void*)kRunB), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kRunB");
-    }else{
-      kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld, split);
-      HASH_CK_LAUNCH(p, "kRun<mixed>");
-    }
+    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
+        T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
+    HASH_CK_LAUNCH(p, "kRun<mixed>");
   }else{
     uint32_t *h = (uint32_t*)(S+L.oH), *idx = (uint32_t*)(S+L.oIdx);
     uint32_t *h2 = (uint32_t*)(S+L.oH2), *idx2 = (uint32_t*)(S+L.oIdx2);
@@ -1095,7 +1014,7 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
       kMark<<<gM, BLOCK, 0, p->st>>>(m, dk.Current(), dv.Current(), skip);
       HASH_CK_LAUNCH(p, "kMark");
       kRun<M_MIXED><<<gridFor(p, m*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, m, list, dOp, defOp, dKey, dVal, skip, dFound, dOld, false);
+          T, p->dMeta, m, list, dOp, defOp, dKey, dVal, skip, dFound, dOld);
       HASH_CK_LAUNCH(p, "kRun<mixed>");
       kGroups<<<gridFor(p, m, (const void*)kGroups), BLOCK, 0, p->st>>>(T, p->dMeta, m,
           dk.Current(), dv.Current(), dOp, defOp, dKey, dVal, dFound, dOld);
@@ -1496,7 +1415,6 @@ int reserve(gpuds_store *p, uint64_t nKeys, double load){
 
 uint64_t buckets(gpuds_store *p){ return p ? p->T.nb : 0; }
 void setLookupIlp(int nOps){ gLookupIlp = nOps==1 ? 1 : 2; }
-void setDistinctMode(int m){ gDistinctMode = (m==1 || m==2) ? m : 3; }
 uint64_t rehashCount(gpuds_store *p){ return p ? p->nRehash : 0; }
 void setDeviceLimit(gpuds_store *p, uint64_t bytes){ if( p ) p->devLimit = bytes; }
 cudaStream_t stream(gpuds_store *p){ return p ? p->st : nullptr; }

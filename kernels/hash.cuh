@@ -78,12 +78,6 @@ void setDeviceLimit(gpuds_store *p, uint64_t bytes);
 // iteration (default 2).  Process-wide; results do not depend on it.
 void setLookupIlp(int nOps);
 
-// Measurement knob (benchmarks, tests): how batches of distinct keys run:
-// 1 = one kRun<M_MIXED>; 2 = one kRunB (scaffold); 3 (default) = lookups
-// first (kLookupPass) when >= 1/4 of the ops, then the mutations (kRun).
-// Process-wide; results do not depend on it.
-void setDistinctMode(int m);
-
 // The stream this store's work runs on (for timing with CUDA events).
 cudaStream_t stream(gpuds_store *p);
 

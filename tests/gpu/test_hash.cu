@@ -562,7 +562,6 @@ static void testDistinct(){
     present.clear();
     for( auto &e : H.ref.m ) present.push_back(e.first);
     distinctBatch(r, n, pU, pD, present, op, key, val);
-    gpuds_hash::setDistinctMode(1 + it%3);          // every way of running it
     H.batch(op, key, val, it%4==0 || it==rounds-1, nullptr, nullptr, true);
     nOps += op.size();
   }
@@ -592,12 +591,10 @@ static void testDistinct(){
       if( seen.insert(key[i]).second ){ op[w] = op[i]; key[w] = key[i]; val[w] = val[i]; w++; }
     }
     op.resize(w); key.resize(w); val.resize(w);
-    gpuds_hash::setDistinctMode(1 + (int)(b%3));
     H.batch(op, key, val, b%3==0, nullptr, nullptr, true);
     nOps += w;
     s += n;
   }
-  gpuds_hash::setDistinctMode(3);
   const uint64_t nb2 = gpuds_hash::buckets(H.g);
   CHECK(G->xCheck(H.g)==GPUDS_OK, "distinct: xCheck after mass deletes: %s", G->xErrmsg(H.g));
   CHECK(nb2<nb1, "distinct: table did not shrink after mass deletes (%llu buckets)", (unsigned long long)nb2);
