@@ -255,13 +255,39 @@ void gpudsLoaderBegin(GpudsLoader *L){
 /* Finish a loader started by gpudsLoaderBegin() (or gpudsLoaderInit()). */
 void gpudsLoaderEnd(GpudsLoader *L){
   if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
+  while( L->pSpare ){
+    void *p = L->pSpare;
+    L->pSpare = *(void**)p;
+    free(p);
+  }
   memset(L, 0, sizeof(*L));
+}
+
+/* A fresh arena block, or NULL if out of memory: for gpudsLoaderGive(). */
+void *gpudsArenaBlock(void){
+  void *pNew = 0;
+  return posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ? 0 : pNew;
+}
+
+/* Give loader L (started by gpudsLoaderBegin) a block from gpudsArenaBlock()
+** to use before it allocates one, so that a thread can use memory that
+** another thread took (a thread's malloc() gets fresh pages from its own
+** arena, while the thread that freed memory reuses it); gpudsLoaderEnd()
+** frees the blocks not used. */
+void gpudsLoaderGive(GpudsLoader *L, void *pBlock){
+  *(void**)pBlock = L->pSpare;
+  L->pSpare = pBlock;
 }
 
 /* Move loader L to a fresh block.  0 if out of memory (L unchanged). */
 static int loaderNewBlock(GpudsLoader *L){
   void *pNew = 0;
-  if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
+  if( L->pSpare ){
+    pNew = L->pSpare;
+    L->pSpare = *(void**)pNew;
+  }else if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ){
+    return 0;
+  }
   if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
   L->pBlock = (char*)pNew;
   *(int64_t*)L->pBlock = L->bHold ? 1 : 0;
@@ -310,6 +336,16 @@ int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol){
 /* The most bytes one gpudsLoaderSpan() call copies. */
 size_t gpudsLoaderSpanMax(void){
   return ARENA_SIZE - ARENA_HDR - 8;
+}
+
+/* The most bytes gpudsLoaderSpan() can copy into L's current block (0 if
+** it has none): a span that fits there uses no new block. */
+size_t gpudsLoaderRoom(const GpudsLoader *L){
+  size_t iAt;
+  if( L->pBlock==0 ) return 0;
+  iAt = (L->iOff & ~(size_t)7) + 4;
+  if( iAt < L->iOff ) iAt += 8;
+  return iAt < ARENA_SIZE ? ARENA_SIZE - iAt : 0;
 }
 
 /* Copy the nByte bytes a[] (at most gpudsLoaderSpanMax()) into loader L's

@@ -602,6 +602,11 @@ static void loadRowsFree(LoadRows *r){
   memset(r, 0, sizeof(*r));
 }
 
+/* A span goes into the current arena block if at least this much room is
+** left there (else into a new block): at most this much of a block is
+** wasted. */
+#define LOAD_SPAN_MIN 65536
+
 /* Why loadChunk found a chunk damaged (NULL: a bad row record). */
 typedef struct LoadErr {
   int64_t iRun;
@@ -643,17 +648,20 @@ static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n,
     if( !gpudsRowValid(pv+off+4, nRec, nCol) ){ pErr->zWhy = 0; return SQLITE_CORRUPT_VTAB; }
     off += 4 + (size_t)nRec;
   }
-  /* Place the rows: aVal[i] (aOff[i] until then) gets entry i's handle. */
+  /* Place the rows: aVal[i] (aOff[i] until then) gets entry i's handle.
+  ** A span fills the room left in the arena's current block, or a new block
+  ** when that room is small. */
   i = 0;
   while( i<n ){
     int64_t j = i, nLive = 0, m;
-    size_t s = aOff[i], e = s;
+    size_t s = aOff[i], e = s, nLim = gpudsLoaderRoom(L);
+    if( nLim<LOAD_SPAN_MIN || nLim>nSpanMax ) nLim = nSpanMax;
     if( bSpan ){
       for(j=i; j<n; j++){                   /* the longest span from entry i */
         size_t eNext;
         memcpy(&nRec, pv+aOff[j], 4);
         eNext = aOff[j] + 4 + (nRec==SHADOW_TOMB ? 0 : nRec);
-        if( (nRec!=SHADOW_TOMB && nRec>nBig) || eNext-s > nSpanMax ) break;
+        if( (nRec!=SHADOW_TOMB && nRec>nBig) || eNext-s > nLim ) break;
         if( nRec!=SHADOW_TOMB ) nLive++;
         e = eNext;
       }
@@ -703,6 +711,8 @@ no_mem:
 typedef struct LoadBuf {
   unsigned char *a;               /* the chunk's vals (malloc) */
   size_t nAlloc, nv;
+  void *pSpare;                   /* arena blocks for the chunk, a list */
+  int nSpare;
   int eState;
   LoadRows *r;                    /* the chunk: aChunk[iChunk] of run iRun of r */
   int iChunk;
@@ -729,7 +739,20 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
   int64_t nTomb = 0;
   int rc;
   err.iRun = b->iRun; err.zWhy = 0;
+  while( b->pSpare ){                       /* the reader's blocks first */
+    void *pBlk = b->pSpare;
+    b->pSpare = *(void**)pBlk;
+    gpudsLoaderGive(L, pBlk);
+  }
+  b->nSpare = 0;
   rc = loadChunk(b->r, L, pp->nCol, c->i0, c->n, b->a, b->nv, &nTomb, &err);
+  while( L->pSpare ){                       /* and back, those not used */
+    void *pBlk = L->pSpare;
+    L->pSpare = *(void**)pBlk;
+    *(void**)pBlk = b->pSpare;
+    b->pSpare = pBlk;
+    b->nSpare++;
+  }
   if( bLock ) pthread_mutex_lock(&pp->mu);
   if( rc==SQLITE_OK ){
     c->bDone = 1;
@@ -840,6 +863,18 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
     if( b->a==0 ) return SQLITE_NOMEM;
     b->nAlloc = nNew;
   }
+  /* Arena blocks for the chunk's rows, taken here: memory this thread (the
+  ** connection's) freed is reused, where a worker would fault in fresh
+  ** pages.  A chunk's rows take at most its vals' bytes and a block's
+  ** wasted end (at most LOAD_SPAN_MIN); if they take more, the worker
+  ** allocates. */
+  while( b->nSpare < (int)(nv/(gpudsLoaderSpanMax() - LOAD_SPAN_MIN)) + 2 ){
+    void *pBlk = gpudsArenaBlock();
+    if( pBlk==0 ) break;                    /* the worker will try */
+    *(void**)pBlk = b->pSpare;
+    b->pSpare = pBlk;
+    b->nSpare++;
+  }
   *pb = b;
   return SQLITE_OK;
 }
@@ -875,7 +910,17 @@ static int loadPipeJoin(GpudsTable *p, LoadPipe *pp){
     pthread_mutex_destroy(&pp->mu);
     pp->nWorker = 0;
   }
-  for(i=0; i<LOAD_NBUF; i++){ free(pp->aBuf[i].a); pp->aBuf[i].a = 0; }
+  for(i=0; i<LOAD_NBUF; i++){
+    LoadBuf *b = &pp->aBuf[i];
+    while( b->pSpare ){
+      void *pBlk = b->pSpare;
+      b->pSpare = *(void**)pBlk;
+      free(pBlk);
+    }
+    b->nSpare = 0;
+    free(b->a);
+    b->a = 0;
+  }
   if( pp->rc==SQLITE_CORRUPT_VTAB && pp->err.zWhy==0 ){
     return gpudsVtabError(p, pp->rc, "%s_run: bad row record", p->zName);
   }
