@@ -247,31 +247,39 @@ static void readerClose(RunReader *r){
 /* The run numbers present, oldest first, with their entry counts and, if
 ** paCap is not NULL, the entries their keys blobs have room for (a load
 ** sizes its arrays by the smaller: a damaged n cannot make it allocate more
-** than the blobs hold). */
+** than the blobs hold).  The rows are summed here, in id order, rather than
+** by GROUP BY: SQLite's GROUP BY sorter would copy every keys blob to find
+** its length. */
 static int listRunsCap(GpudsTable *p, int64_t **paRun, int64_t **paN, int64_t **paCap,
                        int *pnRun){
   sqlite3_stmt *pStmt;
   int64_t *aRun = 0, *aN = 0, *aCap = 0;
   int nRun = 0, nAlloc = 0;
   int rc = shadowPrepare(p, &pStmt,
-      "SELECT id>>%d, sum(n), sum(length(keys))/8 FROM %Q.'%q_run' GROUP BY 1 ORDER BY 1",
+      paCap ? "SELECT id>>%d, n, length(keys)/8 FROM %Q.'%q_run' ORDER BY id"
+            : "SELECT id>>%d, n, 0 FROM %Q.'%q_run' ORDER BY id",
       RUN_SHIFT, p->zDb, p->zName);
   if( rc ) return rc;
   while( sqlite3_step(pStmt)==SQLITE_ROW ){
-    if( nRun==nAlloc ){
-      int64_t *a, *b, *c;
-      nAlloc = nAlloc ? nAlloc*2 : 16;
-      a = sqlite3_realloc64(aRun, nAlloc*8);
-      if( a ) aRun = a;
-      b = sqlite3_realloc64(aN, nAlloc*8);
-      if( b ) aN = b;
-      c = sqlite3_realloc64(aCap, nAlloc*8);
-      if( c ) aCap = c;
-      if( !a || !b || !c ){ rc = SQLITE_NOMEM; break; }
+    int64_t iRun = sqlite3_column_int64(pStmt, 0);
+    if( nRun==0 || aRun[nRun-1]!=iRun ){
+      if( nRun==nAlloc ){
+        int64_t *a, *b, *c;
+        nAlloc = nAlloc ? nAlloc*2 : 16;
+        a = sqlite3_realloc64(aRun, nAlloc*8);
+        if( a ) aRun = a;
+        b = sqlite3_realloc64(aN, nAlloc*8);
+        if( b ) aN = b;
+        c = sqlite3_realloc64(aCap, nAlloc*8);
+        if( c ) aCap = c;
+        if( !a || !b || !c ){ rc = SQLITE_NOMEM; break; }
+      }
+      aRun[nRun] = iRun;
+      aN[nRun] = aCap[nRun] = 0;
+      nRun++;
     }
-    aRun[nRun] = sqlite3_column_int64(pStmt, 0);
-    aCap[nRun] = sqlite3_column_int64(pStmt, 2);
-    aN[nRun++] = sqlite3_column_int64(pStmt, 1);
+    aN[nRun-1] += sqlite3_column_int64(pStmt, 1);
+    aCap[nRun-1] += sqlite3_column_int64(pStmt, 2);
   }
   {
     int rc2 = sqlite3_finalize(pStmt);
