@@ -21,6 +21,8 @@ SQLITE_EXTENSION_INIT3
 #include "overlay.h"
 #include <string.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #define UNDO_PUT   1
 #define UNDO_FLUSH 2
@@ -46,6 +48,11 @@ struct GpudsFlush {
 /* A flush of at least this many new rows copies them into load arenas in
 ** key order (see repackRows). */
 #define REPACK_MIN_ROWS 1024
+
+/* A repack uses one thread per this many rows, at most REPACK_MAX_THREADS
+** (and no more than the machine's processors). */
+#define REPACK_ROWS_PER_THREAD 65536
+#define REPACK_MAX_THREADS     8
 
 /* Create the (empty) overlay. */
 int gpudsWbufInit(GpudsTable *p){
@@ -262,6 +269,35 @@ static void repackUndo(GpudsFlush *f){
   f->aOrig = 0;
 }
 
+/* One thread's share of a repack: rows [iFirst, iLast) of flush f, copied
+** into an arena of its own (so each thread's copies are in key order). */
+typedef struct RepackJob {
+  GpudsFlush *f;
+  size_t iFirst, iLast;
+  int nCol;
+  int bFail;              /* out of memory: some rows were not copied */
+  pthread_t tid;
+  int bThread;            /* tid is a running thread to join */
+} RepackJob;
+
+static void *repackJobRun(void *pArg){
+  RepackJob *j = (RepackJob*)pArg;
+  GpudsLoader L;
+  size_t i;
+  gpudsLoaderInit(&L);
+  for(i=j->iFirst; i<j->iLast; i++){
+    uint64_t h = j->f->aNew[i], hNew;
+    const GpudsRow *pRow;
+    if( h==0 ) continue;
+    pRow = gpudsRowOf(h);
+    hNew = gpudsLoaderRow(&L, (const unsigned char*)pRow,
+                          (uint32_t)gpudsRowBytes(pRow), j->nCol);
+    if( hNew==0 ){ j->bFail = 1; break; }
+    j->f->aNew[i] = hNew;
+  }
+  return 0;
+}
+
 /* Copy the rows of flush f (in key order) into load arenas, so that a
 ** range scan later reads row records sequentially instead of one cache miss
 ** per row wherever xUpdate put them (in the order written): that is most of
@@ -269,12 +305,17 @@ static void repackUndo(GpudsFlush *f){
 ** originals, which the overlay and the undo log refer to: an undo of the
 ** flush puts those back, a commit frees them.  Rows already in key order
 ** in memory (a sorted insert) and small flushes are left as they are; so
-** is everything when memory is short (this only saves time). */
+** is everything when memory is short (this only saves time).  Only for
+** ordered tables: a hash table scans in slot order.  Big flushes are split
+** among threads (the copies are independent; each thread's arena holds a
+** contiguous key range), all joined before returning. */
 static void repackRows(GpudsTable *p, GpudsFlush *f){
   size_t i, nRow = 0, nBreak = 0;
   uintptr_t prev = 0;
-  GpudsLoader L;
-  if( p->eKind!=GPUDS_ORDERED ) return;   /* a hash table scans in slot order */
+  RepackJob aJob[REPACK_MAX_THREADS];
+  int nJob, iJob, bFail = 0;
+  long nCpu = 1;
+  if( p->eKind!=GPUDS_ORDERED ) return;
   for(i=0; i<f->n; i++){
     uint64_t h = f->aNew[i];
     if( h==0 ) continue;
@@ -286,17 +327,30 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
   f->aOrig = sqlite3_malloc64(f->n*8);
   if( f->aOrig==0 ) return;
   memcpy(f->aOrig, f->aNew, f->n*8);
-  gpudsLoaderInit(&L);
-  for(i=0; i<f->n; i++){
-    uint64_t h = f->aNew[i], hNew;
-    const GpudsRow *pRow;
-    if( h==0 ) continue;
-    pRow = gpudsRowOf(h);
-    hNew = gpudsLoaderRow(&L, (const unsigned char*)pRow,
-                          (uint32_t)gpudsRowBytes(pRow), p->nCol-1);
-    if( hNew==0 ){ repackUndo(f); return; }
-    f->aNew[i] = hNew;
+#ifdef _SC_NPROCESSORS_ONLN
+  nCpu = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  nJob = (int)(f->n / REPACK_ROWS_PER_THREAD);
+  if( nJob>nCpu ) nJob = (int)nCpu;
+  if( nJob>REPACK_MAX_THREADS ) nJob = REPACK_MAX_THREADS;
+  if( nJob<1 ) nJob = 1;
+  memset(aJob, 0, sizeof(aJob));
+  for(iJob=0; iJob<nJob; iJob++){
+    aJob[iJob].f = f;
+    aJob[iJob].iFirst = f->n*iJob/nJob;
+    aJob[iJob].iLast = f->n*(iJob+1)/nJob;
+    aJob[iJob].nCol = p->nCol-1;
   }
+  for(iJob=1; iJob<nJob; iJob++){
+    aJob[iJob].bThread = pthread_create(&aJob[iJob].tid, 0, repackJobRun, &aJob[iJob])==0;
+  }
+  repackJobRun(&aJob[0]);
+  for(iJob=1; iJob<nJob; iJob++){
+    if( aJob[iJob].bThread ) pthread_join(aJob[iJob].tid, 0);
+    else repackJobRun(&aJob[iJob]);          /* no thread: do it here */
+  }
+  for(iJob=0; iJob<nJob; iJob++) bFail |= aJob[iJob].bFail;
+  if( bFail ) repackUndo(f);
 }
 
 /* Apply the overlay to the store as one batch and empty the overlay.
