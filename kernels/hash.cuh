@@ -81,6 +81,15 @@ void setLookupIlp(int nOps);
 // The stream this store's work runs on (for timing with CUDA events).
 cudaStream_t stream(gpuds_store *p);
 
+// Host-array batches of more than nKeys keys move in chunks of nKeys through
+// two pinned buffers (kernels/hostpipe.cuh): xLookup as a pipeline (copy-in,
+// kernel and copy-out of successive chunks overlap), xBatch/xBatchDistinct/
+// xBulkLoad with staged copies (memcpy of one piece overlapping the DMA of
+// the other).  0: every batch single-shot (the path before chunking).  The
+// default is GPUDS_HOST_CHUNK from the environment at xCreate, else 2^19;
+// at most 2^24.  Results never depend on it.
+void setHostChunk(gpuds_store *p, size_t nKeys);
+
 }  // namespace gpuds_hash
 
 #endif  // GPUDS_HASH_CUH

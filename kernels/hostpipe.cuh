@@ -1,0 +1,274 @@
+// hostpipe.cuh -- moving big batches between the caller's host arrays and the
+// GPU in chunks through two pinned buffers, shared by the GPU hash store
+// (kernels/hash.cu) and the GFSL store (kernels/gfsl.cu).
+//
+// LOOKUP PIPELINE (runLookups): an xLookup of n > C keys (C = the store's
+// chunk, default 2^19 keys) runs chunk by chunk on two streams, one per slot;
+// chunk i uses slot i&1: its keys are copied by the host into the slot's
+// pinned buffer, then on the slot's stream: H2D of the keys, the store's
+// lookup kernel(s), D2H of the results into the same pinned buffer, an event.
+// Before the host refills a slot for chunk i it waits for chunk i-2 (the
+// slot's event) and copies that chunk's results to the caller's arrays.  So
+// while the host copies keys of chunk i in and results of chunk i-2 out, the
+// GPU runs chunk i-1 (its copy engines and SMs), and consecutive chunks
+// overlap on the GPU too (H2D of one chunk during the kernel of the other).
+// On H200 the GPU side of a chunk (17 bytes a key over PCIe, the kernel) is
+// far shorter than the host's memcpy of it, so the GPU work hides behind the
+// host copies.  Only the keys go in and only (found, value) come out.
+//
+// STAGED COPIES (h2dStaged, d2hStaged): one array in pieces of a slot's
+// pinned size on one stream, the host memcpy of piece i+1 overlapping the DMA
+// of piece i.  The hash store's bulk paths use them (see hash.cu hostBatch).
+//
+// Every call returns with no work in flight on the pipe's streams (also on
+// error), and the pinned buffers, streams and events belong to the store
+// (released by release() in its xDestroy): nothing is allocated per call once
+// the pipe is prepared for a chunk size.
+#ifndef GPUDS_HOSTPIPE_CUH
+#define GPUDS_HOSTPIPE_CUH
+
+#include <cuda_runtime.h>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include "gpuds_backend.h"
+
+namespace gpuds_pipe {
+
+// Keys per chunk.  On H200, xLookup of 10^7 host keys (bench/results/
+// bench_{hash,gfsl}-h200-host.log, and -run1 on another machine), 2^19 was
+// best or within 1% of it: hash 24.0 ms against 27.9 for 2^18, 23.9 for
+// 2^20, 26.2 for 2^21 (run 1: 18.5 against 19.6 for 2^20, 23.4 for 2^21);
+// gfsl 23.8 against 23.4, 27.9, 28.6.  A bigger chunk leaves more GPU work
+// uncovered at the end, a smaller one pays more calls per key.
+constexpr size_t kDefaultChunk = (size_t)1<<19;
+constexpr size_t kMaxChunk = (size_t)1<<24;
+
+// Pinned bytes of one slot for chunks of C keys: keys (8C) | values (8C) |
+// found flags (C).
+inline size_t slotBytes(size_t C){ return 17*C; }
+
+// The chunk a new store starts with: GPUDS_HOST_CHUNK from the environment
+// (keys; 0 = no chunking: every batch single-shot), else kDefaultChunk.
+inline size_t defaultChunk(){
+  const char *z = getenv("GPUDS_HOST_CHUNK");
+  if( z && *z ){
+    char *e = nullptr;
+    unsigned long long x = strtoull(z, &e, 10);
+    if( e && *e==0 ) return x>kMaxChunk ? kMaxChunk : (size_t)x;
+  }
+  return kDefaultChunk;
+}
+
+struct HostPipe {
+  cudaStream_t st[2] = {nullptr, nullptr};   // one per slot
+  cudaEvent_t done[2] = {nullptr, nullptr};  // the slot's last use finished
+  cudaEvent_t start = nullptr;               // the store's stream reached the call
+  void *h[2] = {nullptr, nullptr};           // pinned, slotBytes(chunk) each
+  size_t chunk = 0;                          // keys a slot holds (0: not prepared)
+};
+
+// Free everything the pipe holds (after waiting for its streams); the pipe is
+// empty afterwards.  Safe on an empty or half-prepared pipe.
+inline void release(HostPipe &P){
+  for( int s=0; s<2; s++ ){
+    if( P.st[s] ) cudaStreamSynchronize(P.st[s]);
+    if( P.done[s] ) cudaEventSynchronize(P.done[s]);
+  }
+  for( int s=0; s<2; s++ ){
+    if( P.h[s] ) cudaFreeHost(P.h[s]);
+    if( P.done[s] ) cudaEventDestroy(P.done[s]);
+    if( P.st[s] ) cudaStreamDestroy(P.st[s]);
+    P.h[s] = nullptr; P.done[s] = nullptr; P.st[s] = nullptr;
+  }
+  if( P.start ) cudaEventDestroy(P.start);
+  P.start = nullptr;
+  P.chunk = 0;
+  (void)cudaGetLastError();
+}
+
+// Make the pipe ready for chunks of C (>= 1) keys: streams, events, pinned
+// buffers (reallocated when C changes).  Returns cudaSuccess, or the first
+// error with *pzWhat naming the call; the pipe then holds what was made so
+// far (chunk 0: not usable) and release() frees it.
+inline cudaError_t prepare(HostPipe &P, size_t C, const char **pzWhat){
+  cudaError_t e = cudaSuccess;
+  *pzWhat = "";
+  for( int s=0; s<2; s++ ){
+    if( !P.st[s] ){
+      e = cudaStreamCreateWithFlags(&P.st[s], cudaStreamNonBlocking);
+      if( e!=cudaSuccess ){ P.st[s] = nullptr; *pzWhat = "cudaStreamCreateWithFlags(pipeline)"; return e; }
+    }
+    if( !P.done[s] ){
+      e = cudaEventCreateWithFlags(&P.done[s], cudaEventDisableTiming);
+      if( e!=cudaSuccess ){ P.done[s] = nullptr; *pzWhat = "cudaEventCreateWithFlags(pipeline)"; return e; }
+    }
+  }
+  if( !P.start ){
+    e = cudaEventCreateWithFlags(&P.start, cudaEventDisableTiming);
+    if( e!=cudaSuccess ){ P.start = nullptr; *pzWhat = "cudaEventCreateWithFlags(pipeline)"; return e; }
+  }
+  if( P.chunk==C && P.h[0] && P.h[1] ) return cudaSuccess;
+  for( int s=0; s<2; s++ ){
+    // a slot may still be read by a copy of an earlier call only if that
+    // call failed to wait; never free it under a copy
+    e = cudaEventSynchronize(P.done[s]);
+    if( e!=cudaSuccess ){ *pzWhat = "cudaEventSynchronize(pipeline)"; return e; }
+    if( P.h[s] ){ cudaFreeHost(P.h[s]); P.h[s] = nullptr; }
+  }
+  P.chunk = 0;
+  for( int s=0; s<2; s++ ){
+    e = cudaHostAlloc(&P.h[s], slotBytes(C), cudaHostAllocDefault);
+    if( e!=cudaSuccess ){ P.h[s] = nullptr; *pzWhat = "cudaHostAlloc(pipeline buffers)"; return e; }
+  }
+  P.chunk = C;
+  return cudaSuccess;
+}
+
+// dst[0..m) = src[0..m), and the smallest and largest key (m >= 1).
+inline void copyKeysRange(int64_t *dst, const int64_t *src, size_t m,
+                          int64_t *pMin, int64_t *pMax){
+  int64_t mn0 = src[0], mx0 = src[0], mn1 = src[0], mx1 = src[0];
+  size_t i = 0;
+  for( ; i+2<=m; i+=2 ){
+    const int64_t a = src[i], b = src[i+1];
+    dst[i] = a; dst[i+1] = b;
+    mn0 = a<mn0 ? a : mn0; mx0 = a>mx0 ? a : mx0;
+    mn1 = b<mn1 ? b : mn1; mx1 = b>mx1 ? b : mx1;
+  }
+  for( ; i<m; i++ ){
+    const int64_t a = src[i];
+    dst[i] = a;
+    mn0 = a<mn0 ? a : mn0; mx0 = a>mx0 ? a : mx0;
+  }
+  *pMin = mn0<mn1 ? mn0 : mn1;
+  *pMax = mx0>mx1 ? mx0 : mx1;
+}
+
+// Look up n > P.chunk keys from host arrays through the pipe (prepared).
+// dKey/dFound/dVal: per slot, device buffers of P.chunk entries.
+//   enqueue(slot, stream, m, dKey, dFound, dVal, kMin, kMax) -> int: enqueue
+//     on `stream` the lookup of the m keys at dKey (kMin/kMax: their smallest
+//     and largest when wantRange, else INT64_MIN/INT64_MAX), writing every
+//     dFound[i] and dVal[i]; only device memory of that slot may be written.
+//     Returns GPUDS_OK or the store's error code (message recorded).
+//   fail(cudaError_t, const char *zWhat) -> int: record a CUDA failure in
+//     the store, return its code.
+// `after`: the store's stream; the pipe's work starts after what it holds.
+// Returns GPUDS_OK with aFound/aVal (either may be NULL) filled, or an error
+// (their contents then undefined).  Either way nothing is left in flight.
+template<class Enqueue, class Fail>
+int runLookups(HostPipe &P, cudaStream_t after, size_t n, const int64_t *aKey,
+               uint8_t *aFound, uint64_t *aVal, bool wantRange,
+               int64_t *const dKey[2], uint8_t *const dFound[2],
+               uint64_t *const dVal[2], Enqueue &&enqueue, Fail &&fail){
+  const size_t C = P.chunk;
+  const size_t nChunk = (n + C - 1)/C;
+  int rc = GPUDS_OK;
+  cudaError_t e = cudaSuccess;
+  const char *zWhat = "";
+  size_t i = 0;
+#define GPUDS_PIPE_CK(x) do{ e = (x); if( e!=cudaSuccess ){ zWhat = #x; goto cudaFail; } }while(0)
+  GPUDS_PIPE_CK(cudaEventSynchronize(P.done[0]));
+  GPUDS_PIPE_CK(cudaEventSynchronize(P.done[1]));
+  GPUDS_PIPE_CK(cudaEventRecord(P.start, after));
+  GPUDS_PIPE_CK(cudaStreamWaitEvent(P.st[0], P.start, 0));
+  GPUDS_PIPE_CK(cudaStreamWaitEvent(P.st[1], P.start, 0));
+  for( i=0; i<nChunk+2; i++ ){
+    const int s = (int)(i&1);
+    char *H = (char*)P.h[s];
+    if( i>=2 ){
+      // chunk i-2 (this slot's last) is done: hand its results over
+      const size_t o = (i-2)*C, m = n-o<C ? n-o : C;
+      GPUDS_PIPE_CK(cudaEventSynchronize(P.done[s]));
+      if( aVal ) memcpy(aVal+o, H+8*C, 8*m);
+      if( aFound ) memcpy(aFound+o, H+16*C, m);
+    }
+    if( i>=nChunk ) continue;
+    const size_t o = i*C, m = n-o<C ? n-o : C;
+    int64_t kMin = INT64_MIN, kMax = INT64_MAX;
+    if( wantRange ) copyKeysRange((int64_t*)H, aKey+o, m, &kMin, &kMax);
+    else memcpy(H, aKey+o, 8*m);
+    GPUDS_PIPE_CK(cudaMemcpyAsync(dKey[s], H, 8*m, cudaMemcpyHostToDevice, P.st[s]));
+    rc = enqueue(s, P.st[s], m, (const int64_t*)dKey[s], dFound[s], dVal[s], kMin, kMax);
+    if( rc!=GPUDS_OK ) goto cleanup;
+    if( aVal ) GPUDS_PIPE_CK(cudaMemcpyAsync(H+8*C, dVal[s], 8*m, cudaMemcpyDeviceToHost, P.st[s]));
+    if( aFound ) GPUDS_PIPE_CK(cudaMemcpyAsync(H+16*C, dFound[s], m, cudaMemcpyDeviceToHost, P.st[s]));
+    GPUDS_PIPE_CK(cudaEventRecord(P.done[s], P.st[s]));
+  }
+#undef GPUDS_PIPE_CK
+  return GPUDS_OK;
+cudaFail:
+  rc = fail(e, zWhat);
+cleanup:
+  cudaStreamSynchronize(P.st[0]);
+  cudaStreamSynchronize(P.st[1]);
+  (void)cudaGetLastError();
+  return rc;
+}
+
+// Copy n bytes from host src to device dst on stream st through the pipe's
+// two pinned buffers (prepared), in pieces of slotBytes(P.chunk): the memcpy
+// into one buffer overlaps the DMA out of the other.  Returns once every
+// piece is enqueued (the last DMAs may still run on st: a later call that
+// reuses a buffer waits for its event first); on error (*pzWhat: the call)
+// st is synchronized before returning.
+inline cudaError_t h2dStaged(HostPipe &P, cudaStream_t st, void *dst, const void *src,
+                             size_t n, const char **pzWhat){
+  const size_t B = slotBytes(P.chunk);
+  cudaError_t e = cudaSuccess;
+  int s = 0;
+  *pzWhat = "";
+  for( size_t off=0; off<n; off+=B, s^=1 ){
+    const size_t len = n-off<B ? n-off : B;
+    e = cudaEventSynchronize(P.done[s]);                       // buffer s free
+    if( e!=cudaSuccess ){ *pzWhat = "cudaEventSynchronize(staged upload)"; break; }
+    memcpy(P.h[s], (const char*)src+off, len);
+    e = cudaMemcpyAsync((char*)dst+off, P.h[s], len, cudaMemcpyHostToDevice, st);
+    if( e!=cudaSuccess ){ *pzWhat = "cudaMemcpyAsync(staged upload)"; break; }
+    e = cudaEventRecord(P.done[s], st);
+    if( e!=cudaSuccess ){ *pzWhat = "cudaEventRecord(staged upload)"; break; }
+  }
+  if( e!=cudaSuccess ) cudaStreamSynchronize(st);
+  return e;
+}
+
+// Copy n bytes from device src to host dst on stream st through the pipe's
+// pinned buffers (prepared): the DMA into one buffer overlaps the memcpy out
+// of the other.  Synchronous: returns when dst holds the data, or on error
+// (*pzWhat: the call) with st synchronized.
+inline cudaError_t d2hStaged(HostPipe &P, cudaStream_t st, void *dst, const void *src,
+                             size_t n, const char **pzWhat){
+  const size_t B = slotBytes(P.chunk);
+  cudaError_t e = cudaSuccess;
+  size_t prevOff = 0, prevLen = 0;
+  int s = 0;
+  *pzWhat = "";
+  for( size_t off=0; off<n; off+=B, s^=1 ){
+    const size_t len = n-off<B ? n-off : B;
+    e = cudaEventSynchronize(P.done[s]);                       // buffer s free
+    if( e!=cudaSuccess ){ *pzWhat = "cudaEventSynchronize(staged download)"; break; }
+    e = cudaMemcpyAsync(P.h[s], (const char*)src+off, len, cudaMemcpyDeviceToHost, st);
+    if( e!=cudaSuccess ){ *pzWhat = "cudaMemcpyAsync(staged download)"; break; }
+    e = cudaEventRecord(P.done[s], st);
+    if( e!=cudaSuccess ){ *pzWhat = "cudaEventRecord(staged download)"; break; }
+    if( prevLen ){
+      e = cudaEventSynchronize(P.done[s^1]);
+      if( e!=cudaSuccess ){ *pzWhat = "cudaEventSynchronize(staged download)"; break; }
+      memcpy((char*)dst+prevOff, P.h[s^1], prevLen);
+    }
+    prevOff = off; prevLen = len;
+  }
+  if( e==cudaSuccess && prevLen ){
+    e = cudaEventSynchronize(P.done[s^1]);
+    if( e!=cudaSuccess ) *pzWhat = "cudaEventSynchronize(staged download)";
+    else memcpy((char*)dst+prevOff, P.h[s^1], prevLen);
+  }
+  if( e!=cudaSuccess ) cudaStreamSynchronize(st);
+  return e;
+}
+
+}  // namespace gpuds_pipe
+
+#endif  // GPUDS_HOSTPIPE_CUH
