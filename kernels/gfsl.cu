@@ -92,6 +92,7 @@
 */
 #include "gfsl.cuh"
 #include "gfsl_util.cuh"
+#include "hostpipe.cuh"
 
 #include <cub/device/device_merge.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -1405,6 +1406,11 @@ struct gpuds_store {
   void *stage[2];
   cudaEvent_t ev[2];
   size_t stageBytes;
+  /* xLookup pipeline (hostpipe.cuh): chunk size, pinned buffers and streams,
+  ** per-slot device buffers (keys, found, values, sort buffers) */
+  size_t chunk;
+  gpuds_pipe::HostPipe pipe;
+  DBuf pl[2][8];
   /* knobs and state */
   uint64_t memLimit;
   int rebuildMode;
@@ -1450,6 +1456,7 @@ uint64_t deviceBytes(gpuds_store *p){
     &p->gK0, &p->gK1, &p->gV0, &p->gV1, &p->gT, &p->gF, &p->gH };
   uint64_t n = (uint64_t)p->cap*(sizeof(Chunk)+sizeof(uint32_t)) + sizeof(DevState);
   for( const DBuf *b : a ) n += b->cap;
+  for( const auto &sl : p->pl ) for( const DBuf &b : sl ) n += b.cap;
   return n;
 }
 
@@ -1517,7 +1524,11 @@ int deviceErr(gpuds_store *p){
                 p->hs.errChunk, (long long)p->hs.errKey);
 }
 
-/* Copy host -> device through the pinned staging buffers. */
+/* Copy host -> device through the pinned staging buffers: pieces of
+** stageBytes, the memcpy of piece i+1 overlapping the DMA of piece i (so the
+** bulk paths, xBatch and xBulkLoad, already upload in overlapped chunks; they
+** cannot overlap their kernels with the transfers, since all-or-nothing needs
+** the whole batch on the device before it is sorted and applied). */
 int h2d(gpuds_store *p, void *dst, const void *src, size_t n){
   if( n==0 ) return GPUDS_OK;
   if( !p->stage[0] ){
@@ -2002,13 +2013,15 @@ int ensureBatchWs(gpuds_store *p, size_t n){
   return ensureTmp(p, std::max(t1, t2));
 }
 
-/* Launch an unsorted lookup kernel: kLookup (tiled) for variant 1, else
-** kLookup1. */
-int launchLookup(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal){
+/* Launch an unsorted lookup kernel on stream st (default: the store's):
+** kLookup (tiled) for variant 1, else kLookup1. */
+int launchLookup(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
+                 cudaStream_t st = nullptr){
+  if( !st ) st = p->st;
   if( p->lookupVariant==1 ){
-    kLookup<<<gridWarps(p, (n+31)/32), 256, 0, p->st>>>(P, n, dKey, dFound, dVal);
+    kLookup<<<gridWarps(p, (n+31)/32), 256, 0, st>>>(P, n, dKey, dFound, dVal);
   }else{
-    kLookup1<<<gridWarps(p, n), 256, 0, p->st>>>(P, n, dKey, dFound, dVal);
+    kLookup1<<<gridWarps(p, n), 256, 0, st>>>(P, n, dKey, dFound, dVal);
   }
   GFSL_CKL("kLookup");
   return GPUDS_OK;
@@ -2018,6 +2031,31 @@ int launchLookup(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, uint8_t
 ** on H200, 10^7 keys, the sorted path took 0.228 ms for 2^18 random lookups
 ** against 0.133 unsorted, and 0.294 against 0.481 for 2^20. */
 constexpr size_t SORTED_LOOKUP_MIN = (size_t)1<<19;
+
+/* Enqueue the sorted lookup of n keys (dKey, all within kBase + [0, 2^bits))
+** on stream st: kPrepLookupSort into A/IA, the CUB radix sort (A/B, IA/IB
+** as double buffers, tmp of tmpBytes temp storage), kLookupSorted. */
+template<typename K>
+int enqueueSorted(gpuds_store *p, const KP &P, cudaStream_t st, size_t n, const i64 *dKey, i64 kBase,
+                  int bits, K *A, K *B, uint32_t *IA, uint32_t *IB, void *tmp, size_t tmpBytes,
+                  uint8_t *dFound, u64 *dVal){
+  cub::DoubleBuffer<K> dk(A, B);
+  cub::DoubleBuffer<uint32_t> dv(IA, IB);
+  kPrepLookupSort<K><<<gridFor(p, n), 256, 0, st>>>(n, dKey, kBase, dk.Current(), dv.Current());
+  GFSL_CKL("kPrepLookupSort");
+  size_t tb = tmpBytes;
+  GFSL_CK(cub::DeviceRadixSort::SortPairs(tmp, tb, dk, dv, (int64_t)n, 0, bits, st));
+  /* segments of up to 128 keys, but at least ~2 per warp the GPU holds, so
+  ** that small batches (sparse keys, a descent each) still spread out */
+  const size_t nWarps = (size_t)p->nSM*64;
+  size_t seg = n/(2*nWarps);
+  seg = seg<1 ? 1 : (seg>128 ? 128 : seg);
+  const size_t nSeg = (n + seg - 1)/seg;
+  kLookupSorted<K><<<gridWarps(p, nSeg), 256, 0, st>>>(P, (uint32_t)n, (uint32_t)seg,
+      dk.Current(), kBase, dv.Current(), dFound, dVal);
+  GFSL_CKL("kLookupSorted");
+  return GPUDS_OK;
+}
 
 /* The sorted lookup path: sort the keys (CUB radix sort over the bits that
 ** vary in the batch, 32-bit keys when they suffice, original index kept),
@@ -2040,22 +2078,9 @@ int lookupSortedDev(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, i64 
     *pFallback = true;
     return GPUDS_OK;
   }
-  dk = cub::DoubleBuffer<K>(ptr<K>(p->ukA), ptr<K>(p->ukB));
-  dv = cub::DoubleBuffer<uint32_t>(ptr<uint32_t>(p->pA), ptr<uint32_t>(p->pB));
-  kPrepLookupSort<K><<<gridFor(p, n), 256, 0, p->st>>>(n, dKey, kBase, dk.Current(), dv.Current());
-  GFSL_CKL("kPrepLookupSort");
-  tb = p->tmp.cap;
-  GFSL_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, tb, dk, dv, (int64_t)n, 0, bits, p->st));
-  /* segments of up to 128 keys, but at least ~2 per warp the GPU holds, so
-  ** that small batches (sparse keys, a descent each) still spread out */
-  const size_t nWarps = (size_t)p->nSM*64;
-  size_t seg = n/(2*nWarps);
-  seg = seg<1 ? 1 : (seg>128 ? 128 : seg);
-  const size_t nSeg = (n + seg - 1)/seg;
-  kLookupSorted<K><<<gridWarps(p, nSeg), 256, 0, p->st>>>(P, (uint32_t)n, (uint32_t)seg,
-      dk.Current(), kBase, dv.Current(), dFound, dVal);
-  GFSL_CKL("kLookupSorted");
-  return GPUDS_OK;
+  return enqueueSorted<K>(p, P, p->st, n, dKey, kBase, bits, ptr<K>(p->ukA), ptr<K>(p->ukB),
+                          ptr<uint32_t>(p->pA), ptr<uint32_t>(p->pB), p->tmp.p, p->tmp.cap,
+                          dFound, dVal);
 }
 
 /* Lookups of n device keys: the sorted path for big batches (variant 0) or
@@ -2086,6 +2111,105 @@ int lookupDev(gpuds_store *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *d
     sorted = !fallback;
   }
   if( !sorted && (rc = launchLookup(p, P, n, dKey, dFound, dVal)) ) return rc;
+  if( (rc = readState(p)) ) return rc;
+  return deviceErr(p);
+}
+
+/* xLookup of n > p->chunk host keys through the pipeline of hostpipe.cuh.
+** Each chunk is looked up on its own: under variant 3 by the sorted path,
+** otherwise (the default, 0, included) by the unsorted kernel of the variant
+** (kLookup for 1, else kLookup1).  Why the default does not sort chunks
+** (H200, 10^7 host keys on a 10^7-key store; bench/results/
+** bench_gfsl-h200-host.log and -run1.log): the pipeline is bound by the
+** host's copies (about 1-2 ms a chunk of 2^19-2^20 keys against 0.2-0.5 ms
+** of GPU work, sorted or not), and the sort needs the chunk's key span,
+** which the host takes while it copies the keys: that pass cost more than
+** the sort saved: chunks of 2^19 31.0 ms sorted against 23.8 unsorted, 2^20
+** 33.4 against 27.9 (run 1: 23.3 against 18.4); single-shot, sorted, 24.2
+** (run 1: 20.7).
+** Each slot has its own device buffers (p->pl), kept between calls.
+** *pDone is false (and nothing done) when the pipe cannot be had (no pinned
+** memory): the caller then takes the single-shot path. */
+int lookupPipelined(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound, uint64_t *aVal,
+                    bool *pDone){
+  enum { PK = 0, PF, PV, SA, SB, IA, IB, TMP };
+  int rc;
+  const char *zWhat = "";
+  *pDone = false;
+  if( gpuds_pipe::prepare(p->pipe, p->chunk, &zWhat)!=cudaSuccess ){
+    cudaGetLastError();
+    return GPUDS_OK;
+  }
+  *pDone = true;
+  const size_t C = p->pipe.chunk;
+  const int variant = p->lookupVariant;
+  for( int s=0; s<2; s++ ){
+    if( (rc = ensureBuf(p, p->pl[s][PK], C*8)) || (rc = ensureBuf(p, p->pl[s][PF], C))
+     || (rc = ensureBuf(p, p->pl[s][PV], C*8)) ) return rc;
+  }
+  /* the sort's buffers are optional, as in lookupDev: without them every
+  ** chunk takes the unsorted kernel */
+  bool sortable = variant==3;
+  if( sortable ){
+    size_t t32 = 0, t64 = 0;
+    {
+      cub::DoubleBuffer<uint32_t> dk(nullptr, nullptr), dv(nullptr, nullptr);
+      GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, t32, dk, dv, (int64_t)C, 0, 32, p->st));
+    }
+    {
+      cub::DoubleBuffer<u64> dk(nullptr, nullptr);
+      cub::DoubleBuffer<uint32_t> dv(nullptr, nullptr);
+      GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, t64, dk, dv, (int64_t)C, 0, 64, p->st));
+    }
+    for( int s=0; s<2 && sortable; s++ ){
+      DBuf *B = p->pl[s];
+      if( (rc = ensureBuf(p, B[SA], C*8)) || (rc = ensureBuf(p, B[SB], C*8))
+       || (rc = ensureBuf(p, B[IA], C*4)) || (rc = ensureBuf(p, B[IB], C*4))
+       || (rc = ensureBuf(p, B[TMP], std::max<size_t>(std::max(t32, t64), 1))) ){
+        if( rc!=GPUDS_NOMEM ) return rc;
+        p->zErr[0] = 0;
+        sortable = false;
+      }
+    }
+  }
+  KP P = kp(p);
+  int64_t *dK[2]; uint8_t *dF[2]; uint64_t *dV[2];
+  for( int s=0; s<2; s++ ){
+    dK[s] = ptr<int64_t>(p->pl[s][PK]); dF[s] = ptr<uint8_t>(p->pl[s][PF]); dV[s] = ptr<uint64_t>(p->pl[s][PV]);
+  }
+  rc = gpuds_pipe::runLookups(p->pipe, p->st, n, aKey, aFound, aVal, sortable, dK, dF, dV,
+    [&](int s, cudaStream_t st, size_t m, const int64_t *k, uint8_t *f, uint64_t *v,
+        int64_t kMin, int64_t kMax) -> int {
+      const i64 *dk = reinterpret_cast<const i64*>(k);
+      u64 *dv = reinterpret_cast<u64*>(v);
+      if( sortable ){
+        const u64 span = (u64)kMax - (u64)kMin;
+        const int bits = span ? 64 - __builtin_clzll(span) : 1;
+        DBuf *B = p->pl[s];
+        size_t need = 0;
+        cub::DoubleBuffer<uint32_t> iv(nullptr, nullptr);
+        if( bits<=32 ){
+          cub::DoubleBuffer<uint32_t> kv(nullptr, nullptr);
+          GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, need, kv, iv, (int64_t)m, 0, bits, st));
+          if( need<=B[TMP].cap ){
+            return enqueueSorted<uint32_t>(p, P, st, m, dk, kMin, bits, ptr<uint32_t>(B[SA]),
+                ptr<uint32_t>(B[SB]), ptr<uint32_t>(B[IA]), ptr<uint32_t>(B[IB]), B[TMP].p,
+                B[TMP].cap, f, dv);
+          }
+        }else{
+          cub::DoubleBuffer<u64> kv(nullptr, nullptr);
+          GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, need, kv, iv, (int64_t)m, 0, bits, st));
+          if( need<=B[TMP].cap ){
+            return enqueueSorted<u64>(p, P, st, m, dk, kMin, bits, ptr<u64>(B[SA]),
+                ptr<u64>(B[SB]), ptr<uint32_t>(B[IA]), ptr<uint32_t>(B[IB]), B[TMP].p,
+                B[TMP].cap, f, dv);
+          }
+        }
+      }
+      return launchLookup(p, P, m, dk, f, dv, st);
+    },
+    [p](cudaError_t e, const char *zW) -> int { return gfslCudaFail(p, e, zW, __LINE__); });
+  if( rc ) return rc;
   if( (rc = readState(p)) ) return rc;
   return deviceErr(p);
 }
@@ -2264,6 +2388,7 @@ int gfslCreate(gpuds_store **pp, char **pzErr){
   if( !p ){ if( pzErr ) *pzErr = nullptr; return GPUDS_NOMEM; }
   p->dirLevel = -1;
   p->stageBytes = 4u<<20;
+  p->chunk = gpuds_pipe::defaultChunk();
   const char *zMode = getenv("GFSL_REBUILD");
   if( zMode ) p->rebuildMode = !strcmp(zMode, "never") ? 1 : !strcmp(zMode, "always") ? 2 : 0;
   cudaError_t e = cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0);
@@ -2328,6 +2453,8 @@ void gfslDestroy(gpuds_store *p){
     &p->scanK, &p->scanV, &p->chkFound, &p->chkVal, &p->insK, &p->insV,
     &p->gK0, &p->gK1, &p->gV0, &p->gV1, &p->gT, &p->gF, &p->gH };
   for( DBuf *b : a ) if( b->p ) cudaFree(b->p);
+  gpuds_pipe::release(p->pipe);
+  for( auto &sl : p->pl ) for( DBuf &b : sl ) if( b.p ) cudaFree(b.p);
   if( p->pool ) cudaFree(p->pool);
   if( p->freeList ) cudaFree(p->freeList);
   if( p->ds ) cudaFree(p->ds);
@@ -2376,6 +2503,14 @@ int gfslLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound, u
   p->zErr[0] = 0;
   if( (rc = checkUsable(p)) ) return rc;
   if( n==0 ) return GPUDS_OK;
+  if( p->chunk && n>p->chunk && n<=0x7fffffffu ){
+    /* big batches: the chunked pipeline (hostpipe.cuh) */
+    bool done = false;
+    rc = lookupPipelined(p, n, aKey, aFound, aVal, &done);
+    if( done ) return rc;
+  }
+  /* single-shot: keys up through the staging buffers, one lookupDev, results
+  ** down */
   if( (rc = ensureBuf(p, p->wKey, n*8)) || (rc = ensureBuf(p, p->wFound, n))
    || (rc = ensureBuf(p, p->wOld, n*8)) ) return rc;
   if( (rc = h2d(p, p->wKey.p, aKey, n*8)) ) return rc;
@@ -2616,6 +2751,9 @@ int prepareScan(gpuds_store *p){
 void setMemLimit(gpuds_store *p, uint64_t nByte){ p->memLimit = nByte; }
 void setRebuildMode(gpuds_store *p, int mode){ p->rebuildMode = mode; }
 void setLookupVariant(gpuds_store *p, int v){ p->lookupVariant = v; }
+void setHostChunk(gpuds_store *p, size_t nKeys){
+  p->chunk = nKeys>gpuds_pipe::kMaxChunk ? gpuds_pipe::kMaxChunk : nKeys;
+}
 void lastBatchStats(gpuds_store *p, BatchStats *s){ *s = p->last; }
 
 }  // namespace gfsl

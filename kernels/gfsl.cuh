@@ -54,7 +54,8 @@ int prepareScan(gpuds_store *p);
 ** scratch (always the concurrent insert/delete kernels), 2 = always. */
 void setMemLimit(gpuds_store *p, uint64_t nByte);
 void setRebuildMode(gpuds_store *p, int mode);
-/* Lookup path (xLookup, lookup-only batches, lookupDevice):
+/* Lookup path (xLookup, lookup-only batches, lookupDevice; for the chunks
+** of the xLookup pipeline see setHostChunk):
 **   0 = choose (default): the sorted path (as 3) for batches of >= 2^19
 **       lookups, kLookup1 below that;
 **   1 = kLookup: unsorted, each warp prefetches 32 keys, searches them one
@@ -65,6 +66,18 @@ void setRebuildMode(gpuds_store *p, int mode);
 **       registers; see gfsl.cu).
 ** Results never depend on it. */
 void setLookupVariant(gpuds_store *p, int variant);
+/* xLookup of more than nKeys host keys runs as a pipeline of chunks of nKeys
+** (kernels/hostpipe.cuh: the host's copy of a chunk's keys into pinned
+** memory, its transfers and its lookup overlap those of the chunks around
+** it).  Chunks are looked up unsorted (kLookup1; kLookup under variant 1),
+** sorted only under variant 3: the pipeline is bound by the host's copies,
+** and the span the sort needs costs the host more than the sort saves (see
+** lookupPipelined in gfsl.cu).  0: single-shot, the whole batch uploaded,
+** looked up (sorted from 2^19 keys under variant 0) and downloaded at once,
+** the path before the pipeline.  The default is GPUDS_HOST_CHUNK from the
+** environment at xCreate, else 2^19; at most 2^24.  Results never depend on
+** it. */
+void setHostChunk(gpuds_store *p, size_t nKeys);
 
 /* Figures of the last batch, for tests and the benchmark. */
 struct BatchStats {
