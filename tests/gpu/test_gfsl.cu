@@ -623,6 +623,136 @@ static void testLookups(uint64_t seed){
   freePair(P);
 }
 
+/* xLookup of q on both stores; every answer compared.  With `nulls`, again
+** with each output array NULL (the other must not change). */
+static void lookupBoth(Pair &P, const std::vector<int64_t> &q, const char *zWhat, bool nulls){
+  const size_t n = q.size();
+  std::vector<uint8_t> fg(n, 9), fh(n, 7); std::vector<uint64_t> vg(n, 9), vh(n, 7);
+  int rg = G->xLookup(P.g, n, q.data(), fg.data(), vg.data());
+  int rh = H->xLookup(P.h, n, q.data(), fh.data(), vh.data());
+  EXPECT(rg==GPUDS_OK, "[%s] %s: gpu xLookup(n=%zu) rc=%d: %s", P.name.c_str(), zWhat, n, rg, G->xErrmsg(P.g));
+  EXPECT(rh==GPUDS_OK, "[%s] %s: host xLookup rc=%d", P.name.c_str(), zWhat, rh);
+  if( rg || rh ) return;
+  size_t bad = 0, first = n;
+  for( size_t i=0; i<n; i++ ) if( fg[i]!=fh[i] || vg[i]!=vh[i] ){ if( !bad ) first = i; bad++; }
+  EXPECT(bad==0, "[%s] %s: %zu of %zu lookups differ (first %zu: key %lld gpu (%d,%llu) host (%d,%llu))",
+         P.name.c_str(), zWhat, bad, n, first, bad ? (long long)q[first] : 0LL, bad ? fg[first] : 0,
+         bad ? (unsigned long long)vg[first] : 0ULL, bad ? fh[first] : 0, bad ? (unsigned long long)vh[first] : 0ULL);
+  if( !nulls ) return;
+  std::vector<uint8_t> f2(n, 5); std::vector<uint64_t> v2(n, 5);
+  rg = G->xLookup(P.g, n, q.data(), f2.data(), nullptr);
+  EXPECT(rg==GPUDS_OK && f2==fh, "[%s] %s: xLookup with aVal NULL: rc %d, %s", P.name.c_str(), zWhat, rg,
+         f2==fh ? "same" : "found flags differ");
+  rg = G->xLookup(P.g, n, q.data(), nullptr, v2.data());
+  EXPECT(rg==GPUDS_OK && v2==vh, "[%s] %s: xLookup with aFound NULL: rc %d, %s", P.name.c_str(), zWhat, rg,
+         v2==vh ? "same" : "values differ");
+}
+
+/* n lookup keys: present keys (from `present`, repeated), absent keys, the
+** int64 extremes, runs of one key; narrow: all within [base, base+space)
+** (32-bit sort keys), else over the full int64 range (64-bit sort keys). */
+static std::vector<int64_t> pipeKeys(Rng &r, const std::vector<int64_t> &present, size_t n, bool narrow,
+                                     uint64_t space, int64_t base){
+  std::vector<int64_t> q(n);
+  for( size_t i=0; i<n; i++ ){
+    const int x = (int)(r()%100);
+    if( x<40 && !present.empty() ) q[i] = present[r()%present.size()];
+    else if( x<46 && i>0 ) q[i] = q[r()%i];
+    else if( x<49 && i>0 ) q[i] = q[i-1];
+    else if( x<51 && !narrow ) q[i] = (x&1) ? INT64_MAX - (int64_t)(r()%3) : INT64_MIN + (int64_t)(r()%3);
+    else q[i] = narrow ? genKey(r, space, base, 0) : (int64_t)r();
+  }
+  if( narrow && !present.empty() ){   /* keep to the band: present keys outside it become band keys */
+    for( size_t i=0; i<n; i++ ) if( (uint64_t)q[i]-(uint64_t)base>=space ) q[i] = genKey(r, space, base, 0);
+  }
+  return q;
+}
+
+/* The xLookup pipeline (gfsl::setHostChunk): batches of several chunks
+** against the host store, every lookup variant (sorted chunks with 32- and
+** 64-bit sort keys, unsorted chunks), sizes around chunk boundaries, repeats,
+** hits and misses, the int64 extremes, one key repeated over chunks, NULL
+** output arrays, an empty store, chunk 1 and 0 (single-shot); in the full
+** test also chunks of 2^20 and 2^19 keys (sorted chunks with 64- and 32-bit
+** sort keys, unsorted chunks) on batches of several chunks.  level: 0
+** micro, 1 tiny/small, 2 full. */
+static void testPipeline(uint64_t seed, int level){
+  section("chunked xLookup (pipeline)");
+  Rng r(seed);
+  Pair P = mkPair("pipeline", 0, false);
+  const size_t C = level==0 ? 64 : level==1 ? 397 : 4000;
+  gfsl::setHostChunk(P.g, C);
+  std::vector<int64_t> none;
+  gfsl::setLookupVariant(P.g, 3);
+  lookupBoth(P, pipeKeys(r, none, 3*C+1, false, 0, 0), "empty store", false);
+  gfsl::setLookupVariant(P.g, 0);
+  /* fill: keys over the full range and a dense band [base, base+space) */
+  const int64_t base = -(int64_t)1000000;
+  const uint64_t space = level==0 ? 4000 : 400000;
+  std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+  genBatch(r, level==0 ? 500 : level==1 ? 4000 : 60000, 0, 0, 0, 100, 0, op, key, val);
+  batch(P, op, key, val, "pipeline fill (full range)");
+  genBatch(r, level==0 ? 500 : level==1 ? 4000 : 60000, space, base, 0, 100, 0, op, key, val);
+  batch(P, op, key, val, "pipeline fill (band)");
+  std::vector<int64_t> present, band;
+  {
+    std::vector<int64_t> K; std::vector<uint64_t> V;
+    scanAll(H, P.h, INT64_MIN, INT64_MAX, 0, 100000, K, V, "host");
+    present = K;
+    for( int64_t k : K ) if( (uint64_t)k-(uint64_t)base<space ) band.push_back(k);
+  }
+  const int variants[] = { 0, 3, 2, 1 };
+  for( int variant : variants ){
+    if( level==0 && (variant==1 || variant==2) ) continue;
+    gfsl::setLookupVariant(P.g, variant);
+    const size_t sizes[] = { C+1, 2*C-1, 2*C, 2*C+1, 3*C+7, level==0 ? 5*C+3 : 12*C+5 };
+    int j = 0;
+    for( size_t n : sizes ){
+      const bool narrow = (j++)&1;
+      char z[96]; snprintf(z, sizeof(z), "variant %d, chunk %zu, %zu keys, %s", variant, C, n,
+                           narrow ? "narrow span" : "full range");
+      lookupBoth(P, pipeKeys(r, narrow ? band : present, n, narrow, space, base), z, n==2*C+1);
+    }
+  }
+  gfsl::setLookupVariant(P.g, 3);
+  {
+    std::vector<int64_t> q(3*C+2, present[present.size()/2]);
+    lookupBoth(P, q, "one key repeated over chunks", false);
+    /* chunks of different spans: one key, a band, the full range */
+    std::vector<int64_t> b = pipeKeys(r, band, C, true, space, base), w = pipeKeys(r, present, C+5, false, 0, 0);
+    q.insert(q.end(), b.begin(), b.end());
+    q.insert(q.end(), w.begin(), w.end());
+    lookupBoth(P, q, "chunks of different spans", false);
+  }
+  gfsl::setLookupVariant(P.g, 0);
+  if( level>0 ){
+    gfsl::setHostChunk(P.g, 1);
+    lookupBoth(P, pipeKeys(r, present, 150, false, 0, 0), "chunk 1", false);
+  }
+  gfsl::setHostChunk(P.g, 0);
+  lookupBoth(P, pipeKeys(r, present, 3*C, false, 0, 0), "chunk 0 (single-shot)", false);
+  gfsl::setHostChunk(P.g, C);
+  genBatch(r, 6*C, 0, 0, 0, 30, 30, op, key, val);
+  for( size_t i=0; i<op.size(); i+=3 ) key[i] = present[r()%present.size()];
+  batch(P, op, key, val, "pipeline: mixed batch");
+  lookupBoth(P, pipeKeys(r, present, 6*C+1, false, 0, 0), "after a mixed batch", true);
+  check(P, "pipeline");
+  if( level==2 ){   /* realistic chunks: 2^20 sorted (variant 3), 2^19 unsorted (the default) */
+    std::vector<int64_t> K; std::vector<uint64_t> V;
+    scanAll(H, P.h, INT64_MIN, INT64_MAX, 0, 100000, K, V, "host");
+    std::vector<int64_t> b;
+    for( int64_t k : K ) if( (uint64_t)k-(uint64_t)base<space ) b.push_back(k);
+    gfsl::setHostChunk(P.g, (size_t)1<<20);
+    gfsl::setLookupVariant(P.g, 3);
+    lookupBoth(P, pipeKeys(r, K, ((size_t)2<<20) + ((size_t)1<<18) + 3, false, 0, 0), "chunk 2^20, sorted, 2.25 chunks", true);
+    lookupBoth(P, pipeKeys(r, b, ((size_t)1<<20) + 1, true, space, base), "chunk 2^20 + 1, sorted, narrow", false);
+    gfsl::setHostChunk(P.g, (size_t)1<<19);
+    gfsl::setLookupVariant(P.g, 0);
+    lookupBoth(P, pipeKeys(r, K, ((size_t)5<<19) + 11, false, 0, 0), "chunk 2^19, 5 chunks", false);
+  }
+  freePair(P);
+}
+
 /* Large stores: bulk N, mixed batches, lookups, scans, checks. */
 static void testLarge(size_t N, size_t nBatch, uint64_t seed){
   char zT[80]; snprintf(zT, sizeof(zT), "large: %zu keys, batches of %zu", N, nBatch);
@@ -702,6 +832,7 @@ int main(int argc, char **argv){
   if( bMicro ){
     testEmpty();
     testExtremes();
+    testPipeline(12, 0);
     section(nullptr);
     printf("%s: %d failure(s), %.1f s\n", nFail ? "FAILED" : "PASSED", nFail, now()-t0);
     return nFail ? 1 : 0;
@@ -713,6 +844,7 @@ int main(int argc, char **argv){
     testMixed(0, 1);
     testMerges(4);
     testLookups(9);
+    testPipeline(12, 1);
     section(nullptr);
     printf("%s: %d failure(s), %.1f s\n", nFail ? "FAILED" : "PASSED", nFail, now()-t0);
     return nFail ? 1 : 0;
@@ -728,6 +860,7 @@ int main(int argc, char **argv){
   testNoMem(7);
   testDeterminism(8);
   testLookups(9);
+  testPipeline(12, bSmall ? 1 : 2);
   if( bSmall ) testLarge(100000, 20000, 10);
   else testLarge(10000000, 1000000, 10);
   if( bHuge ) testLarge(100000000, 10000000, 11);

@@ -4,6 +4,8 @@
 //
 // Exit 0: all passed; 1: a failure; 77: SKIPPED (no usable CUDA device).
 // Argument "small": smaller sizes (for compute-sanitizer runs).
+// testChunked covers the chunked host transfers (xLookup pipeline, staged
+// batch copies) with a small chunk, so the small size crosses many chunks.
 // xBatchDistinct (batches of distinct keys) is tested like xBatch: against
 // the model and the host store's xBatch, through growth, steady mixes and
 // mass deletes.
@@ -674,6 +676,173 @@ static void testDeviceApi(){
   printf("device api: ok\n");
 }
 
+// xLookup of q on the GPU store against the model and the host store; then
+// again with each output array NULL (same answers in the other).
+static void lookupAll(Harness &H, const std::vector<int64_t> &q, const char *zWhat){
+  const size_t n = q.size();
+  std::vector<uint8_t> f(n, 7); std::vector<uint64_t> v(n, 7);
+  int rc = G->xLookup(H.g, n, q.data(), f.data(), v.data());
+  CHECK(rc==GPUDS_OK, "[%s] %s: xLookup(n=%zu) rc=%d %s", H.name.c_str(), zWhat, n, rc, G->xErrmsg(H.g));
+  if( rc ) return;
+  size_t bad = 0;
+  for( size_t i=0; i<n; i++ ){
+    auto it = H.ref.m.find(q[i]);
+    const bool ef = it!=H.ref.m.end();
+    const uint64_t ev = ef ? it->second : 0;
+    if( f[i]!=ef || v[i]!=ev ){
+      if( bad<3 ) CHECK(false, "[%s] %s: lookup %zu of %zu key %" PRId64 ": gpu (%d,%" PRIu64
+                        ") model (%d,%" PRIu64 ")", H.name.c_str(), zWhat, i, n, q[i], f[i], v[i],
+                        ef, ev);
+      bad++;
+    }
+  }
+  CHECK(bad==0, "[%s] %s: %zu of %zu lookups differ from the model", H.name.c_str(), zWhat, bad, n);
+#if HAVE_HOST_HASH
+  {
+    std::vector<uint8_t> fh(n, 9); std::vector<uint64_t> vh(n, 9);
+    rc = gpudsHostHashOps.xLookup(H.h, n, q.data(), fh.data(), vh.data());
+    CHECK(rc==GPUDS_OK, "[%s] host xLookup rc=%d", H.name.c_str(), rc);
+    CHECK(fh==f && vh==v, "[%s] %s: gpu and host store lookups differ (n=%zu)", H.name.c_str(), zWhat, n);
+  }
+#endif
+  std::vector<uint8_t> f2(n, 5); std::vector<uint64_t> v2(n, 5);
+  rc = G->xLookup(H.g, n, q.data(), f2.data(), nullptr);
+  CHECK(rc==GPUDS_OK && f2==f, "[%s] %s: xLookup with aVal NULL: rc=%d, %s", H.name.c_str(), zWhat,
+        rc, f2==f ? "same" : "found flags differ");
+  rc = G->xLookup(H.g, n, q.data(), nullptr, v2.data());
+  CHECK(rc==GPUDS_OK && v2==v, "[%s] %s: xLookup with aFound NULL: rc=%d, %s", H.name.c_str(), zWhat,
+        rc, v2==v ? "same" : "values differ");
+}
+
+// n lookup keys: present keys of the model (with repeats), absent keys
+// over the full int64 range, the special keys, runs of one key.
+static std::vector<int64_t> lookupKeys(std::mt19937_64 &r, const Harness &H, size_t n){
+  std::vector<int64_t> present;
+  present.reserve(H.ref.m.size());
+  for( auto &e : H.ref.m ) present.push_back(e.first);
+  std::vector<int64_t> q(n);
+  for( size_t i=0; i<n; i++ ){
+    const int x = (int)(r()%100);
+    if( x<45 && !present.empty() ) q[i] = present[r()%present.size()];
+    else if( x<50 && i>0 ) q[i] = q[r()%i];                 // a repeat
+    else if( x<53 ) q[i] = kSpecial[r()%nSpecial];
+    else if( x<55 && i>0 ) q[i] = q[i-1];                   // a run
+    else q[i] = (int64_t)r();                              // (almost surely) absent
+  }
+  return q;
+}
+
+// Chunked host transfers (setHostChunk): xLookup as a pipeline over several
+// chunks, and the staged copies of xBatch/xBatchDistinct/xBulkLoad, against
+// the model and the host store: sizes around chunk boundaries, repeats,
+// hits and misses, the full int64 range; chunk 1 and 0 (single-shot); the
+// default chunk on a batch of several chunks (full size); a NOMEM failure of
+// the pipeline that changes nothing.
+static void testChunked(){
+  {
+    Harness H("chunked");
+    std::mt19937_64 r(13);
+    const size_t C = gSmall ? 97 : 1000;
+    gpuds_hash::setHostChunk(H.g, C);
+    // fill through the staged paths: general batches (repeated keys), a
+    // distinct batch, a bulk load; keys over the full range
+    std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+    for( int it=0; it<3; it++ ){
+      randomBatch(r, 5*C+it, INT64_MAX/2, 60, 15, op, key, val);
+      for( size_t i=0; i<key.size(); i+=2 ) key[i] = (int64_t)r();
+      for( size_t i=1; i<key.size(); i+=17 ) key[i] = key[i-1];
+      H.batch(op, key, val);
+    }
+    {
+      std::vector<int64_t> present;
+      for( auto &e : H.ref.m ) present.push_back(e.first);
+      distinctBatch(r, 4*C+3, 40, 20, present, op, key, val);
+      H.batch(op, key, val, true, nullptr, nullptr, true);
+    }
+    {
+      std::vector<int64_t> k;
+      for( size_t i=0; i<3*C+1; i++ ) k.push_back((int64_t)r());
+      std::sort(k.begin(), k.end());
+      k.erase(std::unique(k.begin(), k.end()), k.end());
+      std::vector<uint64_t> v(k.size());
+      for( size_t i=0; i<k.size(); i++ ) v[i] = r();
+      int rc = G->xBulkLoad(H.g, k.size(), k.data(), v.data());
+      CHECK(rc==GPUDS_OK, "chunked xBulkLoad rc=%d %s", rc, G->xErrmsg(H.g));
+#if HAVE_HOST_HASH
+      rc = gpudsHostHashOps.xBulkLoad(H.h, k.size(), k.data(), v.data());
+      CHECK(rc==GPUDS_OK, "host xBulkLoad rc=%d", rc);
+#endif
+      for( size_t i=0; i<k.size(); i++ ) H.ref.m[k[i]] = v[i];
+      CHECK(G->xCount(H.g)==(int64_t)H.ref.m.size(), "count after chunked xBulkLoad");
+      CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck after chunked xBulkLoad: %s", G->xErrmsg(H.g));
+    }
+    const size_t sizes[] = { 1, C-1, C, C+1, 2*C-1, 2*C, 2*C+1, 3*C, 7*C+5, gSmall ? 20*C+11 : 100*C+11 };
+    for( size_t n : sizes ){
+      char z[64]; snprintf(z, sizeof(z), "chunk %zu, %zu keys", C, n);
+      lookupAll(H, lookupKeys(r, H, n), z);
+    }
+    {  // one key through several chunks
+      std::vector<int64_t> q(3*C+2, H.ref.m.begin()->first);
+      lookupAll(H, q, "one key repeated");
+    }
+    gpuds_hash::setLookupIlp(1);
+    lookupAll(H, lookupKeys(r, H, 5*C+3), "1 lookup per tile");
+    gpuds_hash::setLookupIlp(2);
+    gpuds_hash::setHostChunk(H.g, 1);
+    lookupAll(H, lookupKeys(r, H, gSmall ? 150 : 2000), "chunk 1");
+    gpuds_hash::setHostChunk(H.g, 0);
+    lookupAll(H, lookupKeys(r, H, 5*C), "chunk 0 (single-shot)");
+    gpuds_hash::setHostChunk(H.g, C);
+    randomBatch(r, 6*C, INT64_MAX/2, 30, 30, op, key, val);
+    H.batch(op, key, val);
+    lookupAll(H, lookupKeys(r, H, 6*C+1), "after a mixed batch");
+    H.scan(INT64_MIN, INT64_MAX, 4096);
+  }
+  if( !gSmall ){  // the default chunk (2^19): bulk load and lookups of several chunks
+    Harness H("chunked-default");
+    std::mt19937_64 r(14);
+    std::vector<int64_t> k;
+    for( size_t i=0; i<(1u<<20)+(1u<<18); i++ ) k.push_back((int64_t)r());
+    for( int i=0; i<nSpecial; i++ ) k.push_back(kSpecial[i]);
+    std::sort(k.begin(), k.end());
+    k.erase(std::unique(k.begin(), k.end()), k.end());
+    std::vector<uint64_t> v(k.size());
+    for( size_t i=0; i<k.size(); i++ ) v[i] = r();
+    int rc = G->xBulkLoad(H.g, k.size(), k.data(), v.data());
+    CHECK(rc==GPUDS_OK, "xBulkLoad rc=%d %s", rc, G->xErrmsg(H.g));
+#if HAVE_HOST_HASH
+    rc = gpudsHostHashOps.xBulkLoad(H.h, k.size(), k.data(), v.data());
+    CHECK(rc==GPUDS_OK, "host xBulkLoad rc=%d", rc);
+#endif
+    for( size_t i=0; i<k.size(); i++ ) H.ref.m[k[i]] = v[i];
+    CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck: %s", G->xErrmsg(H.g));
+    lookupAll(H, lookupKeys(r, H, (2u<<20)+(1u<<19)+7), "default chunk, 2^21+2^19+7 keys");
+    lookupAll(H, lookupKeys(r, H, (1u<<19)+1), "2^19+1 keys");
+  }
+  {  // the pipeline's scratch does not fit: GPUDS_NOMEM, nothing changes
+    Harness H("chunked-nomem");
+    std::mt19937_64 r(15);
+    std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+    randomBatch(r, 2000, INT64_MAX/2, 100, 0, op, key, val);
+    H.batch(op, key, val);
+    const int64_t cnt = G->xCount(H.g);
+    const uint64_t nb = gpuds_hash::buckets(H.g);
+    gpuds_hash::setHostChunk(H.g, 50000);
+    gpuds_hash::setDeviceLimit(H.g, H.devBytes()+4096);
+    std::vector<int64_t> q = lookupKeys(r, H, 120000);
+    std::vector<uint8_t> f(q.size()); std::vector<uint64_t> v(q.size());
+    int rc = G->xLookup(H.g, q.size(), q.data(), f.data(), v.data());
+    CHECK(rc==GPUDS_NOMEM, "chunked xLookup under a device limit: expected GPUDS_NOMEM, got %d", rc);
+    CHECK(G->xErrmsg(H.g)[0]!=0, "no message for NOMEM");
+    CHECK(G->xCount(H.g)==cnt && gpuds_hash::buckets(H.g)==nb, "store changed by a failed lookup");
+    gpuds_hash::setDeviceLimit(H.g, 0);
+    CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck after NOMEM: %s", G->xErrmsg(H.g));
+    lookupAll(H, q, "after lifting the limit");
+  }
+  CHECK(cudaGetLastError()==cudaSuccess, "CUDA error in test");
+  printf("chunked host transfers: ok\n");
+}
+
 int main(int argc, char **argv){
   char zDev[256];
   uint64_t nFree = 0, nTotal = 0;
@@ -695,6 +864,7 @@ int main(int argc, char **argv){
   testDeterminism();
   testDistinct();
   testDeviceApi();
+  testChunked();
   if( gFail ){
     printf("FAILED: %d checks\n", gFail);
     return 1;
