@@ -24,6 +24,16 @@
 ** sorted and the default (where the sorted path starts to pay).
 ** --contains: only the contains rows, that sweep, the bulk build and
 ** contains-built.
+** --host: only the host-array rows: xLookup of 10^7 keys (uniform in
+** [0, 2*10^7), so about half present, random order) from host arrays on a
+** store of the 10^7 keys [0, 10^7), host clock, every transfer included,
+** median of 5 after a warm-up call: host-lookup-single (gfsl::setHostChunk
+** 0, the path before the pipeline: sorted), host-lookup-c2^k (the chunked
+** pipeline, chunks of 2^k keys, default variant: unsorted chunks),
+** host-lookup-c2^k-sorted (variant 3: sorted chunks),
+** host-lookup-single-unsorted (variant 2); and host-lookup-devonly, the same
+** keys from device memory (lookupDevice, default path, CUDA events), for
+** reference.
 */
 #include "gpuds_backend.h"
 #include "gfsl.cuh"
@@ -32,6 +42,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -157,6 +168,58 @@ static std::string note(gpuds_store *p){
   return z;
 }
 
+/* The --host rows (see the top of this file). */
+static int hostRows(Dev &d){
+  const unsigned long long R = 10000000ull;
+  const size_t NQ = 10000000;
+  gpuds_store *p = mkStore(2, R, d);
+  std::vector<int64_t> q(NQ);
+  size_t nHit = 0;
+  for( size_t i=0; i<NQ; i++ ){
+    q[i] = (int64_t)(splitmix(i*0x632be59bd9b4e019ull + 4242) % (2*R));
+    nHit += (unsigned long long)q[i]<R;
+  }
+  std::vector<uint8_t> f(NQ, 0);
+  std::vector<uint64_t> v(NQ, 0);
+  struct Cfg { const char *z; size_t chunk; int variant; } cfg[] = {
+    { "host-lookup-single", 0, 0 }, { "host-lookup-c2^18", (size_t)1<<18, 0 },
+    { "host-lookup-c2^19", (size_t)1<<19, 0 }, { "host-lookup-c2^20", (size_t)1<<20, 0 },
+    { "host-lookup-c2^21", (size_t)1<<21, 0 }, { "host-lookup-c2^19-sorted", (size_t)1<<19, 3 },
+    { "host-lookup-c2^20-sorted", (size_t)1<<20, 3 }, { "host-lookup-single-unsorted", 0, 2 } };
+  for( const Cfg &c : cfg ){
+    gfsl::setHostChunk(p, c.chunk);
+    gfsl::setLookupVariant(p, c.variant);
+    std::vector<double> t;
+    for( int r=0; r<6; r++ ){
+      memset(f.data(), 7, NQ);
+      auto t0 = std::chrono::steady_clock::now();
+      OK(G->xLookup(p, NQ, q.data(), f.data(), v.data()), p);
+      double sec = std::chrono::duration<double>(std::chrono::steady_clock::now()-t0).count();
+      if( r ) t.push_back(sec);
+    }
+    size_t bad = 0;
+    for( size_t i=0; i<NQ; i++ ){
+      const bool hit = (unsigned long long)q[i]<R;
+      bad += f[i]!=(hit ? 1 : 0) || v[i]!=(hit ? (uint64_t)q[i] : 0);
+    }
+    if( bad ){ fprintf(stderr, "%s: %zu wrong\n", c.z, bad); return 1; }
+    std::sort(t.begin(), t.end());
+    char zn[160];
+    snprintf(zn, sizeof(zn), "(xLookup host arrays, host clock incl. transfers, median of 5, %zu/%zu found, %s%s)",
+             nHit, NQ, c.chunk ? "chunked pipeline" : "single-shot",
+             c.variant==2 ? ", variant 2: unsorted kLookup1" : c.variant==3 ? ", variant 3: sorted chunks" :
+             c.chunk ? ", variant 0: unsorted chunks" : ", variant 0: sorted");
+    row(c.z, R, NQ, t[2], "ops", zn);
+  }
+  gfsl::setHostChunk(p, (size_t)1<<19);
+  gfsl::setLookupVariant(p, 0);
+  CK(cudaMemcpy(d.k, q.data(), NQ*8, cudaMemcpyHostToDevice));
+  double s = timeLookup(p, NQ, d, 0);
+  row("host-lookup-devonly", R, NQ, s, "ops", "(the same keys from device memory, lookupDevice, default path: sorted; median of 3)");
+  G->xDestroy(p);
+  return 0;
+}
+
 int main(int argc, char **argv){
   char zDev[256];
   uint64_t nFree = 0, nTotal = 0;
@@ -164,11 +227,12 @@ int main(int argc, char **argv){
     printf("SKIPPED: no usable CUDA device (%s)\n", zDev);
     return 77;
   }
-  bool bQuick = false, bContains = false;
+  bool bQuick = false, bContains = false, bHost = false;
   const char *zCsv = nullptr;
   for( int i=1; i<argc; i++ ){
     if( !strcmp(argv[i], "--quick") ) bQuick = true;
     else if( !strcmp(argv[i], "--contains") ) bContains = true;
+    else if( !strcmp(argv[i], "--host") ) bHost = true;
     else zCsv = argv[i];
   }
   if( zCsv ){
@@ -178,7 +242,7 @@ int main(int argc, char **argv){
   }
   printf("device: %s (%.1f GiB)\n", zDev, nTotal/1073741824.0);
   const size_t NOPS = 10000000;
-  const unsigned long long MAXR = bQuick ? 10000000ull : 100000000ull;
+  const unsigned long long MAXR = bQuick || bHost ? 10000000ull : 100000000ull;
   Dev d;
   size_t nBuf = std::max<size_t>(NOPS, MAXR);
   CK(cudaMalloc(&d.op, NOPS)); CK(cudaMalloc(&d.found, NOPS));
@@ -186,6 +250,11 @@ int main(int argc, char **argv){
   CK(cudaMalloc(&d.k2, nBuf*8)); CK(cudaMalloc(&d.v2, nBuf*8));
 
   printf("%-16s %12s %12s %13s %16s\n", "workload", "range", "ops", "time", "rate");
+  if( bHost ){
+    int rc = hostRows(d);
+    if( gCsv ) fclose(gCsv);
+    return rc;
+  }
   /* warm-up */
   {
     gpuds_store *p = mkStore(1, 100000, d);

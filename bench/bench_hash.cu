@@ -27,6 +27,19 @@
 //   delete         N/2 deletes of present keys, general batch path
 // and growth from an empty table to 2^26 keys in batches of 2^22 through the
 // table's own resizes (distinct-upsert path and general path).
+// Host arrays, end to end (host clock, every transfer included; "host" as
+// `only` runs just these):
+//   host-lookup-*  xLookup of 10^7 keys (half present, half absent, random
+//                  order) from host arrays on a table of 2^26 keys presized
+//                  at load 0.5: single-shot (setHostChunk 0, the path before
+//                  the pipeline) and the chunked pipeline with chunks of
+//                  2^18..2^21 keys; median of 5 after a warm-up call;
+//                  host-lookup-devonly: the same keys from device memory
+//                  (lookupDevice, CUDA events: kernel only), for reference
+//   host-upsert-*  xBatchDistinct of 2^20, 2^22, 2^24 upserts of fresh keys
+//                  (found/old wanted) into a presized table: single-shot
+//                  upload vs staged (chunks of 2^19); median of 3 after a
+//                  warm-up batch
 #include "gpuds_backend.h"
 #include "hash.cuh"
 
@@ -54,7 +67,7 @@ __host__ __device__ static inline uint64_t smix(uint64_t x){
   x ^= x >> 31;
   return x;
 }
-__device__ static inline int64_t keyOf(uint64_t j){ return (int64_t)smix(j ^ SEED); }
+__host__ __device__ static inline int64_t keyOf(uint64_t j){ return (int64_t)smix(j ^ SEED); }
 
 // k[i] = key of index base+i, v[i] = base+i.
 __global__ void kGen(int64_t *k, uint64_t *v, size_t n, uint64_t base){
@@ -167,6 +180,104 @@ static unsigned long long countNonUpsert(const uint8_t *dOp, size_t n){
 
 static double loadOf(gpuds_store *p){
   return (double)G->xCount(p)/(double)(gpuds_hash::buckets(p)*gpuds_hash::kSlotsPerBucket);
+}
+
+static double hostMs(std::chrono::steady_clock::time_point t0){
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now()-t0).count();
+}
+
+static double median(std::vector<double> v){
+  std::sort(v.begin(), v.end());
+  return v[v.size()/2];
+}
+
+static gpuds_store *mk();
+
+// The host-array rows (see the top of this file).
+static int hostRows(int64_t *dK, uint64_t *dV, uint8_t *dF){
+  char note[200];
+  {
+    const size_t N = (size_t)1<<26, NQ = 10000000;
+    gpuds_store *p = mk();
+    OK(gpuds_hash::reserve(p, N, 0.5));
+    kGen<<<2048, 256>>>(dK, dV, N, 0);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    OK(gpuds_hash::upsertDistinctDevice(p, N, dK, dV, nullptr, nullptr));
+    std::vector<int64_t> q(NQ);
+    std::vector<uint64_t> idx(NQ);
+    size_t nHit = 0;
+    for( size_t i=0; i<NQ; i++ ){
+      const uint64_t r = smix(i*0x9E3779B97F4A7C15ull ^ 0xabcdefull);
+      idx[i] = (r&1) ? (r>>1)%N : N + (r>>1)%N;
+      q[i] = keyOf(idx[i]);
+      nHit += idx[i]<N;
+    }
+    std::vector<uint8_t> f(NQ, 0);
+    std::vector<uint64_t> v(NQ, 0);
+    const size_t chunks[] = { 0, (size_t)1<<18, (size_t)1<<19, (size_t)1<<20, (size_t)1<<21 };
+    for( size_t c : chunks ){
+      gpuds_hash::setHostChunk(p, c);
+      std::vector<double> t;
+      for( int r=0; r<6; r++ ){
+        memset(f.data(), 7, NQ);
+        auto t0 = std::chrono::steady_clock::now();
+        OK(G->xLookup(p, NQ, q.data(), f.data(), v.data()));
+        const double ms = hostMs(t0);
+        if( r ) t.push_back(ms);
+      }
+      size_t bad = 0;
+      for( size_t i=0; i<NQ; i++ ){
+        const bool hit = idx[i]<N;
+        bad += f[i]!=(hit ? 1 : 0) || v[i]!=(hit ? idx[i] : 0);
+      }
+      if( bad ){ fprintf(stderr, "host-lookup chunk %zu: %zu wrong\n", c, bad); return 1; }
+      char name[40];
+      if( c ) snprintf(name, sizeof(name), "host-lookup-c2^%d", __builtin_ctzll(c));
+      else snprintf(name, sizeof(name), "host-lookup-single");
+      snprintf(note, sizeof(note), "xLookup host arrays, host clock incl. transfers, median of 5, "
+               "%zu/%zu found, %s", nHit, NQ, c ? "chunked pipeline" : "single-shot (chunk 0)");
+      report(name, 26, 0.5, loadOf(p), NQ, median(t), note);
+    }
+    gpuds_hash::setHostChunk(p, (size_t)1<<19);
+    CK(cudaMemcpy(dK, q.data(), 8*NQ, cudaMemcpyHostToDevice));
+    Timer t(gpuds_hash::stream(p));
+    std::vector<double> tv;
+    for( int r=0; r<4; r++ ){
+      t.start();
+      OK(gpuds_hash::lookupDevice(p, NQ, dK, dF, dV));
+      const double ms = t.stop();
+      if( r ) tv.push_back(ms);
+    }
+    snprintf(note, sizeof(note), "the same keys from device memory (lookupDevice), kernel only, median of 3");
+    report("host-lookup-devonly", 26, 0.5, loadOf(p), NQ, median(tv), note);
+    G->xDestroy(p);
+  }
+  for( int lgB=20; lgB<=24; lgB+=2 ){
+    const size_t B = (size_t)1<<lgB;
+    std::vector<uint8_t> op(B, GPUDS_OP_UPSERT), f(B, 0);
+    std::vector<int64_t> k(B);
+    std::vector<uint64_t> v(B), o(B, 0);
+    for( int staged=0; staged<2; staged++ ){
+      gpuds_store *p = mk();
+      OK(gpuds_hash::reserve(p, 4*B, 0.5));
+      gpuds_hash::setHostChunk(p, staged ? (size_t)1<<19 : 0);
+      std::vector<double> t;
+      for( int r=0; r<4; r++ ){
+        for( size_t i=0; i<B; i++ ){ k[i] = keyOf(r*B+i); v[i] = r*B+i; }
+        auto t0 = std::chrono::steady_clock::now();
+        OK(G->xBatchDistinct(p, B, op.data(), k.data(), v.data(), f.data(), o.data()));
+        const double ms = hostMs(t0);
+        if( r ) t.push_back(ms);
+      }
+      if( G->xCount(p)!=(int64_t)(4*B) ){ fprintf(stderr, "host-upsert: count\n"); return 1; }
+      snprintf(note, sizeof(note), "xBatchDistinct upserts, host arrays, found/old wanted, host clock, "
+               "median of 3, %s", staged ? "staged copies (chunks of 2^19)" : "single-shot (chunk 0)");
+      report(staged ? "host-upsert-staged" : "host-upsert-single", lgB, 0.5, loadOf(p), B, median(t), note);
+      G->xDestroy(p);
+    }
+  }
+  return 0;
 }
 
 static gpuds_store *mk(){
@@ -348,6 +459,8 @@ int main(int argc, char **argv){
       G->xDestroy(p);
     }
   }
+
+  if( want("host") && hostRows(dK, dV, dF) ) return 1;
 
   // growth from empty to 2^26 keys in batches of 2^22 through resizes
   for( int path=0; path<2 && want("growth"); path++ ){
