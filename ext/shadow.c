@@ -724,6 +724,8 @@ typedef struct LoadBuf {
   int eState;
   LoadRows *r;                    /* the chunk: aChunk[iChunk] of run iRun of r */
   int iChunk;
+  int64_t i0;                     /* copies of aChunk[iChunk].i0 and .n: the */
+  int nEnt;                       /* reader may move aChunk while b is placed */
   int64_t iRun;
 } LoadBuf;
 typedef struct LoadPipe {
@@ -742,7 +744,6 @@ typedef struct LoadPipe {
 
 /* Place buffer b's chunk with loader L; record the outcome. */
 static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
-  LoadChunk *c = &b->r->aChunk[b->iChunk];
   LoadErr err;
   int64_t nTomb = 0;
   int rc;
@@ -753,7 +754,7 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
     gpudsLoaderGive(L, pBlk);
   }
   b->nSpare = 0;
-  rc = loadChunk(b->r, L, pp->nCol, c->i0, c->n, b->a, b->nv, &nTomb, &err);
+  rc = loadChunk(b->r, L, pp->nCol, b->i0, b->nEnt, b->a, b->nv, &nTomb, &err);
   while( L->pSpare ){                       /* and back, those not used */
     void *pBlk = L->pSpare;
     L->pSpare = *(void**)pBlk;
@@ -763,7 +764,7 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
   }
   if( bLock ) pthread_mutex_lock(&pp->mu);
   if( rc==SQLITE_OK ){
-    c->bDone = 1;
+    b->r->aChunk[b->iChunk].bDone = 1;    /* under pp->mu: see loadRun */
     pp->nTomb += nTomb;
   }else if( pp->rc==SQLITE_OK ){
     pp->rc = rc;
@@ -892,6 +893,7 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
 static int loadPipeSubmit(LoadPipe *pp, LoadBuf *b, LoadRows *r, int iChunk,
                           int64_t iRun, size_t nv){
   b->r = r; b->iChunk = iChunk; b->iRun = iRun; b->nv = nv;
+  b->i0 = r->aChunk[iChunk].i0; b->nEnt = r->aChunk[iChunk].n;
   if( pp->nWorker==0 ){
     b->eState = LOADBUF_BUSY;
     return loadPipePlace(pp, b, &pp->aL[LOAD_MAX_WORKERS], 0);
@@ -997,11 +999,14 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
     }
     if( n==0 ) continue;
     if( r->nChunk==r->nChunkAlloc ){
+      /* Workers set bDone in aChunk holding pp->mu: move it only under it. */
       int nNew = r->nChunkAlloc ? 2*r->nChunkAlloc : 64;
-      LoadChunk *a = sqlite3_realloc64(r->aChunk, sizeof(LoadChunk)*nNew);
+      LoadChunk *a;
+      if( pp->nWorker ) pthread_mutex_lock(&pp->mu);
+      a = sqlite3_realloc64(r->aChunk, sizeof(LoadChunk)*nNew);
+      if( a ){ r->aChunk = a; r->nChunkAlloc = nNew; }
+      if( pp->nWorker ) pthread_mutex_unlock(&pp->mu);
       if( a==0 ){ rc = SQLITE_NOMEM; break; }
-      r->aChunk = a;
-      r->nChunkAlloc = nNew;
     }
     rc = loadBlob(p, &pKeys, zTab, "keys", iRow);
     if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pKeys, &r->aKey[r->n], (int)nk, 0);
