@@ -172,8 +172,6 @@ void gpudsCollectGarbage(GpudsTable *p);
 int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
                    const uint64_t **paNew);
 void gpudsFilterRebuild(GpudsTable *p);
-void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew, gpuds_store *pNewMir,
-                       const int64_t *aKey, int64_t nKey);
 
 /* The store and its host mirror (store.c) */
 int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir);
@@ -191,6 +189,7 @@ int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
 int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
                    int64_t *aKey, uint64_t *aVal, size_t *pnOut);
 int gpudsStoreCheck(GpudsTable *p);
+void gpudsStoreFreeRows(GpudsTable *p);
 int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
                    const uint64_t*, size_t), void *pCtx);
 

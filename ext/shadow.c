@@ -1076,35 +1076,6 @@ static int loadMerge(LoadRows *aR, int nRun, LoadRows *pOut){
   return SQLITE_OK;
 }
 
-/* Free the rows of the table's store (its entries' handles), walking the
-** host mirror if there is one (it holds the same handles; a walk of the
-** GPU store copies them back from the device page by page). */
-static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
-                      const uint64_t *aV, size_t n){
-  size_t i;
-  for(i=0; i<n; i++) gpudsRowFreeHandle(aV[i]);
-  return SQLITE_OK;
-}
-static void freeStoreRows(GpudsTable *p){
-  size_t nPage = 65536, nOut, i;
-  int64_t *aK;
-  uint64_t *aV;
-  gpuds_scan s;
-  if( p->pStore==0 ) return;
-  aK = p->pMirror ? sqlite3_malloc64(nPage*8) : 0;
-  aV = p->pMirror ? sqlite3_malloc64(nPage*8) : 0;
-  if( aK==0 || aV==0 ){
-    sqlite3_free(aK); sqlite3_free(aV);
-    gpudsStoreEach(p, freeRowsCb, 0);
-    return;
-  }
-  memset(&s, 0, sizeof(s));
-  s.lo = INT64_MIN; s.hi = INT64_MAX;
-  while( !s.done && p->pMirOps->xScan(p->pMirror, &s, nPage, aK, aV, &nOut)==GPUDS_OK ){
-    for(i=0; i<nOut; i++) gpudsRowFreeHandle(aV[i]);
-  }
-  sqlite3_free(aK); sqlite3_free(aV);
-}
 
 /* (Re)build the store from the shadow tables: read every run (loadRun),
 ** merge them (one run, the usual case after compaction, is read straight
@@ -1164,7 +1135,7 @@ static int shadowLoad(GpudsTable *p, int64_t iGen){
   if( rc==SQLITE_OK ){
     /* Replace the store, its rows and the filter. */
     p->bMaxValid = 0;
-    freeStoreRows(p);
+    gpudsStoreFreeRows(p);
     gpudsStoreFree(p, p->pStore, p->pMirror);
     p->pStore = pNew;
     p->pMirror = pNewMir;

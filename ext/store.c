@@ -252,7 +252,9 @@ int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
 
 /* Call xEach on every entry of the table's store, in pages of 64K entries
 ** (key order for an ordered store), until it returns non-zero, which is
-** returned.  The store must not change meanwhile. */
+** returned.  The host mirror is walked where there is one: it holds the
+** same entries, and a walk of the GPU store would copy them back from the
+** device page by page.  The store must not change meanwhile. */
 int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
                    const uint64_t*, size_t), void *pCtx){
   size_t nPage = 65536, nOut;
@@ -263,11 +265,30 @@ int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t
   memset(&s, 0, sizeof(s));
   s.lo = INT64_MIN; s.hi = INT64_MAX;
   while( rc==SQLITE_OK && !s.done ){
-    rc = gpudsStoreScan(p, &s, nPage, aK, aV, &nOut);
+    if( p->pMirror ){
+      rc = p->pMirOps->xScan(p->pMirror, &s, nPage, aK, aV, &nOut);
+      if( rc ){ rc = storeErr(p, p->pMirOps, p->pMirror, rc, "scan"); break; }
+    }else{
+      rc = gpudsStoreScan(p, &s, nPage, aK, aV, &nOut);
+    }
     if( rc==SQLITE_OK && nOut ) rc = xEach(p, pCtx, aK, aV, nOut);
   }
   sqlite3_free(aK); sqlite3_free(aV);
   return rc;
+}
+
+/* gpudsStoreEach() callback: free the rows of the entries. */
+static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                      const uint64_t *aV, size_t n){
+  size_t i;
+  for(i=0; i<n; i++) gpudsRowFreeHandle(aV[i]);
+  return SQLITE_OK;
+}
+
+/* Free the rows of the table's store (its entries' handles); the store
+** itself is left to gpudsStoreFree(). */
+void gpudsStoreFreeRows(GpudsTable *p){
+  if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
 }
 
 /* Every key of the mirror is in the GPU store with the same value (with

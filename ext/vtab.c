@@ -68,33 +68,6 @@ int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...){
   return rc;
 }
 
-/* Free the rows of the store (teardown): scan it and free every record. */
-static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
-                      const uint64_t *aV, size_t n){
-  size_t i;
-  for(i=0; i<n; i++) gpudsRowFreeHandle(aV[i]);
-  return SQLITE_OK;
-}
-static void freeStoreRows(GpudsTable *p){
-  if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
-}
-
-/* Replace the store with pNew (a reload of the nKey keys aKey): free the
-** old store and its rows, fill the key filter from aKey.  No cursor may be
-** open. */
-void gpudsStoreReplace(GpudsTable *p, gpuds_store *pNew, gpuds_store *pNewMir,
-                       const int64_t *aKey, int64_t nKey){
-  p->bMaxValid = 0;
-  freeStoreRows(p);
-  gpudsStoreFree(p, p->pStore, p->pMirror);
-  p->pStore = pNew;
-  p->pMirror = pNewMir;
-  if( gpudsFilterReset(&p->filter, nKey*2)==SQLITE_OK ){
-    int64_t i;
-    for(i=0; i<nKey; i++) gpudsFilterAdd(&p->filter, aKey[i]);
-  }
-}
-
 /* Free a table object and everything it holds. */
 static void tableFree(GpudsTable *p){
   int i;
@@ -102,7 +75,7 @@ static void tableFree(GpudsTable *p){
   gpudsTableListRemove(p);
   if( p->wb.pOver ) gpudsWbufRollback(p);   /* frees uncommitted rows */
   gpudsWbufClear(p);
-  freeStoreRows(p);
+  gpudsStoreFreeRows(p);
   gpudsLoaderEnd(&p->wArena);
   if( p->pOps ) gpudsStoreFree(p, p->pStore, p->pMirror);
   gpudsFilterFree(&p->filter);
