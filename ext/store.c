@@ -291,33 +291,34 @@ void gpudsStoreFreeRows(GpudsTable *p){
   if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
 }
 
-/* Every key of the mirror is in the GPU store with the same value (with
-** equal counts: the two hold the same entries).  Pages of 64K keys. */
-static int mirrorCompare(GpudsTable *p){
-  size_t nPage = 65536, nOut, i;
-  int64_t *aK = sqlite3_malloc64(nPage*8);
-  uint64_t *aV = sqlite3_malloc64(nPage*8), *aG = sqlite3_malloc64(nPage*8);
-  uint8_t *aF = sqlite3_malloc64(nPage);
-  gpuds_scan s;
-  int rc = (aK && aV && aG && aF) ? SQLITE_OK : SQLITE_NOMEM;
-  memset(&s, 0, sizeof(s));
-  s.lo = INT64_MIN; s.hi = INT64_MAX;
-  while( rc==SQLITE_OK && !s.done ){
-    rc = p->pMirOps->xScan(p->pMirror, &s, nPage, aK, aV, &nOut);
-    if( rc ){ storeErr(p, p->pMirOps, p->pMirror, rc, "scan"); break; }
-    rc = p->pOps->xLookup(p->pStore, nOut, aK, aF, aG);
-    if( rc ){ storeErr(p, p->pOps, p->pStore, rc, "lookup"); break; }
-    for(i=0; i<nOut; i++){
-      if( !aF[i] || aG[i]!=aV[i] ){
-        rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "key %lld: %s", (long long)aK[i],
-                            aF[i] ? "the GPU store and the host mirror hold different rows"
-                                  : "in the host mirror, missing from the GPU store");
-        break;
-      }
+/* gpudsStoreEach() callback over the host mirror: every entry of the page
+** is in the GPU store with the same value. */
+static int mirrorCompareCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                           const uint64_t *aV, size_t n){
+  uint64_t *aG = sqlite3_malloc64(n*8);
+  uint8_t *aF = sqlite3_malloc64(n);
+  size_t i;
+  int rc = (aG && aF) ? SQLITE_OK : SQLITE_NOMEM;
+  if( rc==SQLITE_OK ){
+    rc = p->pOps->xLookup(p->pStore, n, aK, aF, aG);
+    if( rc ) storeErr(p, p->pOps, p->pStore, rc, "lookup");
+  }
+  for(i=0; rc==SQLITE_OK && i<n; i++){
+    if( !aF[i] || aG[i]!=aV[i] ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "key %lld: %s", (long long)aK[i],
+                          aF[i] ? "the GPU store and the host mirror hold different rows"
+                                : "in the host mirror, missing from the GPU store");
     }
   }
-  sqlite3_free(aK); sqlite3_free(aV); sqlite3_free(aG); sqlite3_free(aF);
+  sqlite3_free(aG); sqlite3_free(aF);
   return rc;
+}
+
+/* Every key of the mirror is in the GPU store with the same value (with
+** equal counts: the two hold the same entries).  gpudsStoreEach() walks the
+** mirror when there is one. */
+static int mirrorCompare(GpudsTable *p){
+  return gpudsStoreEach(p, mirrorCompareCb, 0);
 }
 
 /* Check the store's invariants, and that the mirror agrees with it in
