@@ -118,6 +118,13 @@ static int ovRehash(GpudsOverlay *p, uint32_t nSlot){
   return GPUDS_OK;
 }
 
+/* Hash slots for the live entries and one more, at most a quarter full:
+** nSlot doubled as often as needed. */
+static uint32_t ovSlotsFor(const GpudsOverlay *p, uint32_t nSlot){
+  while( (uint64_t)(p->nLive+1)*2 > nSlot/2 ) nSlot *= 2;
+  return nSlot;
+}
+
 /* Make room for one more entry. */
 static int ovReserve(GpudsOverlay *p){
   if( p->nE==p->nEAlloc ){
@@ -134,20 +141,16 @@ static int ovReserve(GpudsOverlay *p){
     p->nEAlloc = nNew;
   }
   if( p->bHashed && (uint64_t)(p->nE+1)*2 > p->nSlot ){
-    uint32_t nSlot = p->nSlot ? p->nSlot : 2048;
-    while( (uint64_t)(p->nLive+1)*2 > nSlot/2 ) nSlot *= 2;
-    return ovRehash(p, nSlot);
+    return ovRehash(p, ovSlotsFor(p, p->nSlot ? p->nSlot : 2048));
   }
   return GPUDS_OK;
 }
 
 /* Build the hash table over the entries (leaving append-only mode). */
 static int ovHashBuild(GpudsOverlay *p){
-  uint32_t nSlot = 2048;
   int rc;
   if( p->bHashed ) return GPUDS_OK;
-  while( (uint64_t)(p->nLive+1)*2 > nSlot/2 ) nSlot *= 2;
-  rc = ovRehash(p, nSlot);
+  rc = ovRehash(p, ovSlotsFor(p, 2048));
   if( rc==GPUDS_OK ) p->bHashed = 1;
   return rc;
 }
