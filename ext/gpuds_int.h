@@ -69,6 +69,7 @@ void gpudsLoaderInit(GpudsLoader *L);
 void gpudsLoaderBegin(GpudsLoader *L);
 void gpudsLoaderEnd(GpudsLoader *L);
 uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol);
+uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h);
 size_t gpudsLoaderSpanMax(void);
 size_t gpudsLoaderRoom(const GpudsLoader *L);
 void *gpudsArenaBlock(void);

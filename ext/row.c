@@ -311,13 +311,10 @@ static char *loaderAlloc(GpudsLoader *L, size_t nByte){
   return z;
 }
 
-/* A handle to a copy of record bytes a[0..n-1] of a table of nCol non-key
-** columns, allocated from loader L; 0 if out of memory or if the bytes are
-** not a valid record. */
-uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol){
-  char *z;
-  if( !rowValid(a, n, nCol) ) return 0;
-  z = loaderAlloc(L, n);
+/* A handle to a copy of the n record bytes a[] in loader L's arena (or its
+** own malloc() if too big for one); 0 if out of memory. */
+static uint64_t loaderCopy(GpudsLoader *L, const unsigned char *a, uint32_t n){
+  char *z = loaderAlloc(L, n);
   if( z ){
     memcpy(z, a, n);
     return (uint64_t)(uintptr_t)z | 1;
@@ -326,6 +323,22 @@ uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int 
     if( pBig ) memcpy(pBig, a, n);
     return (uint64_t)(uintptr_t)pBig;
   }
+}
+
+/* A handle to a copy of record bytes a[0..n-1] of a table of nCol non-key
+** columns, allocated from loader L; 0 if out of memory or if the bytes are
+** not a valid record. */
+uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol){
+  if( !rowValid(a, n, nCol) ) return 0;
+  return loaderCopy(L, a, n);
+}
+
+/* A handle to a copy, allocated from loader L, of the record of handle h:
+** a record this extension built, so not checked again.  0 if out of
+** memory. */
+uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h){
+  const GpudsRow *pRow = gpudsRowOf(h);
+  return loaderCopy(L, (const unsigned char*)pRow, pRow->nByte);
 }
 
 /* True if bytes a[0..n-1] are a valid record of nCol non-key columns. */

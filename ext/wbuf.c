@@ -274,7 +274,6 @@ static void repackUndo(GpudsFlush *f){
 typedef struct RepackJob {
   GpudsFlush *f;
   size_t iFirst, iLast;
-  int nCol;
   int bFail;              /* out of memory: some rows were not copied */
   pthread_t tid;
   int bThread;            /* tid is a running thread to join */
@@ -287,11 +286,8 @@ static void *repackJobRun(void *pArg){
   gpudsLoaderInit(&L);
   for(i=j->iFirst; i<j->iLast; i++){
     uint64_t h = j->f->aNew[i], hNew;
-    const GpudsRow *pRow;
     if( h==0 ) continue;
-    pRow = gpudsRowOf(h);
-    hNew = gpudsLoaderRow(&L, (const unsigned char*)pRow,
-                          (uint32_t)gpudsRowBytes(pRow), j->nCol);
+    hNew = gpudsLoaderCopy(&L, h);
     if( hNew==0 ){ j->bFail = 1; break; }
     j->f->aNew[i] = hNew;
   }
@@ -339,7 +335,6 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
     aJob[iJob].f = f;
     aJob[iJob].iFirst = f->n*iJob/nJob;
     aJob[iJob].iLast = f->n*(iJob+1)/nJob;
-    aJob[iJob].nCol = p->nCol-1;
   }
   for(iJob=1; iJob<nJob; iJob++){
     aJob[iJob].bThread = pthread_create(&aJob[iJob].tid, 0, repackJobRun, &aJob[iJob])==0;
