@@ -3,6 +3,7 @@
 ** a usable device is present, the host one otherwise.
 */
 #include "gpuds_backend.h"
+#include "gpuds_config.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -20,8 +21,7 @@ int gpudsCudaDevice(char *zName, size_t nName, uint64_t *pnFree,
 
 /* True when GPUDS_BACKEND=host asks for the host backend. */
 static int forceHost(void){
-  const char *z = getenv("GPUDS_BACKEND");
-  return z && strcmp(z, "host")==0;
+  return gpudsConfig()->bForceHost;
 }
 
 /* The ops for a store of kind GPUDS_ORDERED or GPUDS_HASH; never NULL for a

@@ -24,6 +24,7 @@ int sqlite3_gpuds_init(sqlite3 *db, char **pzErrMsg,
                                 sqlite3_libversion());
     return SQLITE_ERROR;
   }
+  gpudsConfigLoad();
   rc = gpudsRegisterModules(db);
   if( rc==SQLITE_OK ) rc = gpudsRegisterFunctions(db);
   return rc;

@@ -21,6 +21,7 @@
 
 #include "sqlite3ext.h"
 #include "gpuds_backend.h"
+#include "gpuds_config.h"
 
 #ifndef SQLITE_CORE
 extern const sqlite3_api_routines *sqlite3_api;
@@ -31,12 +32,6 @@ extern const sqlite3_api_routines *sqlite3_api;
 
 #ifndef GPUDS_VERSION
 # define GPUDS_VERSION "0.0.0"
-#endif
-
-/* Flush the write buffer to the store once it holds this many keys
-** (default; the environment variable GPUDS_FLUSH_ROWS overrides it). */
-#ifndef GPUDS_FLUSH_ROWS
-# define GPUDS_FLUSH_ROWS (1<<20)
 #endif
 
 /* Rows written while the write buffer holds at least this many keys come

@@ -38,7 +38,7 @@ static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
 ** failure *ppMain and *ppMir are NULL and the table's error is set. */
 int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir){
   char *zErr = 0;
-  const char *zEnv = getenv("GPUDS_MIRROR");
+  int eMirror = gpudsConfig()->eMirror;
   int rc;
   *ppMain = 0; *ppMir = 0;
   rc = p->pOps->xCreate(ppMain, &zErr);
@@ -50,8 +50,8 @@ int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir){
   p->pMirOps = 0;
   /* GPUDS_MIRROR=1 mirrors a host store too: tests use it to run the
   ** mirror's routing on machines with no GPU. */
-  if( (strcmp(p->pOps->zBackend, "host")!=0 && !(zEnv && strcmp(zEnv, "0")==0))
-   || (zEnv && strcmp(zEnv, "1")==0) ){
+  if( (strcmp(p->pOps->zBackend, "host")!=0 && eMirror!=GPUDS_MIRROR_NEVER)
+   || eMirror==GPUDS_MIRROR_ALWAYS ){
     p->pMirOps = p->eKind==GPUDS_ORDERED ? &gpudsHostOrderedOps : &gpudsHostHashOps;
     rc = p->pMirOps->xCreate(ppMir, &zErr);
     if( rc ){

@@ -150,11 +150,7 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   p->zDb = sqlite3_mprintf("%s", argv[1]);
   p->zName = sqlite3_mprintf("%s", argv[2]);
   p->pOps = gpudsStoreOps(eKind);
-  p->nFlushRows = GPUDS_FLUSH_ROWS;
-  if( getenv("GPUDS_FLUSH_ROWS") ){
-    p->nFlushRows = atoll(getenv("GPUDS_FLUSH_ROWS"));
-    if( p->nFlushRows<1 ) p->nFlushRows = 1;
-  }
+  p->nFlushRows = gpudsConfig()->nFlushRows;
   if( !p->zDb || !p->zName ){ tableFree(p); sqlite3_free(pV); return SQLITE_NOMEM; }
   rc = gpudsStoreCreate(p, &p->pStore, &p->pMirror);
   if( rc ){

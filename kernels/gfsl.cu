@@ -2389,8 +2389,7 @@ int gfslCreate(gpuds_store **pp, char **pzErr){
   p->dirLevel = -1;
   p->stageBytes = 4u<<20;
   p->chunk = gpuds_pipe::defaultChunk();
-  const char *zMode = getenv("GFSL_REBUILD");
-  if( zMode ) p->rebuildMode = !strcmp(zMode, "never") ? 1 : !strcmp(zMode, "always") ? 2 : 0;
+  p->rebuildMode = gpudsConfig()->eGfslRebuild;
   cudaError_t e = cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0);
   if( e==cudaSuccess ) e = cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking);
   if( e==cudaSuccess ) e = cudaMallocHost(&p->hsPin, sizeof(DevState));

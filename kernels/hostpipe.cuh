@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include "gpuds_backend.h"
+#include "gpuds_config.h"
 
 namespace gpuds_pipe {
 
@@ -42,8 +43,8 @@ namespace gpuds_pipe {
 // 2^20, 26.2 for 2^21 (run 1: 18.5 against 19.6 for 2^20, 23.4 for 2^21);
 // gfsl 23.8 against 23.4, 27.9, 28.6.  A bigger chunk leaves more GPU work
 // uncovered at the end, a smaller one pays more calls per key.
-constexpr size_t kDefaultChunk = (size_t)1<<19;
-constexpr size_t kMaxChunk = (size_t)1<<24;
+constexpr size_t kDefaultChunk = GPUDS_DEFAULT_HOST_CHUNK;
+constexpr size_t kMaxChunk = GPUDS_MAX_HOST_CHUNK;
 
 // Pinned bytes of one slot for chunks of C keys: keys (8C) | values (8C) |
 // found flags (C).
@@ -51,15 +52,7 @@ inline size_t slotBytes(size_t C){ return 17*C; }
 
 // The chunk a new store starts with: GPUDS_HOST_CHUNK from the environment
 // (keys; 0 = no chunking: every batch single-shot), else kDefaultChunk.
-inline size_t defaultChunk(){
-  const char *z = getenv("GPUDS_HOST_CHUNK");
-  if( z && *z ){
-    char *e = nullptr;
-    unsigned long long x = strtoull(z, &e, 10);
-    if( e && *e==0 ) return x>kMaxChunk ? kMaxChunk : (size_t)x;
-  }
-  return kDefaultChunk;
-}
+inline size_t defaultChunk(){ return gpudsConfig()->nHostChunk; }
 
 struct HostPipe {
   cudaStream_t st[2] = {nullptr, nullptr};   // one per slot

@@ -1,0 +1,51 @@
+/*
+** config.c -- the one place gpuds reads its environment (gpuds_config.h).
+*/
+#include "gpuds_config.h"
+#include <stdlib.h>
+#include <string.h>
+
+static gpuds_config gCfg;
+static int gLoaded = 0;
+
+/* The value of variable zVar as a non-negative integer, or iDefault when it
+** is unset, empty or not a whole number. */
+static long long envInt(const char *zVar, long long iDefault){
+  const char *z = getenv(zVar);
+  char *zEnd = 0;
+  long long x;
+  if( !z || !*z ) return iDefault;
+  x = strtoll(z, &zEnd, 10);
+  if( !zEnd || *zEnd ) return iDefault;
+  return x;
+}
+
+/* True when variable zVar is set to exactly zValue. */
+static int envIs(const char *zVar, const char *zValue){
+  const char *z = getenv(zVar);
+  return z && strcmp(z, zValue)==0;
+}
+
+void gpudsConfigLoad(void){
+  gpuds_config c;
+  long long x;
+  memset(&c, 0, sizeof(c));
+  c.bForceHost = envIs("GPUDS_BACKEND", "host");
+  c.nFlushRows = envInt("GPUDS_FLUSH_ROWS", GPUDS_DEFAULT_FLUSH_ROWS);
+  if( c.nFlushRows<1 ) c.nFlushRows = 1;
+  c.eMirror = envIs("GPUDS_MIRROR", "0") ? GPUDS_MIRROR_NEVER
+            : envIs("GPUDS_MIRROR", "1") ? GPUDS_MIRROR_ALWAYS : GPUDS_MIRROR_DEFAULT;
+  x = envInt("GPUDS_HOST_CHUNK", (long long)GPUDS_DEFAULT_HOST_CHUNK);
+  if( x<0 ) x = (long long)GPUDS_DEFAULT_HOST_CHUNK;
+  c.nHostChunk = (size_t)x>GPUDS_MAX_HOST_CHUNK ? GPUDS_MAX_HOST_CHUNK : (size_t)x;
+  c.eGfslRebuild = envIs("GFSL_REBUILD", "never") ? GPUDS_REBUILD_NEVER
+                 : envIs("GFSL_REBUILD", "always") ? GPUDS_REBUILD_ALWAYS
+                 : GPUDS_REBUILD_AUTO;
+  gCfg = c;
+  gLoaded = 1;
+}
+
+const gpuds_config *gpudsConfig(void){
+  if( !gLoaded ) gpudsConfigLoad();
+  return &gCfg;
+}

@@ -1,0 +1,62 @@
+/*
+** gpuds_config.h -- every setting gpuds takes from the environment, read in
+** one place (config.c).
+**
+** The environment is read by gpudsConfigLoad(), which the extension's entry
+** point calls each time it is loaded into a connection, so a process that
+** sets a variable before loading the extension gets it.  gpudsConfig() loads
+** once on first use where nothing loaded it (unit tests, benchmarks that use
+** the stores without SQLite).  README.md lists every variable with its
+** default.
+*/
+#ifndef GPUDS_CONFIG_H
+#define GPUDS_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GPUDS_FLUSH_ROWS: apply a transaction's write buffer to the store once it
+** holds this many keys.  2^20 keeps the buffer's host map (about 40 bytes a
+** key) under ~50 MB while leaving batches big enough to fill a GPU. */
+#define GPUDS_DEFAULT_FLUSH_ROWS ((int64_t)1<<20)
+
+/* GPUDS_HOST_CHUNK: keys per chunk of the pipelined host<->GPU transfers.
+** 2^19 keys (8.5 MiB of pinned memory a slot) is where one chunk's copy
+** time covers its kernel on an H100/H200; above 2^24 the pinned slots
+** would take hundreds of MiB. */
+#define GPUDS_DEFAULT_HOST_CHUNK ((size_t)1<<19)
+#define GPUDS_MAX_HOST_CHUNK     ((size_t)1<<24)
+
+/* What GPUDS_MIRROR asks for. */
+#define GPUDS_MIRROR_DEFAULT 0   /* unset: mirror GPU stores only */
+#define GPUDS_MIRROR_NEVER   1   /* =0: no mirror (every read goes to the GPU) */
+#define GPUDS_MIRROR_ALWAYS  2   /* =1: mirror host stores too (tests) */
+
+/* What GFSL_REBUILD asks of the GFSL store's batch path. */
+#define GPUDS_REBUILD_AUTO   0   /* unset: rebuild when a batch is large */
+#define GPUDS_REBUILD_NEVER  1   /* =never: always apply batches in place */
+#define GPUDS_REBUILD_ALWAYS 2   /* =always: always rebuild (tests) */
+
+typedef struct gpuds_config {
+  int bForceHost;        /* GPUDS_BACKEND=host */
+  int64_t nFlushRows;    /* GPUDS_FLUSH_ROWS, >= 1 */
+  int eMirror;           /* GPUDS_MIRROR, GPUDS_MIRROR_xxx */
+  size_t nHostChunk;     /* GPUDS_HOST_CHUNK, 0 = one copy each way */
+  int eGfslRebuild;      /* GFSL_REBUILD, GPUDS_REBUILD_xxx */
+} gpuds_config;
+
+/* Read the environment into the process's configuration. */
+void gpudsConfigLoad(void);
+
+/* The configuration; loaded on first use if gpudsConfigLoad() was never
+** called.  Never NULL. */
+const gpuds_config *gpudsConfig(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUDS_CONFIG_H */
