@@ -21,6 +21,7 @@
 ** failure to shrink is harmless and ignored.
 */
 #include "gpuds_backend.h"
+#include "gpuds_mix.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,12 +61,10 @@ static int htError(gpuds_store *p, int rc, const char *zFmt, ...){
   return rc;
 }
 
-/* The splitmix64 finalizer: a bijective 64-bit mixer. */
+/* The hash of key k: splitmix64's step (add the golden gamma, so key 0 does
+** not hash to 0) and its finalizer. */
 static uint64_t htMix(int64_t k){
-  uint64_t z = (uint64_t)k + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z>>30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z>>27)) * 0x94d049bb133111ebULL;
-  return z ^ (z>>31);
+  return gpudsMix64((uint64_t)k + 0x9e3779b97f4a7c15ULL);
 }
 
 /* True if slot i of the arrays is occupied. */

@@ -6,16 +6,11 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "gpuds_mix.h"
 #include <string.h>
 #include <stdlib.h>
 
-/* A 64-bit mixer (splitmix64 finalizer). */
-static uint64_t filterMix(uint64_t x){
-  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27; x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
+#define filterMix gpudsMix64
 
 /* Blocked Bloom filter: a key's FILTER_K bits all lie in one 512-bit block
 ** (a cache line), chosen by the low bits of the key's hash, the bits by its

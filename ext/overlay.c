@@ -20,6 +20,7 @@
 */
 #include "gpuds_backend.h"
 #include "overlay.h"
+#include "gpuds_mix.h"
 #include <string.h>
 #include <stdlib.h>
 
@@ -43,13 +44,9 @@ struct GpudsOverlay {
   int bHashed;           /* aSlot indexes the entries (else: see above) */
 };
 
-/* Hash of a key (splitmix64 finalizer). */
+/* Hash of a key. */
 static uint32_t ovHash(int64_t k, uint32_t mask){
-  uint64_t x = (uint64_t)k;
-  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27; x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return (uint32_t)x & mask;
+  return (uint32_t)gpudsMix64((uint64_t)k) & mask;
 }
 
 /* A new empty overlay, or NULL. */
