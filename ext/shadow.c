@@ -463,12 +463,45 @@ static int rewriteCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   }
   return rc;
 }
+
+/* The entries of a store collected for sorting (a hash store visits its
+** entries in slot order; a run must be written in key order). */
+typedef struct RewritePair { int64_t k; uint64_t v; } RewritePair;
+typedef struct RewriteAll { RewritePair *a; size_t n, nAlloc; } RewriteAll;
+static int collectCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                     const uint64_t *aV, size_t n){
+  RewriteAll *r = (RewriteAll*)pCtx;
+  size_t i;
+  if( r->n+n>r->nAlloc ){
+    size_t nNew = (r->n+n)*2;
+    RewritePair *aNew = sqlite3_realloc64(r->a, nNew*sizeof(RewritePair));
+    if( aNew==0 ) return SQLITE_NOMEM;
+    r->a = aNew; r->nAlloc = nNew;
+  }
+  for(i=0; i<n; i++){ r->a[r->n].k = aK[i]; r->a[r->n].v = aV[i]; r->n++; }
+  return SQLITE_OK;
+}
+static int pairCmp(const void *a, const void *b){
+  int64_t x = ((const RewritePair*)a)->k, y = ((const RewritePair*)b)->k;
+  return x<y ? -1 : x>y;
+}
 static int shadowRewrite(GpudsTable *p){
   RunWriter w;
+  RewriteAll all = {0, 0, 0};
   int rc = shadowExec(p, "DELETE FROM %Q.'%q_run'", p->zDb, p->zName);
   if( rc ) return rc;
   rc = writerOpen(p, 1, &w);
-  if( rc==SQLITE_OK ) rc = gpudsStoreEach(p, rewriteCb, &w);
+  if( rc==SQLITE_OK && p->eKind==GPUDS_ORDERED ){
+    rc = gpudsStoreEach(p, rewriteCb, &w);      /* already in key order */
+  }else if( rc==SQLITE_OK ){
+    size_t i;
+    rc = gpudsStoreEach(p, collectCb, &all);
+    if( rc==SQLITE_OK ) qsort(all.a, all.n, sizeof(RewritePair), pairCmp);
+    for(i=0; rc==SQLITE_OK && i<all.n; i++){
+      rc = rewriteCb(p, &w, &all.a[i].k, &all.a[i].v, 1);
+    }
+    sqlite3_free(all.a);
+  }
   if( rc==SQLITE_OK ) rc = writerFlush(p, &w);
   writerClose(&w);
   return rc;
