@@ -137,11 +137,13 @@ struct GpudsTable {
   /* persistence (shadow.c) */
   int bLoaded;                /* the store holds the shadow tables' contents */
   int64_t iGeneration;        /* commit count the store reflects */
+  int64_t iTableId;           /* t_meta 'id' of the table the store holds */
   int64_t iGenPending;        /* generation after the commit in progress */
   int64_t nUndoSynced;        /* undo entries already written by an xSync */
   int bShadowDirty;           /* a ROLLBACK TO undid synced writes: rewrite */
   unsigned int iDataVersion;  /* SQLITE_FCNTL_DATA_VERSION when last checked */
   int64_t nLoadRows;          /* rows read by the last load */
+  int64_t nLoadEntries;       /* sum of t_run.n seen by the last load */
 };
 
 /* Error helper: set the vtab error message (printf-style), return rc. */

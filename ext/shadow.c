@@ -90,14 +90,30 @@ int gpudsShadowExists(GpudsTable *p){
   return bExists;
 }
 
-/* xCreate: create the (empty) shadow tables. */
+/* xCreate: create the (empty) shadow tables.  t_meta is made by CREATE
+** TABLE ... AS SELECT, which, unlike an INSERT, leaves sqlite3_changes() as
+** the user's last statement set it (an ordinary CREATE TABLE does too).
+** 'id' is a random number naming this table for as long as it exists: a
+** connection that holds a table object of the same name made for another
+** table (dropped and created again by another connection) tells them
+** apart by it. */
 int gpudsShadowCreate(GpudsTable *p){
-  int rc = shadowExec(p,
-    "CREATE TABLE %Q.'%q_meta'(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
-    "INSERT INTO %Q.'%q_meta' VALUES('format', %d), ('generation', 0), ('rows', 0);"
+  int64_t iId = 0;
+  int rc;
+  while( iId==0 ){
+    sqlite3_randomness(sizeof(iId), &iId);
+    iId &= INT64_MAX;
+  }
+  rc = shadowExec(p,
+    "CREATE TABLE %Q.'%q_meta' AS SELECT 'format' AS key, %d AS value"
+    " UNION ALL SELECT 'generation', 0 UNION ALL SELECT 'rows', 0"
+    " UNION ALL SELECT 'id', %lld;"
     "CREATE TABLE %Q.'%q_run'(id INTEGER PRIMARY KEY, n INTEGER, keys BLOB, vals BLOB);",
-    p->zDb, p->zName, p->zDb, p->zName, SHADOW_FORMAT, p->zDb, p->zName);
-  if( rc==SQLITE_OK ) p->bLoaded = 1;     /* empty, and so is the store */
+    p->zDb, p->zName, SHADOW_FORMAT, (long long)iId, p->zDb, p->zName);
+  if( rc==SQLITE_OK ){
+    p->bLoaded = 1;     /* empty, and so is the store */
+    p->iTableId = iId;
+  }
   return rc;
 }
 
@@ -115,17 +131,56 @@ int gpudsShadowRename(GpudsTable *p, const char *zNew){
                     p->zDb, p->zName, zNew, p->zDb, p->zName, zNew);
 }
 
-/* Read integer meta value zKey into *pv. */
-static int metaGet(GpudsTable *p, const char *zKey, int64_t *pv){
+/* What t_meta says of the table. */
+typedef struct ShadowMeta {
+  int64_t iGeneration;    /* commits so far */
+  int64_t nRows;          /* rows after the last commit */
+  int64_t iId;            /* the table's identity (0: made before 'id' existed) */
+  int64_t nEntries;       /* sum of t_run.n, or -1 (made before 'entries') */
+} ShadowMeta;
+
+/* Read and validate t_meta: 'format' (this build's), 'generation' and 'rows'
+** (integers >= 0) each exactly once, 'id' and 'entries' at most once.  A missing,
+** repeated or ill-typed row is SQLITE_CORRUPT_VTAB; a format this build
+** does not know is SQLITE_ERROR naming it. */
+static int metaRead(GpudsTable *p, ShadowMeta *pMeta){
+  static const char *azKey[] = { "format", "generation", "rows", "id", "entries" };
+  int64_t aVal[5] = {0, 0, 0, 0, -1};
+  int aSeen[5] = {0, 0, 0, 0, 0};
+  const char *zBad = 0;
   sqlite3_stmt *pStmt;
-  int rc = shadowPrepare(p, &pStmt, "SELECT value FROM %Q.'%q_meta' WHERE key=%Q",
-                         p->zDb, p->zName, zKey);
+  int rc, i;
+  rc = shadowPrepare(p, &pStmt, "SELECT key, value FROM %Q.'%q_meta'", p->zDb, p->zName);
   if( rc ) return rc;
-  *pv = 0;
-  if( sqlite3_step(pStmt)==SQLITE_ROW ) *pv = sqlite3_column_int64(pStmt, 0);
+  while( sqlite3_step(pStmt)==SQLITE_ROW ){
+    const char *zKey = (const char*)sqlite3_column_text(pStmt, 0);
+    for(i=0; i<5 && (zKey==0 || strcmp(zKey, azKey[i])!=0); i++){}
+    if( i==5 ) continue;                      /* not ours to judge */
+    if( aSeen[i]++ ){ zBad = "a key twice"; continue; }
+    if( sqlite3_column_type(pStmt, 1)!=SQLITE_INTEGER
+     || (aVal[i] = sqlite3_column_int64(pStmt, 1))<0 ){
+      zBad = azKey[i];
+    }
+  }
   rc = sqlite3_finalize(pStmt);
-  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
-  return rc;
+  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  if( zBad==0 ){
+    for(i=0; i<3 && aSeen[i]; i++){}
+    if( i<3 ) zBad = azKey[i];
+  }
+  if( zBad ){
+    return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged (%s%s)", p->zName,
+                          strcmp(zBad, "a key twice")==0 ? "" : "bad or missing ", zBad);
+  }
+  if( aVal[0]!=SHADOW_FORMAT ){
+    return gpudsVtabError(p, SQLITE_ERROR, "%s: storage format %lld is not one this "
+                          "gpuds reads (format %d)", p->zName, (long long)aVal[0], SHADOW_FORMAT);
+  }
+  pMeta->iGeneration = aVal[1];
+  pMeta->nRows = aVal[2];
+  pMeta->iId = aVal[3];
+  pMeta->nEntries = aVal[4];
+  return SQLITE_OK;
 }
 
 /* ------------------------------------------------------------ run readers */
@@ -584,9 +639,13 @@ int gpudsShadowSync(GpudsTable *p){
   }
   if( rc==SQLITE_OK && bAny ){
     rc = shadowExec(p, "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='generation';"
-                       "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='rows';",
+                       "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='rows';"
+                       "DELETE FROM %Q.'%q_meta' WHERE key='entries';"
+                       "INSERT INTO %Q.'%q_meta' SELECT 'entries', coalesce(sum(n), 0)"
+                       " FROM %Q.'%q_run';",
                     p->zDb, p->zName, (long long)(p->iGeneration+1),
-                    p->zDb, p->zName, (long long)p->pOps->xCount(p->pStore));
+                    p->zDb, p->zName, (long long)p->pOps->xCount(p->pStore),
+                    p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName);
     if( rc==SQLITE_OK ){
       p->iGenPending = p->iGeneration + 1;
       p->nUndoSynced = p->wb.nUndo;
@@ -1126,6 +1185,8 @@ static int shadowLoad(GpudsTable *p, int64_t iGen){
   memset(&out, 0, sizeof(out));
   memset(&f, 0, sizeof(f));
   rc = listRunsCap(p, &aRun, &aN, &aCap, &nRun);
+  p->nLoadEntries = 0;
+  for(i=0; i<nRun; i++) p->nLoadEntries += aN[i];
   for(i=0; i<nRun; i++){
     if( aCap[i]<aN[i] ) aN[i] = aCap[i];    /* entries the run can hold */
     if( aN[i]<0 ) aN[i] = 0;
@@ -1194,15 +1255,37 @@ static int shadowLoad(GpudsTable *p, int64_t iGen){
 int gpudsShadowRefresh(GpudsTable *p){
   int rc;
   int64_t iGen = 0;
+  ShadowMeta meta = {0, 0, 0, -1};
   unsigned int iVersion = 0;
   if( p->nCursor>0 || p->wb.nOver>0 || p->wb.nUndo>0 ) return SQLITE_OK;
   if( sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
     iVersion = 0;
   }
   if( p->bLoaded && iVersion==p->iDataVersion && iVersion!=0 ) return SQLITE_OK;
-  rc = metaGet(p, "generation", &iGen);
+  rc = metaRead(p, &meta);
   if( rc ) return rc;
-  if( !p->bLoaded || iGen!=p->iGeneration ) rc = shadowLoad(p, iGen);
+  iGen = meta.iGeneration;
+  if( !p->bLoaded || iGen!=p->iGeneration || meta.iId!=p->iTableId ){
+    /* A new table of this name and schema (dropped and created again by
+    ** another connection) is loaded afresh like a new generation. */
+    rc = shadowLoad(p, iGen);
+    if( rc==SQLITE_OK ) p->iTableId = meta.iId;
+    if( rc==SQLITE_OK && meta.nEntries>=0 && p->nLoadEntries!=meta.nEntries ){
+      /* a chunk or run deleted, repeated or its count changed */
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run is damaged: its chunks hold "
+                          "%lld entries, %s_meta says %lld", p->zName,
+                          (long long)p->nLoadEntries, p->zName, (long long)meta.nEntries);
+      p->bLoaded = 0;
+    }
+  }
+  if( rc==SQLITE_OK && p->pOps->xCount(p->pStore)!=meta.nRows ){
+    /* A deleted or changed run, or a changed count: the shadow tables
+    ** disagree with each other.  Loaded again on the next try. */
+    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged: it says %lld rows, "
+                        "%s_run holds %lld", p->zName, (long long)meta.nRows,
+                        p->zName, (long long)p->pOps->xCount(p->pStore));
+    p->bLoaded = 0;
+  }
   if( rc==SQLITE_OK ) p->iDataVersion = iVersion;
   return rc;
 }

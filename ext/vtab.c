@@ -89,6 +89,20 @@ static void tableFree(GpudsTable *p){
   sqlite3_free(p);
 }
 
+/* True if table object p was made for a table of kind eKind with exactly
+** the columns of sch. */
+static int sameSchema(const GpudsTable *p, int eKind, const GpudsSchema *sch){
+  int i;
+  if( p->eKind!=eKind || p->nCol!=sch->nCol ) return 0;
+  for(i=0; i<p->nCol; i++){
+    if( strcmp(p->azCol[i], sch->azCol[i])!=0 || p->aAff[i]!=sch->aAff[i]
+     || p->aNotNull[i]!=sch->aNotNull[i] ){
+      return 0;
+    }
+  }
+  return 1;
+}
+
 /* xCreate and xConnect: parse the columns, declare the schema, create an
 ** empty store on the backend chosen for this kind of table; xCreate also
 ** creates the shadow tables, xConnect leaves the store to be loaded from
@@ -121,8 +135,18 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     sqlite3_free(pV);
     return rc;
   }
-  if( !bCreate && (p = gpudsTableFindExact(db, argv[1], argv[2]))!=0 ){
-    /* Another handle of this connection holds the table: share it. */
+  if( !bCreate && (p = gpudsTableFindExact(db, argv[1], argv[2]))!=0
+   && !sameSchema(p, eKind, &sch) ){
+    /* The table object of this name was made for another table (dropped,
+    ** or renamed away, and created again by another connection): it must
+    ** not serve this one.  Its handles keep it until SQLite drops them. */
+    gpudsTableListRemove(p);
+    p = 0;
+  }
+  if( !bCreate && p!=0 ){
+    /* Another handle of this connection holds the table: share it.  If the
+    ** same schema was created again, the 'id' in t_meta tells, and the
+    ** next refresh loads the new table's rows. */
     gpudsSchemaFree(&sch);
     p->nRef++;
     pV->pTab = p;
@@ -510,6 +534,8 @@ static int gpudsBegin(sqlite3_vtab *pVtab){
 ** transaction back (xRollback), shadow tables included. */
 static int gpudsSync(sqlite3_vtab *pVtab){
   GpudsTable *p = tab(pVtab);
+  /* The shadow writes below set last_insert_rowid(): give the user's back. */
+  sqlite3_int64 iLastRowid = sqlite3_last_insert_rowid(p->db);
   int rc;
   if( (p->wb.nOver>0 || p->wb.nUndo>0) && !gpudsShadowExists(p) ){
     /* The table's creation was rolled back (ROLLBACK TO): so are its rows. */
@@ -518,6 +544,7 @@ static int gpudsSync(sqlite3_vtab *pVtab){
   }
   rc = gpudsWbufFlush(p, 1);
   if( rc==SQLITE_OK ) rc = gpudsShadowSync(p);
+  sqlite3_set_last_insert_rowid(p->db, iLastRowid);
   return vtabDone(pVtab, rc);
 }
 
