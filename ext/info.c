@@ -29,20 +29,19 @@ void gpudsTableListRemove(GpudsTable *p){
   pthread_mutex_unlock(&tableListMutex);
 }
 
-/* The table zName (unquoted; "schema.name" or "name") of connection db, or
-** NULL. */
+/* The table zName (unquoted; "name" or "schema.name") of connection db, or
+** NULL.  A table whose own name is zName ("a.b" included) is found first;
+** otherwise zName is split at its first dot into schema and name. */
 GpudsTable *gpudsTableFind(sqlite3 *db, const char *zName){
   GpudsTable *p, *pFound = 0;
   const char *zDot = strchr(zName, '.');
   pthread_mutex_lock(&tableListMutex);
   for(p=pTableList; p && !pFound; p=p->pNextTable){
-    if( p->db!=db ) continue;
-    if( zDot ){
-      if( sqlite3_strnicmp(p->zDb, zName, (int)(zDot-zName))==0
-       && p->zDb[zDot-zName]==0 && sqlite3_stricmp(p->zName, zDot+1)==0 ) pFound = p;
-    }else if( sqlite3_stricmp(p->zName, zName)==0 ){
-      pFound = p;
-    }
+    if( p->db==db && sqlite3_stricmp(p->zName, zName)==0 ) pFound = p;
+  }
+  for(p=pTableList; p && !pFound && zDot; p=p->pNextTable){
+    if( p->db==db && sqlite3_strnicmp(p->zDb, zName, (int)(zDot-zName))==0
+     && p->zDb[zDot-zName]==0 && sqlite3_stricmp(p->zName, zDot+1)==0 ) pFound = p;
   }
   pthread_mutex_unlock(&tableListMutex);
   return pFound;
@@ -72,13 +71,16 @@ static void checkFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   if( zName==0 ){ sqlite3_result_error(ctx, "gpuds_check: table name expected", -1); return; }
   p = gpudsTableFind(db, zName);
   if( p==0 ){
-    /* The table may exist but not be connected yet: touch it. */
+    /* The table may exist but not be connected yet: touch it, by its whole
+    ** name first, then as schema.name. */
     const char *zDot = strchr(zName, '.');
-    char *zSql = zDot
-      ? sqlite3_mprintf("SELECT 1 FROM \"%.*w\".\"%w\" LIMIT 0",
-                        (int)(zDot-zName), zName, zDot+1)
-      : sqlite3_mprintf("SELECT 1 FROM \"%w\" LIMIT 0", zName);
+    char *zSql = sqlite3_mprintf("SELECT 1 FROM \"%w\" LIMIT 0", zName);
     if( zSql ){ sqlite3_exec(db, zSql, 0, 0, 0); sqlite3_free(zSql); }
+    if( zDot ){
+      zSql = sqlite3_mprintf("SELECT 1 FROM \"%.*w\".\"%w\" LIMIT 0",
+                             (int)(zDot-zName), zName, zDot+1);
+      if( zSql ){ sqlite3_exec(db, zSql, 0, 0, 0); sqlite3_free(zSql); }
+    }
     p = gpudsTableFind(db, zName);
   }
   if( p==0 ){
@@ -95,6 +97,23 @@ static void checkFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   }
   sqlite3_result_text(ctx, zRes, -1, sqlite3_free);
   (void)argc;
+}
+
+/* Append z to s as a JSON string: quoted, with '"', '\\' and control
+** characters escaped. */
+static void jsonString(sqlite3_str *s, const char *z){
+  sqlite3_str_appendchar(s, 1, '"');
+  for(; *z; z++){
+    unsigned char c = (unsigned char)*z;
+    if( c=='"' || c=='\\' ){
+      sqlite3_str_appendf(s, "\\%c", c);
+    }else if( c<0x20 ){
+      sqlite3_str_appendf(s, "\\u%04x", c);
+    }else{
+      sqlite3_str_appendchar(s, 1, (char)c);
+    }
+  }
+  sqlite3_str_appendchar(s, 1, '"');
 }
 
 /* gpuds_info(): JSON text. */
@@ -116,8 +135,14 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
       ? "cuda" : "host");
   sqlite3_str_appendf(s, "\"backends\":{\"gfsl\":\"%s\",\"gpuhash\":\"%s\"},",
                       pOrd->zBackend, pHash->zBackend);
-  sqlite3_str_appendf(s, "\"device\":\"%s\",", bGpu ? zDev : "none");
-  if( !bGpu ) sqlite3_str_appendf(s, "\"why_no_gpu\":\"%s\",", zDev);
+  sqlite3_str_appendall(s, "\"device\":");
+  jsonString(s, bGpu ? zDev : "none");
+  sqlite3_str_appendall(s, ",");
+  if( !bGpu ){
+    sqlite3_str_appendall(s, "\"why_no_gpu\":");
+    jsonString(s, zDev);
+    sqlite3_str_appendall(s, ",");
+  }
   sqlite3_str_appendf(s, "\"gpu_memory_total\":%llu,\"gpu_memory_free\":%llu,",
                       (unsigned long long)nTotal, (unsigned long long)nFree);
   sqlite3_str_appendf(s, "\"sqlite\":\"%s\",\"tables\":[", sqlite3_libversion());
@@ -125,11 +150,14 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   pthread_mutex_lock(&tableListMutex);
   for(p=pTableList; p; p=p->pNextTable){
     if( p->db!=db ) continue;
+    char *zFull = sqlite3_mprintf("%s.%s", p->zDb, p->zName);
     if( zStore ) p->pOps->xInfo(p->pStore, zStore, 4096);
-    sqlite3_str_appendf(s, "%s{\"name\":\"%s.%s\",\"module\":\"%s\",\"backend\":\"%s\","
+    sqlite3_str_appendf(s, "%s{\"name\":", nTab++ ? "," : "");
+    jsonString(s, zFull ? zFull : "");
+    sqlite3_free(zFull);
+    sqlite3_str_appendf(s, ",\"module\":\"%s\",\"backend\":\"%s\","
         "\"host_mirror\":%s,"
         "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s}",
-        nTab++ ? "," : "", p->zDb, p->zName,
         p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", p->pOps->zBackend,
         p->pMirror ? "true" : "false",
         (long long)p->pOps->xCount(p->pStore), (long long)p->wb.nOver,

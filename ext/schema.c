@@ -116,6 +116,7 @@ static int parseColumn(GpudsSchema *s, int iCol, const char *zArg,
   char zWord[32];
   sqlite3_str *pType;
   int nWord = 0;
+  int bConstraint = 0;        /* a constraint began: the type is complete */
 
   *pzType = 0;
   if( zName==0 ){
@@ -140,11 +141,19 @@ static int parseColumn(GpudsSchema *s, int iCol, const char *zArg,
       readWord(zEnd, &z2, zW2, sizeof(zW2));
       if( strcmp(zW2, "NULL")!=0 ) break;
       s->aNotNull[iCol] = 1;
+      bConstraint = 1;
       z = z2;
       continue;
     }
+    if( strcmp(zWord, "NULL")==0 ){
+      /* The NULL constraint ("v NULL"), which allows NULL and is not a
+      ** type name: the column keeps no declared type, as in SQLite. */
+      bConstraint = 1;
+      z = zEnd;
+      continue;
+    }
     if( isConstraintWord(zWord) ) break;
-    if( s->aNotNull[iCol] ) break;          /* type words come before NOT NULL */
+    if( bConstraint ) break;                /* type words come before constraints */
     sqlite3_str_appendf(pType, "%s%.*s", nWord ? " " : "", (int)(zEnd-zW), zW);
     nWord++;
     z = skipSpace(zEnd);
@@ -224,9 +233,9 @@ int gpudsSchemaParse(int argc, const char *const*argv, GpudsSchema *s,
       }
     }
     if( rc==SQLITE_OK ){
-      sqlite3_str_appendf(pDecl, "%s\"%w\"%s%s%s", i ? ", " : "", s->azCol[i],
+      sqlite3_str_appendf(pDecl, "%s\"%w\"%s%s%s%s", i ? ", " : "", s->azCol[i],
           zType && zType[0] ? " " : "", zType ? zType : "",
-          i==0 ? " PRIMARY KEY" : "");
+          i==0 ? " PRIMARY KEY" : "", s->aNotNull[i] ? " NOT NULL" : "");
     }
     sqlite3_free(zType);
   }

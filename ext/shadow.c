@@ -1313,7 +1313,36 @@ typedef struct CheckCtx {
   int64_t n;
   int64_t nBad;
   char *zFirst;
+  int64_t *aSkip;         /* sorted keys the open transaction flushed */
+  int64_t nSkip;
 } CheckCtx;
+
+static int keyCmp(const void *a, const void *b){
+  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+  return x<y ? -1 : x>y;
+}
+
+/* The keys of the batches this table's open transaction applied to the
+** store (not yet committed: the shadow tables still hold their committed
+** rows), sorted, into c->aSkip. */
+static int checkSkipKeys(GpudsTable *p, CheckCtx *c){
+  int64_t i, nAll = 0;
+  size_t n; const int64_t *ak; const uint64_t *an;
+  for(i=0; i<p->wb.nUndo; i++){
+    if( gpudsUndoFlush(p, i, &n, &ak, &an) ) nAll += (int64_t)n;
+  }
+  if( nAll==0 ) return SQLITE_OK;
+  c->aSkip = sqlite3_malloc64(nAll*sizeof(int64_t));
+  if( c->aSkip==0 ) return SQLITE_NOMEM;
+  for(i=0; i<p->wb.nUndo; i++){
+    if( gpudsUndoFlush(p, i, &n, &ak, &an) ){
+      memcpy(&c->aSkip[c->nSkip], ak, n*sizeof(int64_t));
+      c->nSkip += (int64_t)n;
+    }
+  }
+  qsort(c->aSkip, (size_t)c->nSkip, sizeof(int64_t), keyCmp);
+  return SQLITE_OK;
+}
 
 /* mergeRuns() callback for gpuds_check(): compare one shadow row with the
 ** structure. */
@@ -1322,7 +1351,11 @@ static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
   CheckCtx *c = (CheckCtx*)pCtx;
   uint8_t f = 0;
   uint64_t v = 0;
-  int rc = gpudsStoreLookup(p, 1, &k, &f, &v);
+  int rc;
+  if( c->nSkip && bsearch(&k, c->aSkip, (size_t)c->nSkip, sizeof(int64_t), keyCmp) ){
+    return SQLITE_OK;             /* changed by the open transaction */
+  }
+  rc = gpudsStoreLookup(p, 1, &k, &f, &v);
   if( rc ) return rc;
   c->n++;
   if( !f || gpudsRowBytes(gpudsRowOf(v))!=nRec
@@ -1350,9 +1383,11 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
     *pzResult = sqlite3_mprintf("%s: %s", p->zName, p->base.zErrMsg ? p->base.zErrMsg : "check failed");
     return SQLITE_OK;
   }
-  rc = listRuns(p, &aRun, &aN, &nRun);
+  rc = checkSkipKeys(p, &c);
+  if( rc==SQLITE_OK ) rc = listRuns(p, &aRun, &aN, &nRun);
   if( rc==SQLITE_OK ) rc = mergeRuns(p, aRun, nRun, 1, outToCheck, &c);
   sqlite3_free(aRun); sqlite3_free(aN);
+  sqlite3_free(c.aSkip);
   if( rc ){ sqlite3_free(c.zFirst); return rc; }
   nStore = p->pOps->xCount(p->pStore);
   if( c.nBad ){

@@ -429,6 +429,12 @@ static int keyFromValue(GpudsTable *p, sqlite3_value *v, int64_t *pk){
   return gpudsVtabError(p, SQLITE_MISMATCH, "datatype mismatch");
 }
 
+/* True if value v is the integer key of value pOld (an integer). */
+static int sameKey(sqlite3_value *v, sqlite3_value *pOld){
+  return sqlite3_value_type(v)==SQLITE_INTEGER
+      && sqlite3_value_int64(v)==sqlite3_value_int64(pOld);
+}
+
 /* Report a duplicate key the way SQLite does for a rowid table. */
 static int uniqueError(GpudsTable *p){
   return gpudsVtabError(p, SQLITE_CONSTRAINT, "UNIQUE constraint failed: %s.%s",
@@ -455,16 +461,21 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   /* The new key.  In a virtual table the declared INTEGER PRIMARY KEY is
   ** column 0, not an alias of the rowid: SQLite passes it in argv[2] and
   ** the hidden rowid in argv[1].  gpuds makes the rowid an alias of the key:
-  ** an INSERT may give either, an UPDATE may change either. */
+  ** an INSERT may give either, an UPDATE may change either.  Where a
+  ** statement gives both, an ordinary table takes the one named last, an
+  ** order xUpdate cannot see (README, Known differences): an INSERT takes
+  ** the rowid (INSERT INTO t(k, rowid, ...)), an UPDATE the key
+  ** (UPDATE t SET rowid=..., k=...). */
   {
     sqlite3_value *pKey = argv[2];
     int bUpd = sqlite3_value_type(argv[0])!=SQLITE_NULL;
     if( bUpd ){
-      if( sqlite3_value_type(argv[1])!=SQLITE_INTEGER
-       || sqlite3_value_int64(argv[1])!=sqlite3_value_int64(argv[0]) ){
+      if( !sameKey(argv[2], argv[0]) ){
+        pKey = argv[2];                 /* UPDATE ... SET k = ... */
+      }else if( !sameKey(argv[1], argv[0]) ){
         pKey = argv[1];                 /* UPDATE ... SET rowid = ... */
       }
-    }else if( sqlite3_value_type(pKey)==SQLITE_NULL ){
+    }else if( sqlite3_value_type(argv[1])!=SQLITE_NULL ){
       pKey = argv[1];                   /* INSERT INTO t(rowid, ...) */
     }
     if( sqlite3_value_type(pKey)==SQLITE_NULL ){
@@ -505,6 +516,14 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
                      p->nCol-1, &argv[3], &p->aAff[1]);
   if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  if( (sqlite3_int64)gpudsRowBytes(gpudsRowOf(hRow)) + 4
+        > sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1) ){
+    /* Its shadow-table chunk would pass SQLITE_LIMIT_LENGTH: refuse the
+    ** row now, as an ordinary table refuses a too-big record, rather than
+    ** fail the COMMIT and lose the transaction's other rows. */
+    gpudsRowFreeHandle(hRow);
+    return gpudsVtabError(p, SQLITE_TOOBIG, "string or blob too big");
+  }
   if( sqlite3_value_type(argv[0])==SQLITE_NULL || kOld==kNew ){
     rc = gpudsWbufPut(p, kNew, hRow);
   }else{

@@ -244,6 +244,149 @@ def d11_damaged_meta():
             b.close()
 
 
+
+# ---------------------------------------------------------------- defect 5
+@case
+def d05_row_size_limit():
+    """A row over SQLITE_LIMIT_LENGTH fails its own INSERT, not the COMMIT,
+    and the transaction's other rows survive; big rows within it are kept."""
+    for mod in MODULES:
+        p = fresh("d05_%s.db" % mod)
+        c = connect(p)
+        twin(c, mod)
+        if not hasattr(c, "setlimit"):      # Python < 3.11
+            continue
+        c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000)
+        for name in ("t", "r"):
+            c.execute("BEGIN")
+            c.execute("INSERT INTO %s VALUES(1, 'small')" % name)
+            e = err(c, "INSERT INTO %s VALUES(2, ?)" % name, "x" * 1001)
+            res = (e, err(c, "COMMIT"))
+            if name == "t":
+                got_t = res
+            else:
+                got_r = res
+        check(got_t[0] is not None and "too big" in got_t[0] and got_t[1] is None,
+              "d05 %s: the too-big INSERT fails, COMMIT works" % mod, (got_t, got_r))
+        check(contents(c, "t") == contents(c, "r"), "d05 %s: contents" % mod,
+              (contents(c, "t"), contents(c, "r")))
+        c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000000)
+        big = "y" * 900000
+        c.execute("INSERT INTO t VALUES(3, ?)", (big,))
+        c.close()
+        c = connect(p)
+        check(rows(c, "SELECT length(v) FROM t WHERE k=3") == [(900000,)], "d05 %s: big row kept" % mod)
+        c.close()
+
+
+# ---------------------------------------------------------------- defect 9
+@case
+def d09_null_constraint_and_table_info():
+    """'v NULL' is the NULL constraint (no type, no affinity); NOT NULL shows
+    in PRAGMA table_info."""
+    for mod in MODULES:
+        c = connect(":memory:")
+        decl = "k INTEGER PRIMARY KEY, v NULL, w TEXT NOT NULL, x NULL NOT NULL, y INT"
+        twin(c, mod, decl)
+        check(rows(c, "PRAGMA table_info(t)") == rows(c, "PRAGMA table_info(r)"),
+              "d09 %s: table_info" % mod, (rows(c, "PRAGMA table_info(t)"), rows(c, "PRAGMA table_info(r)")))
+        agree(c, "INSERT INTO {t} VALUES(1, '12', 3, '4', '5')", "d09 %s: insert" % mod)
+        agree(c, "SELECT typeof(v), typeof(w), typeof(x), typeof(y) FROM {t}", "d09 %s: affinities" % mod)
+        agree(c, "INSERT INTO {t} VALUES(2, 1, NULL, 1, 1)", "d09 %s: NOT NULL" % mod)
+        c.close()
+
+
+# --------------------------------------------------------------- defect 10
+@case
+def d10_info_is_json():
+    """gpuds_info() is valid JSON whatever the table names hold."""
+    c = connect(":memory:")
+    names = ['q"uote', 'back\\slash', 'tab\there', 'nl\nx', "a.b"]
+    for i, n in enumerate(names):
+        c.execute('CREATE VIRTUAL TABLE "%s" USING %s(k INTEGER PRIMARY KEY, v)'
+                  % (n.replace('"', '""'), MODULES[i % 2]))
+    try:
+        info = json.loads(rows(c, "SELECT gpuds_info()")[0][0])
+        got = sorted(t["name"] for t in info["tables"])
+        check(got == sorted("main." + n for n in names), "d10: table names round-trip", got)
+    except ValueError as e:
+        check(False, "d10: gpuds_info() parses as JSON", e)
+    c.close()
+
+
+# --------------------------------------------------------------- defect 12
+@case
+def d12_check_in_transaction_and_dotted_name():
+    """gpuds_check inside a transaction that flushed is 'ok'; it can name a
+    table called "a.b".  (That it still reports a real disagreement is
+    test_persist's corruption section.)"""
+    for mod in MODULES:
+        p = fresh("d12_%s.db" % mod)
+        os.environ["GPUDS_FLUSH_ROWS"] = "2"
+        try:
+            c = connect(p)
+        finally:
+            del os.environ["GPUDS_FLUSH_ROWS"]
+        c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod)
+        c.execute("INSERT INTO t VALUES(1,'a'),(2,'b'),(3,'c')")
+        c.execute("BEGIN")
+        for i in range(1, 8):
+            c.execute("INSERT OR REPLACE INTO t VALUES(?, 'x')", (i,))
+        c.execute("DELETE FROM t WHERE k=2")
+        got = rows(c, "SELECT gpuds_check('t')")
+        check(got == [("ok",)], "d12 %s: gpuds_check in a flushed transaction" % mod, got)
+        c.execute("COMMIT")
+        check(rows(c, "SELECT gpuds_check('t')") == [("ok",)], "d12 %s: after COMMIT" % mod)
+        c.execute('CREATE VIRTUAL TABLE "a.b" USING %s(k INTEGER PRIMARY KEY, v)' % mod)
+        c.execute('INSERT INTO "a.b" VALUES(1, 1)')
+        got = err(c, "SELECT gpuds_check('a.b')") or rows(c, "SELECT gpuds_check('a.b')")
+        check(got == [("ok",)], "d12 %s: gpuds_check('a.b')" % mod, got)
+        got = err(c, "SELECT gpuds_check('main.a.b')") or rows(c, "SELECT gpuds_check('main.a.b')")
+        check(got == [("ok",)], "d12 %s: gpuds_check('main.a.b')" % mod, got)
+        c.close()
+
+
+# --------------------------------------------------------------- defect 13
+@case
+def d13_rowid_and_key_both_given():
+    """Where a statement names both the rowid and the key, the issue's two
+    statements give what an ordinary table gives (README: the order of the
+    names is not visible to a virtual table)."""
+    for mod in MODULES:
+        c = connect(":memory:")
+        twin(c, mod)
+        agree(c, "INSERT INTO {t}(k, rowid, v) VALUES(34, 35, 'a')", "d13 %s: insert" % mod)
+        agree(c, "SELECT k, rowid, v FROM {t}", "d13 %s: insert result" % mod)
+        agree(c, "UPDATE {t} SET rowid=40, k=41", "d13 %s: update" % mod)
+        agree(c, "SELECT k, rowid, v FROM {t}", "d13 %s: update result" % mod)
+        agree(c, "UPDATE {t} SET rowid=50", "d13 %s: rowid alone" % mod)
+        agree(c, "UPDATE {t} SET k='60'", "d13 %s: key alone, as text" % mod)
+        agree(c, "INSERT INTO {t}(rowid, v) VALUES(70, 'b')", "d13 %s: rowid alone" % mod)
+        agree(c, "SELECT k, rowid, v FROM {t} ORDER BY k", "d13 %s: final" % mod)
+        c.close()
+
+
+
+# ------------------------------------------------------- defects 7 and 8
+@case
+def d07_d08_documented_interface_limits():
+    """What README's Known differences says of UPDATE OR REPLACE onto moved
+    keys and of INSERT ... RETURNING, held to it."""
+    for mod in MODULES:
+        c = connect(":memory:")
+        twin(c, mod)
+        agree(c, "INSERT INTO {t} VALUES(1,'a'),(2,'b'),(3,'c')", "d07 %s: rows" % mod)
+        c.execute("UPDATE OR REPLACE t SET k=k+1")
+        got = rows(c, "SELECT * FROM t")
+        check(got == [(4, 'c')], "d07 %s: UPDATE OR REPLACE t SET k=k+1 as documented" % mod, got)
+        got = rows(c, "INSERT INTO t VALUES(7,'x') RETURNING k, v")
+        check(got == [(7, 'x')], "d08 %s: RETURNING a given key" % mod, got)
+        got = rows(c, "INSERT INTO t(v) VALUES('y') RETURNING k, rowid, v")
+        check(got == [(None, -1, 'y')], "d08 %s: RETURNING an assigned key, as documented" % mod, got)
+        check(rows(c, "SELECT last_insert_rowid()") == [(8,)], "d08 %s: last_insert_rowid" % mod)
+        c.close()
+
+
 def main():
     global TMP
     if not EXT:
