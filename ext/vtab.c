@@ -607,39 +607,65 @@ static int gpudsRename(sqlite3_vtab *pVtab, const char *zNew){
   return SQLITE_OK;
 }
 
-static sqlite3_module gpudsModule = {
-  3,                       /* iVersion: savepoints, shadow tables */
-  gpudsCreate,             /* xCreate */
-  gpudsConnect,            /* xConnect */
-  gpudsBestIndexMethod,    /* xBestIndex */
-  gpudsDisconnect,         /* xDisconnect */
-  gpudsDestroy,            /* xDestroy */
-  gpudsOpen,               /* xOpen */
-  gpudsClose,              /* xClose */
-  gpudsFilter,             /* xFilter */
-  gpudsNext,               /* xNext */
-  gpudsEof,                /* xEof */
-  gpudsColumn,             /* xColumn */
-  gpudsRowid,              /* xRowid */
-  gpudsUpdate,             /* xUpdate */
-  gpudsBegin,              /* xBegin */
-  gpudsSync,               /* xSync */
-  gpudsCommit,             /* xCommit */
-  gpudsRollback,           /* xRollback */
-  0,                       /* xFindFunction */
-  gpudsRename,             /* xRename */
-  gpudsSavepoint,          /* xSavepoint */
-  gpudsRelease,            /* xRelease */
-  gpudsRollbackTo,         /* xRollbackTo */
-  gpudsShadowName          /* xShadowName */
-};
+/* xIntegrity (SQLite >= 3.44, PRAGMA integrity_check and quick_check):
+** gpuds_check's findings in SQLite's words; SQLITE_OK with *pzErr NULL when
+** the table is sound. */
+static int gpudsIntegrity(sqlite3_vtab *pVtab, const char *zSchema,
+                          const char *zTabName, int mFlags, char **pzErr){
+  GpudsTable *p = tab(pVtab);
+  char *zRes = 0;
+  int rc = gpudsShadowCheck(p, &zRes);
+  *pzErr = 0;
+  if( rc==SQLITE_CORRUPT_VTAB ){
+    /* damage found while reading the shadow tables: a finding, not a
+    ** failure of the check itself */
+    *pzErr = sqlite3_mprintf("%s", p->base.zErrMsg ? p->base.zErrMsg : "damaged");
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = 0;
+    return *pzErr ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  if( rc ) return vtabDone(pVtab, rc);
+  if( strcmp(zRes, "ok")!=0 ){
+    *pzErr = zRes;
+  }else{
+    sqlite3_free(zRes);
+  }
+  (void)zSchema; (void)zTabName; (void)mFlags;
+  return SQLITE_OK;
+}
+
+/* The methods, in sqlite3_module order after iVersion. */
+#define GPUDS_METHODS \
+  gpudsCreate, gpudsConnect, gpudsBestIndexMethod, gpudsDisconnect,          \
+  gpudsDestroy, gpudsOpen, gpudsClose, gpudsFilter, gpudsNext, gpudsEof,     \
+  gpudsColumn, gpudsRowid, gpudsUpdate, gpudsBegin, gpudsSync, gpudsCommit,  \
+  gpudsRollback, 0 /* xFindFunction */, gpudsRename, gpudsSavepoint,         \
+  gpudsRelease, gpudsRollbackTo, gpudsShadowName
+
+/* Version 3: savepoints and shadow tables. */
+static sqlite3_module gpudsModule = { 3, GPUDS_METHODS };
+
+/* Version 4 adds xIntegrity after the version-3 methods.  It is registered
+** where the SQLite that loads gpuds has it (>= 3.44), whatever headers
+** gpuds was built with: older headers lack the member, so the layout is
+** spelled out here, the same as SQLite's own. */
+#if SQLITE_VERSION_NUMBER>=3044000
+static sqlite3_module gpudsModule4 = { 4, GPUDS_METHODS, gpudsIntegrity };
+#else
+static struct {
+  sqlite3_module base;
+  int (*xIntegrity)(sqlite3_vtab*, const char*, const char*, int, char**);
+} gpudsModule4 = { { 4, GPUDS_METHODS }, gpudsIntegrity };
+#endif
 
 /* Register the gfsl and gpuhash modules on db. */
 int gpudsRegisterModules(sqlite3 *db){
-  int rc = sqlite3_create_module_v2(db, "gfsl", &gpudsModule,
+  const sqlite3_module *pMod = sqlite3_libversion_number()>=3044000
+      ? (const sqlite3_module*)&gpudsModule4 : &gpudsModule;
+  int rc = sqlite3_create_module_v2(db, "gfsl", pMod,
                                     (void*)(intptr_t)GPUDS_ORDERED, 0);
   if( rc==SQLITE_OK ){
-    rc = sqlite3_create_module_v2(db, "gpuhash", &gpudsModule,
+    rc = sqlite3_create_module_v2(db, "gpuhash", pMod,
                                   (void*)(intptr_t)GPUDS_HASH, 0);
   }
   return rc;

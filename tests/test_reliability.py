@@ -387,6 +387,53 @@ def d07_d08_documented_interface_limits():
         c.close()
 
 
+
+# ------------------------------------------------- PRAGMA integrity_check
+@case
+def x_integrity_check():
+    """Where SQLite >= 3.44 runs PRAGMA integrity_check, it reaches gpuds'
+    own check (xIntegrity): 'ok' when sound, the finding when damaged.
+    Uses Python's sqlite3 if its SQLite is new enough, else apsw if
+    installed; otherwise says SKIP (counted neither way)."""
+    if sqlite3.sqlite_version_info >= (3, 44, 0):
+        def open_db(path):
+            return connect(path)
+    else:
+        try:
+            import apsw
+        except ImportError:
+            print("SKIP x_integrity_check: SQLite %s < 3.44 and no apsw" % sqlite3.sqlite_version)
+            return
+
+        class Wrap:
+            def __init__(self, path):
+                self.c = apsw.Connection(path)
+                self.c.enable_load_extension(True)
+                self.c.load_extension(EXT)
+
+            def execute(self, sql, a=()):
+                return self.c.execute(sql, a)
+
+            def close(self):
+                self.c.close()
+        open_db = Wrap
+    for mod in MODULES:
+        p = fresh("xi_%s.db" % mod)
+        c = open_db(p)
+        c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod)
+        c.execute("INSERT INTO t VALUES(1,'a'),(2,'b'),(3,'c')")
+        got = list(c.execute("PRAGMA integrity_check"))
+        check(got == [("ok",)], "xIntegrity %s: sound table" % mod, got)
+        c.execute("UPDATE t_meta SET value=value+1 WHERE key='rows'")
+        c.close()
+        c = open_db(p)
+        for pragma in ("integrity_check", "quick_check"):
+            got = list(c.execute("PRAGMA %s" % pragma))
+            check(len(got) == 1 and "t_meta is damaged" in str(got[0][0]),
+                  "xIntegrity %s: %s reports the damage" % (mod, pragma), got)
+        c.close()
+
+
 def main():
     global TMP
     if not EXT:
