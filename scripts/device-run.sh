@@ -31,6 +31,10 @@ case "${1:-test}" in
     log "test_persist on the cuda backend"
     GPUDS_BACKEND=cuda GPUDS_EXT=$B/gpuds.so python3 tests/test_persist.py > "$OUT/persist-cuda.log" 2>&1
     tail -3 "$OUT/persist-cuda.log" | tee -a "$OUT/summary.txt"
+    log "test_reliability with the machine's own SQLite (>= 3.44: xIntegrity)"
+    env -u LD_LIBRARY_PATH GPUDS_EXT=$B/gpuds.so python3 -c 'import sqlite3; print("python sqlite", sqlite3.sqlite_version)' | tee -a "$OUT/summary.txt"
+    env -u LD_LIBRARY_PATH GPUDS_EXT=$B/gpuds.so python3 tests/test_reliability.py > "$OUT/reliability-sys.log" 2>&1
+    grep -E "^FAIL|^SKIP|passed" "$OUT/reliability-sys.log" | tail -8 | tee -a "$OUT/summary.txt"
     log "compute-sanitizer"
     {
       for t in "gpu_test_hash small" "gpu_test_gfsl tiny"; do
