@@ -129,6 +129,8 @@ struct GpudsTable {
   GpudsLoader wArena;         /* arena for the rows of big write buffers */
   GpudsFilter filter;         /* keys that might be in pStore */
   int nCursor;                /* open cursors on this table */
+  int64_t nWrites;            /* xUpdate and rollback calls: an open cursor
+                              ** compares it to know its rows are stale */
   int bMaxValid;              /* iMax/bMaxAny describe the table as now seen */
   int bMaxAny;                /* the table has a row */
   int64_t iMax;               /* its largest key, if bMaxAny */

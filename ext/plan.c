@@ -102,10 +102,9 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
     }
   }
 
-  /* Ordering: key order is produced by every plan of an ordered table and
-  ** by the EQ/IN plans of a hash table (their keys are sorted). */
-  if( pInfo->nOrderBy>=1 && isKeyColumn(pInfo->aOrderBy[0].iColumn)
-   && (bOrdered || iEq>=0) ){
+  /* Ordering: key order is produced by every plan (a hash table's scans
+  ** sort their snapshot of the keys, its EQ/IN plans sort their keys). */
+  if( pInfo->nOrderBy>=1 && isKeyColumn(pInfo->aOrderBy[0].iColumn) ){
     pInfo->orderByConsumed = 1;
     if( pInfo->aOrderBy[0].desc ) pInfo->idxNum |= PLAN_DESC;
   }

@@ -27,6 +27,7 @@ typedef struct GpudsCursor {
   GpudsMerge *pMerge;
   int64_t nLeft;             /* rows still wanted (LIMIT+OFFSET), -1: all */
   int bList;                 /* holds a list: counted in nCursor */
+  int64_t iWrites;           /* p->nWrites when the cursor read its rows */
 } GpudsCursor;
 
 typedef struct GpudsVtab GpudsVtab;
@@ -278,10 +279,8 @@ static int gpudsClose(sqlite3_vtab_cursor *pCur){
   return SQLITE_OK;
 }
 
-/* Advance to the next row (or EOF). */
-static int cursorStep(GpudsCursor *c){
-  if( c->nLeft==0 ){ c->bEof = 1; return SQLITE_OK; }
-  if( c->nLeft>0 ) c->nLeft--;
+/* The next row the cursor's plan holds (or EOF), as it was read. */
+static int cursorNextHeld(GpudsCursor *c){
   if( c->pMerge ){
     int rc = gpudsMergeNext(c->pMerge, &c->bEof, &c->iKey, &c->hRow);
     if( rc ){
@@ -297,6 +296,27 @@ static int cursorStep(GpudsCursor *c){
   c->iList++;
   c->bEof = 0;
   return SQLITE_OK;
+}
+
+/* Advance to the next row (or EOF).  Rows come from pages and lists read
+** ahead; if this connection wrote to the table since (iterating and
+** changing rows ahead of the cursor), each row is looked up again before
+** it is returned, as an ordinary table's cursor would see it: a row
+** deleted since is skipped, an updated one shows its new values.  Without
+** writes this costs one comparison a row. */
+static int cursorStep(GpudsCursor *c){
+  GpudsTable *p = tab(c->base.pVtab);
+  if( c->nLeft==0 ){ c->bEof = 1; return SQLITE_OK; }
+  if( c->nLeft>0 ) c->nLeft--;
+  for(;;){
+    uint8_t bFound = 0;
+    uint64_t hNow = 0;
+    int rc = cursorNextHeld(c);
+    if( rc || c->bEof || c->iWrites==p->nWrites ) return rc;
+    rc = gpudsLookupMany(p, 1, &c->iKey, &bFound, &hNow);
+    if( rc ) return vtabDone(c->base.pVtab, rc);
+    if( bFound ){ c->hRow = hNow; return SQLITE_OK; }
+  }
 }
 
 /* Resolve an EQ/IN plan: look every key up in one batch and keep the rows
@@ -340,6 +360,7 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   GpudsPlan pl;
   int rc;
   cursorReset(c);
+  c->iWrites = p->nWrites;
   rc = gpudsPlanDecode(idxNum, argc, argv, &pl);
   if( rc ){ sqlite3_free(pl.aKey); return rc; }
   /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
@@ -539,7 +560,9 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
 
 static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
                        sqlite3_int64 *pRowid){
-  return vtabDone(pVtab, tableUpdate(tab(pVtab), argc, argv, pRowid));
+  GpudsTable *p = tab(pVtab);
+  p->nWrites++;                 /* open cursors look their rows up again */
+  return vtabDone(pVtab, tableUpdate(p, argc, argv, pRowid));
 }
 
 /* xBegin: a write transaction starts (holding the database's write lock):
@@ -579,6 +602,7 @@ static int gpudsCommit(sqlite3_vtab *pVtab){
 /* xRollback */
 static int gpudsRollback(sqlite3_vtab *pVtab){
   GpudsTable *p = tab(pVtab);
+  p->nWrites++;
   gpudsShadowRolledBack(p);
   return vtabDone(pVtab, gpudsWbufRollback(p));
 }
@@ -591,6 +615,7 @@ static int gpudsRelease(sqlite3_vtab *pVtab, int i){
   return vtabDone(pVtab, gpudsWbufRelease(tab(pVtab), i));
 }
 static int gpudsRollbackTo(sqlite3_vtab *pVtab, int i){
+  tab(pVtab)->nWrites++;
   return vtabDone(pVtab, gpudsWbufRollbackTo(tab(pVtab), i));
 }
 

@@ -434,6 +434,78 @@ def x_integrity_check():
         c.close()
 
 
+
+# ------------------------------------------------------------ defects 3, 6
+def iterate_changing(c, name, sql, n):
+    """Step through sql; at each row k, delete k+2 and update k+1 (the same
+    connection, between steps).  Returns the rows seen."""
+    seen = []
+    cur = c.cursor()
+    cur.execute(sql.replace("{t}", name))
+    while True:
+        r = cur.fetchone()
+        if r is None:
+            break
+        seen.append(r)
+        k = r[0]
+        c.execute("DELETE FROM %s WHERE k=?" % name, (k + 2,))
+        c.execute("UPDATE %s SET v='new' || k WHERE k=?" % name, (k + 1,))
+    return seen
+
+
+@case
+def d03_open_cursor_sees_own_changes():
+    """An open cursor skips a row this connection deleted ahead of it and
+    shows the new values of a row updated ahead of it, like an ordinary
+    table; pages and IN batches at their sizes' boundaries."""
+    for mod in MODULES:
+        for n in (6, 255, 256, 257, 1025, 4097):
+            for sql in ("SELECT k, v FROM {t} ORDER BY k",
+                        "SELECT k, v FROM {t} WHERE k BETWEEN 2 AND %d ORDER BY k" % (n - 1),
+                        "SELECT k, v FROM {t} WHERE k IN (%s) ORDER BY k"
+                        % ",".join(str(i) for i in range(1, min(n, 1200) + 1))):
+                for txn in (False, True):
+                    c = connect(":memory:")
+                    c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod)
+                    c.execute("CREATE TABLE r(k INTEGER PRIMARY KEY, v)")
+                    for name in ("t", "r"):
+                        c.executemany("INSERT INTO %s VALUES(?, ?)" % name,
+                                      [(i, "v%d" % i) for i in range(1, n + 1)])
+                    res = {}
+                    for name in ("t", "r"):
+                        if txn:
+                            c.execute("BEGIN")
+                        res[name] = iterate_changing(c, name, sql, n)
+                        if txn:
+                            c.execute("COMMIT")
+                    check(res["t"] == res["r"], "d03 %s n=%d txn=%s %s" % (mod, n, txn, sql[:40]),
+                          "gpuds %r... vs ordinary %r..." % (res["t"][:6], res["r"][:6]))
+                    check(contents(c, "t") == contents(c, "r"), "d03 %s n=%d: contents" % (mod, n))
+                    c.close()
+
+
+@case
+def d06_multirow_updates_in_key_order():
+    """Multi-row statements visit a gpuhash table in key order, as an
+    ordinary table does."""
+    for mod in MODULES:
+        c = connect(":memory:")
+        twin(c, mod)
+        agree(c, "INSERT INTO {t} VALUES(26, 'a'), (45, 'b')", "d06 %s: rows" % mod)
+        agree(c, "UPDATE {t} SET k=k-19", "d06 %s: UPDATE SET k=k-19" % mod)
+        agree(c, "SELECT * FROM {t} ORDER BY k", "d06 %s: after" % mod)
+        agree(c, "INSERT INTO {t} VALUES(30, 'c'), (31, 'd'), (2, 'e')", "d06 %s: more rows" % mod)
+        agree(c, "UPDATE OR IGNORE {t} SET k=59 WHERE k>20", "d06 %s: UPDATE OR IGNORE" % mod)
+        agree(c, "SELECT * FROM {t} ORDER BY k", "d06 %s: after OR IGNORE" % mod)
+        agree(c, "INSERT INTO {t} SELECT NULL, v || '+' FROM {t}", "d06 %s: INSERT SELECT NULL" % mod)
+        agree(c, "SELECT * FROM {t} ORDER BY k", "d06 %s: after INSERT SELECT" % mod)
+        agree(c, "SELECT k FROM {t}", "d06 %s: a scan is in key order" % mod)
+        agree(c, "SELECT k FROM {t} ORDER BY k DESC LIMIT 2", "d06 %s: ORDER BY k DESC" % mod)
+        plan = rows(c, "EXPLAIN QUERY PLAN SELECT * FROM t ORDER BY k DESC")
+        check(not any("TEMP B-TREE" in str(r) for r in plan), "d06 %s: ORDER BY k consumed" % mod, plan)
+        c.close()
+
+
 def main():
     global TMP
     if not EXT:
