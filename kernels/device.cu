@@ -6,12 +6,40 @@
 #include <cstring>
 
 namespace {
+// Writes a known word: the probe that this binary's kernels run here.
+__global__ void kProbe(unsigned *p){ *p = 0x9d5u; }
+
+// True if a kernel of this binary runs on the current device; otherwise
+// zWhy says why (no kernel image for this architecture, a driver too old
+// for this build, a launch refused, ...).
+bool kernelsRun(char *zWhy, size_t nWhy){
+  unsigned *d = nullptr, h = 0;
+  cudaError_t e = cudaMalloc(&d, sizeof(unsigned));
+  if( e==cudaSuccess ){
+    kProbe<<<1, 1>>>(d);
+    e = cudaGetLastError();
+    if( e==cudaSuccess ) e = cudaMemcpy(&h, d, sizeof(unsigned), cudaMemcpyDeviceToHost);
+  }
+  if( d ) cudaFree(d);
+  if( e!=cudaSuccess ){
+    snprintf(zWhy, nWhy, "%s", cudaGetErrorString(e));
+    cudaGetLastError();
+    return false;
+  }
+  if( h!=0x9d5u ){
+    snprintf(zWhy, nWhy, "a probe kernel ran but wrote the wrong result");
+    return false;
+  }
+  return true;
+}
+
 std::once_flag g_once;
 int g_ok = 0;             // 1 when device 0 is usable
 char g_name[256];         // device name, or why none is usable
 
-// Probe device 0: a driver, a device of compute capability >= 7.0, and a
-// context that can be created.
+// Probe device 0: a driver, a device of compute capability >= 7.0, a
+// context that can be created, and a kernel of this binary that runs (the
+// binary may hold no code for this device's architecture).
 void probe(){
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -37,6 +65,12 @@ void probe(){
   if( e!=cudaSuccess ){
     snprintf(g_name, sizeof(g_name), "%.120s: %.120s", prop.name, cudaGetErrorString(e));
     cudaGetLastError();
+    return;
+  }
+  char zWhy[160];
+  if( !kernelsRun(zWhy, sizeof(zWhy)) ){
+    snprintf(g_name, sizeof(g_name), "%.80s (sm_%d%d): gpuds kernels cannot run on it: %.140s",
+             prop.name, prop.major, prop.minor, zWhy);
     return;
   }
   snprintf(g_name, sizeof(g_name), "%s", prop.name);

@@ -497,7 +497,16 @@ __global__ void kPrepSort(size_t n, const i64 *key, i64 kBase, u64 *uk, uint32_t
 ** a warp takes 32 consecutive keys at a time, loads them with one coalesced
 ** load (so no lookup starts with a dependent key load), searches them one
 ** after the other and stores the 32 results coalesced. */
-__global__ void __launch_bounds__(256, 8) kLookup(KP P, size_t n, const i64 *key,
+// Blocks of 256 threads kLookup asks to keep resident on one SM: 8 fill the
+// 2048 threads an SM of sm_80, sm_90 and sm_100 holds; the other
+// generations hold 1024 (sm_75) or 1536 threads, where 4 is what fits.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__!=800 && __CUDA_ARCH__!=900 && __CUDA_ARCH__!=1000
+# define KLOOKUP_MIN_BLOCKS 4
+#else
+# define KLOOKUP_MIN_BLOCKS 8
+#endif
+
+__global__ void __launch_bounds__(256, KLOOKUP_MIN_BLOCKS) kLookup(KP P, size_t n, const i64 *key,
                                                uint8_t *found, u64 *val){
   const int lane = gfslLane();
   for( size_t base=gfslWarpId()*32; base<n; base+=gfslWarpCount()*32 ){

@@ -621,6 +621,17 @@ __global__ void kMark(size_t n, const uint32_t *sh, const uint32_t *sidx,
   }
 }
 
+// The sum of x over the 32 lanes of a full warp, in every lane
+// (__reduce_add_sync where the hardware has it, sm_80 on; shuffles before).
+__device__ __forceinline__ unsigned warpSum(unsigned x){
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_add_sync(0xffffffffu, x);
+#else
+  for( int o=16; o>0; o>>=1 ) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+#endif
+}
+
 // out[0] += upserts, out[1] += deletes, out[2] += invalid op codes.
 __global__ void kCountOps(size_t n, const uint8_t *ops, ull *out){
   unsigned u = 0, d = 0, bad = 0;
@@ -629,9 +640,9 @@ __global__ void kCountOps(size_t n, const uint8_t *ops, ull *out){
     const uint8_t o = ops[i];
     u += o==GPUDS_OP_UPSERT; d += o==GPUDS_OP_DELETE; bad += o>GPUDS_OP_DELETE;
   }
-  u = __reduce_add_sync(0xffffffffu, u);
-  d = __reduce_add_sync(0xffffffffu, d);
-  bad = __reduce_add_sync(0xffffffffu, bad);
+  u = warpSum(u);
+  d = warpSum(d);
+  bad = warpSum(bad);
   if( (threadIdx.x&31)==0 ){
     if( u ) atomicAdd(&out[0], (ull)u);
     if( d ) atomicAdd(&out[1], (ull)d);

@@ -11,6 +11,8 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 [ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
 [ -x /usr/bin/python3 ] || need+=(python3)
+# a fresh virtual environment with pip (tests/test_install.py: pip install .)
+/usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

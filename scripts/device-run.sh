@@ -4,6 +4,10 @@
 #   scripts/device-run.sh test    build, ctest (all), compute-sanitizer
 #   scripts/device-run.sh bench   bench_gfsl, bench_hash, sqlbench
 #   scripts/device-run.sh sql     build, GPU tests, sqlbench (1M rows)
+#   scripts/device-run.sh arch    a build for another GPU generation (sm_80 only):
+#                                 it must fall back to the host backend, saying
+#                                 why, and pass every test; cuobjdump lists the
+#                                 default build's architectures
 #   scripts/device-run.sh quick   build, GPU tests, sanitizers, short benchmarks
 #                                 (every step time-bounded: one call of < 10 min)
 # Logs and results go to $OUT (or ./device-out).
@@ -23,6 +27,18 @@ build() {
 }
 
 case "${1:-test}" in
+  arch)
+    build
+    log "architectures in the default build"
+    cuobjdump --list-elf $B/gpuds.so | sed 's/.*\.\(sm_[0-9a-z]*\)\..*/\1/' | sort | uniq -c | tee -a "$OUT/summary.txt"
+    cuobjdump --list-ptx $B/gpuds.so | sed 's/.*\.\(sm_[0-9a-z]*\)\..*/\1/' | sort | uniq -c | sed 's/$/ (ptx)/' | tee -a "$OUT/summary.txt"
+    log "build for sm_80 only, every test with the fallback expected"
+    cmake -S . -B $B-sm80 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=80-real > "$OUT/build-sm80.log" 2>&1 &&
+    cmake --build $B-sm80 -j"$(nproc)" >> "$OUT/build-sm80.log" 2>&1 || { tail -30 "$OUT/build-sm80.log"; exit 1; }
+    GPUDS_EXPECT_FALLBACK=1 ctest --test-dir $B-sm80 --output-on-failure -j8 --timeout 600 > "$OUT/ctest-sm80.log" 2>&1
+    grep -E "backend host|tests passed|Failed|Skipped" "$OUT/ctest-sm80.log" | tail -12 | tee -a "$OUT/summary.txt"
+    GPUDS_EXT=$B-sm80/gpuds.so python3 tests/test_backend_info.py | tee -a "$OUT/summary.txt"
+    ;;
   test)
     build
     log "ctest"

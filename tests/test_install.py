@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""How users install gpuds, tried for real:
+
+  pip    `pip install .` of this checkout into a fresh virtual environment
+         (host-only build, GPUDS_CUDA=OFF, to keep the test quick), then
+         gpuds.load(conn) and a query through it, from that environment;
+  cmake  `cmake --install` of the build into a temporary prefix, then the
+         sqlite3 shell loads it by its short name (`.load gpuds`) with the
+         prefix's lib folder on LD_LIBRARY_PATH (where ldconfig would put a
+         system install).
+
+GPUDS_EXT names build/gpuds.so (its folder is the build).  Exit 77 (SKIPPED)
+only where a tool is missing (no venv module, no sqlite3 shell); a failed
+install or query fails.  The last line is "N passed, M failed".
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+EXT = os.environ.get("GPUDS_EXT", "")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+passed = failed = skipped = 0
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL %s\n%s" % (what, detail))
+    return ok
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+
+
+def pip_case(tmp):
+    global skipped
+    venv = os.path.join(tmp, "venv")
+    r = run([sys.executable, "-m", "venv", venv])
+    if r.returncode != 0:
+        print("SKIP pip: no venv module (%s)" % r.stderr.strip()[-200:])
+        skipped += 1
+        return
+    py = os.path.join(venv, "bin", "python")
+    r = run([py, "-m", "pip", "install", "-q", ROOT,
+             "--config-settings=cmake.define.GPUDS_CUDA=OFF",
+             "--config-settings=build-dir=" + os.path.join(tmp, "pipbuild")])
+    if not check(r.returncode == 0, "pip install . into a fresh venv", r.stdout[-2000:] + r.stderr[-3000:]):
+        return
+    script = ("import json, sqlite3, gpuds\n"
+              "c = sqlite3.connect(':memory:')\n"
+              "gpuds.load(c)\n"
+              "c.execute('CREATE VIRTUAL TABLE t USING gfsl(k INTEGER PRIMARY KEY, v)')\n"
+              "c.execute('INSERT INTO t VALUES(1, 10), (2, 20)')\n"
+              "print(c.execute('SELECT sum(v) FROM t WHERE k >= 1').fetchone()[0])\n"
+              "print(json.loads(c.execute('SELECT gpuds_info()').fetchone()[0])['version'])\n"
+              "print(gpuds.loadable_path())\n")
+    r = run([py, "-c", script], cwd=tmp)
+    out = r.stdout.split()
+    check(r.returncode == 0 and out[:1] == ["30"], "gpuds.load(conn) answers a query", r.stdout + r.stderr)
+    check(len(out) == 3 and out[2].startswith(venv), "loadable_path() is inside the environment", out)
+
+
+def cmake_case(tmp):
+    global skipped
+    shell = shutil.which("sqlite3")
+    if not shell:
+        print("SKIP cmake: no sqlite3 shell")
+        skipped += 1
+        return
+    prefix = os.path.join(tmp, "prefix")
+    r = run(["cmake", "--install", os.path.dirname(os.path.abspath(EXT)), "--prefix", prefix])
+    if not check(r.returncode == 0, "cmake --install", r.stdout + r.stderr):
+        return
+    libs = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs if f == "gpuds.so"]
+    if not check(len(libs) == 1, "cmake --install puts gpuds.so under <prefix>/lib*", libs):
+        return
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(libs[0]))
+    r = run([shell, ":memory:", ".load gpuds",
+             "SELECT json_extract(gpuds_info(), '$.version') IS NOT NULL;"], env=env)
+    check(r.returncode == 0 and r.stdout.strip() == "1", ".load gpuds by its short name",
+          r.stdout + r.stderr)
+
+
+def main():
+    if not EXT:
+        print("SKIPPED: GPUDS_EXT is not set")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="gpuds_install_")
+    try:
+        pip_case(tmp)
+        cmake_case(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    if failed:
+        return 1
+    return 77 if passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
