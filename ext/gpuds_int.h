@@ -129,6 +129,7 @@ struct GpudsTable {
   GpudsLoader wArena;         /* arena for the rows of big write buffers */
   GpudsFilter filter;         /* keys that might be in pStore */
   int nCursor;                /* open cursors on this table */
+  int bBroken;                /* an undo failed: only ROLLBACK may follow */
   int64_t nWrites;            /* xUpdate and rollback calls: an open cursor
                               ** compares it to know its rows are stale */
   int bMaxValid;              /* iMax/bMaxAny describe the table as now seen */
@@ -199,7 +200,7 @@ int gpudsShadowCreate(GpudsTable *p);
 int gpudsShadowDestroy(GpudsTable *p);
 int gpudsShadowRename(GpudsTable *p, const char *zNew);
 int gpudsShadowSync(GpudsTable *p);
-int gpudsShadowExists(GpudsTable *p);
+int gpudsShadowExists(GpudsTable *p, int *pbExists);
 int gpudsShadowRefresh(GpudsTable *p);
 void gpudsShadowCommitted(GpudsTable *p);
 void gpudsShadowRolledBack(GpudsTable *p);

@@ -75,19 +75,22 @@ int gpudsShadowName(const char *zSuffix){
   return sqlite3_stricmp(zSuffix, "meta")==0 || sqlite3_stricmp(zSuffix, "run")==0;
 }
 
-/* True if the shadow tables exist.  They do not when the CREATE VIRTUAL
+/* Set *pbExists if the shadow tables exist; an error if that cannot be
+** told (out of memory), never a wrong "no".  They do not exist when the CREATE VIRTUAL
 ** TABLE was undone by ROLLBACK TO: SQLite adds a table created inside a
 ** savepoint to the transaction without telling it of the savepoint, so its
 ** xRollbackTo is never called, yet xSync is. */
-int gpudsShadowExists(GpudsTable *p){
+int gpudsShadowExists(GpudsTable *p, int *pbExists){
   sqlite3_stmt *pStmt;
-  int bExists = 0;
-  if( shadowPrepare(p, &pStmt, "SELECT 1 FROM %Q.sqlite_schema WHERE type='table' AND name='%q_meta'",
-                    p->zDb, p->zName)==SQLITE_OK ){
-    bExists = sqlite3_step(pStmt)==SQLITE_ROW;
-    sqlite3_finalize(pStmt);
-  }
-  return bExists;
+  int rc = shadowPrepare(p, &pStmt,
+      "SELECT 1 FROM %Q.sqlite_schema WHERE type='table' AND name='%q_meta'",
+      p->zDb, p->zName);
+  *pbExists = 0;
+  if( rc ) return rc;                 /* not known: never taken for "gone" */
+  *pbExists = sqlite3_step(pStmt)==SQLITE_ROW;
+  rc = sqlite3_finalize(pStmt);
+  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  return rc;
 }
 
 /* xCreate: create the (empty) shadow tables.  t_meta is made by CREATE

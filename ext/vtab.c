@@ -69,6 +69,15 @@ int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...){
   return rc;
 }
 
+/* SQLITE_ERROR if a rollback of this transaction could not be completed
+** (out of memory while undoing a batch): the store no longer matches what
+** SQLite will roll back to, so nothing but ROLLBACK may use it. */
+static int brokenCheck(GpudsTable *p){
+  if( !p->bBroken ) return SQLITE_OK;
+  return gpudsVtabError(p, SQLITE_NOMEM, "%s: a rollback ran out of memory; "
+                        "roll the transaction back", p->zName);
+}
+
 /* Free a table object and everything it holds. */
 static void tableFree(GpudsTable *p){
   int i;
@@ -361,6 +370,8 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   int rc;
   cursorReset(c);
   c->iWrites = p->nWrites;
+  rc = brokenCheck(p);
+  if( rc ) return vtabDone(pCur->pVtab, rc);
   rc = gpudsPlanDecode(idxNum, argc, argv, &pl);
   if( rc ){ sqlite3_free(pl.aKey); return rc; }
   /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
@@ -470,6 +481,8 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   int64_t kOld = 0, kNew = 0;
   uint64_t hRow;
 
+  rc = brokenCheck(p);
+  if( rc ) return rc;
   /* Flush a full buffer before changing anything, so a failed flush leaves
   ** this statement's row unwritten. */
   rc = gpudsWbufFlush(p, 0);
@@ -578,8 +591,13 @@ static int gpudsSync(sqlite3_vtab *pVtab){
   GpudsTable *p = tab(pVtab);
   /* The shadow writes below set last_insert_rowid(): give the user's back. */
   sqlite3_int64 iLastRowid = sqlite3_last_insert_rowid(p->db);
-  int rc;
-  if( (p->wb.nOver>0 || p->wb.nUndo>0) && !gpudsShadowExists(p) ){
+  int rc, bExists = 1;
+  if( p->bBroken ) return vtabDone(pVtab, brokenCheck(p));
+  if( p->wb.nOver>0 || p->wb.nUndo>0 ){
+    rc = gpudsShadowExists(p, &bExists);
+    if( rc ) return vtabDone(pVtab, rc);
+  }
+  if( !bExists ){
     /* The table's creation was rolled back (ROLLBACK TO): so are its rows. */
     gpudsShadowRolledBack(p);
     return vtabDone(pVtab, gpudsWbufRollback(p));

@@ -482,7 +482,13 @@ static int undoTo(GpudsTable *p, int64_t iTarget){
     GpudsUndo *u = &p->wb.aUndo[p->wb.nUndo-1];
     int rc2 = undoOne(p, u);
     if( rc2 && rc==SQLITE_OK ) rc = rc2;
-    if( rc2 && u->eType==UNDO_FLUSH ) break;   /* cannot go further safely */
+    if( rc2 && u->eType==UNDO_FLUSH ){
+      /* The store keeps a batch it could not take back (out of memory):
+      ** it no longer matches the database.  The transaction can only be
+      ** rolled back now, and the next use loads the table afresh. */
+      p->bBroken = 1;
+      break;
+    }
     p->wb.nUndo--;
   }
   return rc;
@@ -570,6 +576,10 @@ int gpudsWbufRollback(GpudsTable *p){
   w->nUndo = 0;
   w->nMark = 0;
   gpudsCollectGarbage(p);
+  if( p->bBroken ){
+    p->bBroken = 0;
+    p->bLoaded = 0;            /* reload what the database holds */
+  }
   return rc;
 }
 

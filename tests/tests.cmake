@@ -94,3 +94,15 @@ foreach(src ${GPUDS_SQL_TESTS})
            ${GPUDS_SQLITE3_SHELL} $<TARGET_FILE:gpuds> ${src})
   set_tests_properties(sql_${name} PROPERTIES LABELS sql SKIP_RETURN_CODE 77)
 endforeach()
+
+# Fault injection at the SQL level (tests/c/faults.c): a program of its own,
+# linked with the system's SQLite, that loads gpuds.so and fails the N-th
+# allocation of a workload for every N.
+find_library(GPUDS_SQLITE3_LIB sqlite3)
+if(GPUDS_SQLITE3_LIB)
+  add_executable(test_faults ${CMAKE_SOURCE_DIR}/tests/c/faults.c)
+  target_include_directories(test_faults PRIVATE ${SQLITE3_INCLUDE_DIR})
+  target_link_libraries(test_faults PRIVATE ${GPUDS_SQLITE3_LIB})
+  add_test(NAME test_faults COMMAND test_faults $<TARGET_FILE:gpuds>)
+  set_tests_properties(test_faults PROPERTIES LABELS sql SKIP_RETURN_CODE 77 TIMEOUT 900)
+endif()
