@@ -141,6 +141,7 @@ struct GpudsTable {
   int bLoaded;                /* the store holds the shadow tables' contents */
   int64_t iGeneration;        /* commit count the store reflects */
   int64_t iTableId;           /* t_meta 'id' of the table the store holds */
+  int iFormat;                /* t_meta 'format' (shadow.c SHADOW_FORMAT) */
   int64_t iGenPending;        /* generation after the commit in progress */
   int64_t nUndoSynced;        /* undo entries already written by an xSync */
   int bShadowDirty;           /* a ROLLBACK TO undid synced writes: rewrite */

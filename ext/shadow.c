@@ -25,16 +25,45 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "gpuds_mix.h"
 #include <string.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <unistd.h>
 
-#define SHADOW_FORMAT  1
+#define SHADOW_FORMAT  2     /* written by this build: chunks carry a checksum */
+#define SHADOW_FORMAT_MIN 1  /* oldest read and written: format 1, no checksums */
+#define SHADOW_SUM     8     /* bytes of a format-2 chunk's checksum */
 #define SHADOW_CHUNK   65536
 #define SHADOW_TOMB    0xffffffffu
 #define RUN_SHIFT      20
+
+/* The checksum a format-2 chunk ends its vals with: a 64-bit hash of the
+** keys blob and of the vals entries before it.  It finds damage that leaves
+** every length and key order valid (a flipped byte inside a value); it is
+** no defence against deliberate forgery. */
+static uint64_t chunkSum(const unsigned char *aK, size_t nK,
+                         const unsigned char *aV, size_t nV){
+  const unsigned char *aPart[2];
+  size_t anPart[2], i;
+  uint64_t h = 0x6a09e667f3bcc908ULL ^ (nK*0x9e3779b97f4a7c15ULL) ^ nV;
+  int j;
+  aPart[0] = aK; anPart[0] = nK; aPart[1] = aV; anPart[1] = nV;
+  for(j=0; j<2; j++){
+    const unsigned char *a = aPart[j];
+    size_t n = anPart[j];
+    for(i=0; i+8<=n; i+=8){
+      uint64_t w;
+      memcpy(&w, a+i, 8);
+      h = (h ^ (w * 0x87c37b91114253d5ULL)) * 0x4cf5ad432745937fULL;
+      h ^= h >> 29;
+    }
+    for(; i<n; i++) h = (h ^ a[i]) * 0x100000001b3ULL;
+    h = gpudsMix64(h + (uint64_t)j);
+  }
+  return h;
+}
 
 /* Run (ppStmt==0) or prepare a printf-formatted SQL statement; on error the
 ** table's message says why. */
@@ -116,6 +145,7 @@ int gpudsShadowCreate(GpudsTable *p){
   if( rc==SQLITE_OK ){
     p->bLoaded = 1;     /* empty, and so is the store */
     p->iTableId = iId;
+    p->iFormat = SHADOW_FORMAT;
   }
   return rc;
 }
@@ -175,10 +205,12 @@ static int metaRead(GpudsTable *p, ShadowMeta *pMeta){
     return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged (%s%s)", p->zName,
                           strcmp(zBad, "a key twice")==0 ? "" : "bad or missing ", zBad);
   }
-  if( aVal[0]!=SHADOW_FORMAT ){
+  if( aVal[0]<SHADOW_FORMAT_MIN || aVal[0]>SHADOW_FORMAT ){
     return gpudsVtabError(p, SQLITE_ERROR, "%s: storage format %lld is not one this "
-                          "gpuds reads (format %d)", p->zName, (long long)aVal[0], SHADOW_FORMAT);
+                          "gpuds reads (formats %d to %d)", p->zName, (long long)aVal[0],
+                          SHADOW_FORMAT_MIN, SHADOW_FORMAT);
   }
+  p->iFormat = (int)aVal[0];
   pMeta->iGeneration = aVal[1];
   pMeta->nRows = aVal[2];
   pMeta->iId = aVal[3];
@@ -241,6 +273,16 @@ static int readerChunk(GpudsTable *p, RunReader *r){
     nk = sqlite3_column_bytes(r->pStmt, 1);
     pv = sqlite3_column_blob(r->pStmt, 2);
     nv = sqlite3_column_bytes(r->pStmt, 2);
+    if( p->iFormat>=2 ){
+      uint64_t h;
+      if( nv<SHADOW_SUM ) return readerCorrupt(p, r, "bad chunk sizes");
+      nv -= SHADOW_SUM;
+      memcpy(&h, (const unsigned char*)pv + nv, SHADOW_SUM);
+      if( n<0 || nk!=n*8 ) return readerCorrupt(p, r, "bad chunk sizes");
+      if( h!=chunkSum((const unsigned char*)pk, (size_t)nk, (const unsigned char*)pv, (size_t)nv) ){
+        return readerCorrupt(p, r, "checksum mismatch");
+      }
+    }
     if( n<0 || nk!=n*8 || (int64_t)nv < (int64_t)n*4 ) return readerCorrupt(p, r, "bad chunk sizes");
     r->aKey = (const int64_t*)pk;
     if( ((uintptr_t)pk & 7)!=0 ){           /* SQLite's buffers are aligned */
@@ -401,6 +443,7 @@ typedef struct RunWriter {
   unsigned char *aVal;    /* the chunk's vals */
   size_t nVal, nValAlloc;
   int64_t nTotal;
+  int bSum;               /* format 2: end each chunk with its checksum */
 } RunWriter;
 
 static int writerOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
@@ -409,6 +452,11 @@ static int writerOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
   w->aKey = sqlite3_malloc64(SHADOW_CHUNK*8);
   if( w->aKey==0 ) return SQLITE_NOMEM;
   w->nLimit = sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1);
+  if( p->iFormat<SHADOW_FORMAT_MIN ){
+    return gpudsVtabError(p, SQLITE_INTERNAL, "%s: storage format not read", p->zName);
+  }
+  w->bSum = p->iFormat>=2;
+  if( w->bSum ) w->nLimit -= SHADOW_SUM;
   return shadowPrepare(p, &w->pIns, "INSERT INTO %Q.'%q_run'(id, n, keys, vals) VALUES(?,?,?,?)",
                        p->zDb, p->zName);
 }
@@ -418,6 +466,11 @@ static int writerFlush(GpudsTable *p, RunWriter *w){
   int rc;
   if( w->n==0 ) return SQLITE_OK;
   if( w->iChunk>=(1<<RUN_SHIFT) ) return gpudsVtabError(p, SQLITE_FULL, "run too large");
+  if( w->bSum ){
+    uint64_t h = chunkSum((const unsigned char*)w->aKey, (size_t)w->n*8, w->aVal, w->nVal);
+    memcpy(w->aVal + w->nVal, &h, SHADOW_SUM);   /* writerAdd kept room */
+    w->nVal += SHADOW_SUM;
+  }
   rc = sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
   if( rc==SQLITE_OK ) rc = sqlite3_bind_int(w->pIns, 2, w->n);
   if( rc==SQLITE_OK ) rc = sqlite3_bind_blob64(w->pIns, 3, w->aKey, (uint64_t)w->n*8, SQLITE_STATIC);
@@ -449,10 +502,10 @@ static int writerAdd(GpudsTable *p, RunWriter *w, int64_t k,
     if( rc ) return rc;
     nNeed = 4 + (aRec ? nRec : 0);
   }
-  if( nNeed>w->nValAlloc ){
+  if( nNeed+SHADOW_SUM>w->nValAlloc ){
     size_t nNew = w->nValAlloc ? w->nValAlloc*2 : 65536;
     unsigned char *a;
-    while( nNew<nNeed ) nNew *= 2;
+    while( nNew<nNeed+SHADOW_SUM ) nNew *= 2;
     a = sqlite3_realloc64(w->aVal, nNew);
     if( a==0 ) return SQLITE_NOMEM;
     w->aVal = a;
@@ -835,6 +888,7 @@ typedef struct LoadPipe {
   int rc;                         /* first error of a worker */
   LoadErr err;
   int64_t nTomb;                  /* deletions placed */
+  int bSum;                       /* format 2: chunks end with a checksum */
 } LoadPipe;
 
 /* Place buffer b's chunk with loader L; record the outcome. */
@@ -849,7 +903,20 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
     gpudsLoaderGive(L, pBlk);
   }
   b->nSpare = 0;
-  rc = loadChunk(b->r, L, pp->nCol, b->i0, b->nEnt, b->a, b->nv, &nTomb, &err);
+  if( pp->bSum ){
+    /* loadRun made sure the vals hold at least the checksum */
+    uint64_t h;
+    size_t nv = b->nv - SHADOW_SUM;
+    memcpy(&h, b->a + nv, SHADOW_SUM);
+    if( h!=chunkSum((const unsigned char*)&b->r->aKey[b->i0], (size_t)b->nEnt*8, b->a, nv) ){
+      err.zWhy = "checksum mismatch";
+      rc = SQLITE_CORRUPT_VTAB;
+    }else{
+      rc = loadChunk(b->r, L, pp->nCol, b->i0, b->nEnt, b->a, nv, &nTomb, &err);
+    }
+  }else{
+    rc = loadChunk(b->r, L, pp->nCol, b->i0, b->nEnt, b->a, b->nv, &nTomb, &err);
+  }
   while( L->pSpare ){                       /* and back, those not used */
     void *pBlk = L->pSpare;
     L->pSpare = *(void**)pBlk;
@@ -913,10 +980,12 @@ static void *loadWorker(void *pArg){
 #define LOAD_THREAD_MIN 131072
 
 /* Start the pipe, with workers if nRow rows are worth them. */
-static void loadPipeOpen(LoadPipe *pp, int nCol, int64_t nRow, LoadWorkerArg *aArg){
+static void loadPipeOpen(LoadPipe *pp, int nCol, int bSum, int64_t nRow,
+                         LoadWorkerArg *aArg){
   int i, nCpu = 1;
   memset(pp, 0, sizeof(*pp));
   pp->nCol = nCol;
+  pp->bSum = bSum;
   for(i=0; i<=LOAD_MAX_WORKERS; i++) gpudsLoaderBegin(&pp->aL[i]);
 #ifdef _SC_NPROCESSORS_ONLN
   nCpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -1082,7 +1151,7 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
                           p->zName, (long long)iRun, "keys or vals is not a blob");
       break;
     }
-    if( n<0 || n>0x7fffffff || nk!=n*8 || nv<n*4 ){
+    if( n<0 || n>0x7fffffff || nk!=n*8 || nv<n*4 + (pp->bSum ? SHADOW_SUM : 0) ){
       rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
                           p->zName, (long long)iRun, "bad chunk sizes");
       break;
@@ -1195,7 +1264,7 @@ static int shadowLoad(GpudsTable *p, int64_t iGen){
     if( aN[i]<0 ) aN[i] = 0;
     nRow += aN[i];
   }
-  loadPipeOpen(&pipe, p->nCol-1, nRow, aArg);
+  loadPipeOpen(&pipe, p->nCol-1, p->iFormat>=2, nRow, aArg);
   if( rc==SQLITE_OK && nRun<=1 ){
     rc = loadRowsAlloc(&out, nRun ? aN[0] : 0);
     if( rc==SQLITE_OK && nRun ) rc = loadRun(p, &pipe, aRun[0], &out);

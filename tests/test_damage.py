@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Damaged shadow tables: an error or the right answer, never a crash and
+never a wrong answer without an error (issue #11).
+
+For both modules a table gets several runs (commits of inserts, updates,
+deletes); then, in a copy of the database each time, one damage: random
+byte flips in a chunk's keys or vals (many seeds), truncated blobs, a
+deleted chunk, a repeated chunk, two keys swapped, a wrong entry count, a
+blob replaced by text or NULL.  A child process opens the copy and reads
+everything (full scan, count, ranges, point and IN lookups, gpuds_check);
+each read must fail with an error or give what the undamaged table gives.
+
+Run it under AddressSanitizer with a build made with -fsanitize=address:
+    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \\
+    GPUDS_EXT=build-asan/gpuds.so /usr/bin/python3 tests/test_damage.py
+(the children inherit both; an ASan report fails the case).
+
+The last line is "N passed, M failed"; exit 77 without GPUDS_EXT.
+"""
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+EXT = os.path.abspath(os.environ["GPUDS_EXT"]) if os.environ.get("GPUDS_EXT") else ""
+SEEDS = int(os.environ.get("GPUDS_DAMAGE_SEEDS") or 12)
+passed = failed = 0
+
+READS = [
+    ("full", "SELECT * FROM t ORDER BY k"),
+    ("count", "SELECT count(*), sum(k) FROM t"),
+    ("range", "SELECT k, v FROM t WHERE k BETWEEN 100 AND 400 ORDER BY k"),
+    ("point", "SELECT v FROM t WHERE k = 250"),
+    ("in", "SELECT k, v FROM t WHERE k IN (1, 77, 250, 599, 1200) ORDER BY k"),
+    ("check", "SELECT gpuds_check('t')"),
+]
+
+CHILD = r'''
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.enable_load_extension(True)
+c.load_extension(sys.argv[2])
+out = []
+for name, sql in json.loads(sys.argv[3]):
+    try:
+        out.append([name, "ok", repr(c.execute(sql).fetchall())])
+    except sqlite3.Error as e:
+        out.append([name, "err", str(e)])
+print(json.dumps(out))
+'''
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL %s %s" % (what, str(detail)[:800]))
+    return ok
+
+
+def read_child(db):
+    r = subprocess.run([sys.executable, "-c", CHILD, db, EXT, json.dumps(READS)],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def build(db, mod):
+    c = sqlite3.connect(db, isolation_level=None)
+    c.enable_load_extension(True)
+    c.load_extension(EXT)
+    c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod)
+    rnd = random.Random(7)
+    c.executemany("INSERT INTO t VALUES(?, ?)", [(i, "v%d" % i) for i in range(600)])
+    c.execute("BEGIN")
+    c.executemany("UPDATE t SET v = ? WHERE k = ?", [(rnd.random(), i) for i in range(0, 600, 3)])
+    c.execute("COMMIT")
+    c.execute("DELETE FROM t WHERE k % 7 = 0")
+    c.execute("INSERT INTO t VALUES(1200, x'00ff10'), (1201, NULL), (1202, 12.5)")
+    c.close()
+
+
+def damages(rnd):
+    """(name, function(raw connection)) for every kind of damage."""
+    def pick(c):
+        return c.execute("SELECT id, n, keys, vals FROM t_run ORDER BY random() LIMIT 1").fetchone()
+
+    def flip(col):
+        def f(c):
+            i, n, k, v = pick(c)
+            b = bytearray(k if col == "keys" else v)
+            if not b:
+                return
+            for _ in range(rnd.randint(1, 3)):
+                j = rnd.randrange(len(b))
+                b[j] ^= 1 << rnd.randrange(8)
+            c.execute("UPDATE t_run SET %s=? WHERE id=?" % col, (bytes(b), i))
+        return f
+
+    def truncate(col):
+        def f(c):
+            i, n, k, v = pick(c)
+            b = k if col == "keys" else v
+            c.execute("UPDATE t_run SET %s=? WHERE id=?" % col, (b[:rnd.randrange(max(1, len(b)))], i))
+        return f
+
+    def delete(c):
+        i = pick(c)[0]
+        c.execute("DELETE FROM t_run WHERE id=?", (i,))
+
+    def repeat(c):
+        i, n, k, v = pick(c)
+        c.execute("INSERT INTO t_run VALUES(?, ?, ?, ?)", (i + 4096, n, k, v))
+
+    def swap(c):
+        i, n, k, v = pick(c)
+        if n < 2:
+            return
+        b = bytearray(k)
+        a, z = 0, 8 * (n - 1)
+        b[a:a + 8], b[z:z + 8] = b[z:z + 8], b[a:a + 8]
+        c.execute("UPDATE t_run SET keys=? WHERE id=?", (bytes(b), i))
+
+    def count(c):
+        i, n, k, v = pick(c)
+        c.execute("UPDATE t_run SET n=? WHERE id=?", (n + rnd.choice([-1, 1, 1000, -n - 1]), i))
+
+    def kind(c):
+        i = pick(c)[0]
+        c.execute("UPDATE t_run SET %s=? WHERE id=?" % rnd.choice(["keys", "vals"]),
+                  (rnd.choice(["text", None, 12]), i))
+
+    return [("flip keys", flip("keys")), ("flip vals", flip("vals")),
+            ("truncate keys", truncate("keys")), ("truncate vals", truncate("vals")),
+            ("delete chunk", delete), ("repeat chunk", repeat), ("swap keys", swap),
+            ("wrong n", count), ("blob replaced", kind)]
+
+
+def main():
+    if not EXT:
+        print("SKIPPED: GPUDS_EXT is not set")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="gpuds_damage_")
+    try:
+        for mod in ("gfsl", "gpuhash"):
+            pristine = os.path.join(tmp, "pristine_%s.db" % mod)
+            build(pristine, mod)
+            rc, out, err = read_child(pristine)
+            if not check(rc == 0, "%s: pristine read" % mod, err[-1500:]):
+                continue
+            expect = {r[0]: r for r in json.loads(out)}
+            check(all(r[1] == "ok" for r in expect.values()) and expect["check"][2] == "[('ok',)]",
+                  "%s: pristine answers" % mod, expect)
+            for seed in range(SEEDS):
+                rnd = random.Random(seed)
+                for name, fn in damages(rnd):
+                    db = os.path.join(tmp, "d.db")
+                    shutil.copyfile(pristine, db)
+                    raw = sqlite3.connect(db, isolation_level=None)
+                    fn(raw)
+                    raw.close()
+                    tag = "%s seed %d %s" % (mod, seed, name)
+                    rc, out, err = read_child(db)
+                    if not check(rc == 0 and "AddressSanitizer" not in err, tag + ": no crash",
+                                 "exit %s: %s" % (rc, err[-1500:])):
+                        continue
+                    # gpuds_check may answer with its finding: a report, not a wrong answer
+                    wrong = [r for r in json.loads(out)
+                             if r[1] == "ok" and r[2] != expect[r[0]][2]
+                             and not (r[0] == "check" and r[2] != "[('ok',)]")]
+                    check(not wrong, tag + ": no wrong answer without an error", wrong[:2])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
