@@ -5,11 +5,16 @@
 
 For each run (a JSON file written by `sqlbench --json`), the ratio of every
 workload's rate on gfsl and gpuhash to its rate on the ordinary SQLite table
-(>1 = faster than SQLite).  Writes:
+(>1 = faster than SQLite).  The ordinary table is the tuned one (a page cache
+that holds the database, mmap) where the run says so (meta.baseline "both" or
+"tuned"); with "both", the same ordinary table run with SQLite's default cache
+("sqlite_default") is shown beside it, as its ratio to the tuned one.  Writes:
 
   DIR/sqlbench_ratios.png        every workload, log scale (needs matplotlib)
   DIR/sqlbench_<group>.png       one chart per workload group
-  a markdown table               to stdout, or to FILE with --md
+  DIR/sqlbench_bytes_per_row.png     bytes per row of each table (runs with a footprint)
+  a markdown table               to stdout, or to FILE with --md, with the
+                                 footprint table after it
 
 Only the standard library is required; without matplotlib the charts are
 skipped (with a note on stderr) and the markdown is still written.
@@ -21,6 +26,18 @@ import os
 import sys
 
 MODULES = ("gfsl", "gpuhash")
+DEFAULT = "sqlite_default"      # the ordinary table with SQLite's default cache
+TABLES = ("sqlite", "gfsl", "gpuhash", DEFAULT)
+LABELS = {"sqlite": "sqlite", "gfsl": "gfsl", "gpuhash": "gpuhash",
+          DEFAULT: "sqlite, default cache"}
+# footprint rows: (JSON key, title); per-row figures in bytes
+FOOTPRINT = (
+    ("rss_bytes_per_row", "process memory added by loading (RSS), B/row"),
+    ("rss_anon_bytes_per_row", "  of which anonymous (RssAnon), B/row"),
+    ("gpu_bytes_per_row", "GPU memory added (free before − after), B/row"),
+    ("gpu_store_bytes_per_row", "GPU memory of the store (device_bytes), B/row"),
+    ("file_bytes_per_row", "database file (the table's b-trees), B/row"),
+)
 
 
 def load(path):
@@ -81,15 +98,33 @@ def fmt_ratio(x):
     return "%.2g×" % x
 
 
+def baseline(d):
+    """Which ordinary table the ratios are against, in words."""
+    b = d["meta"].get("baseline")
+    pc = d["meta"].get("page_cache", {}).get("tuned", {})
+    if b in ("both", "tuned"):
+        return ("an ordinary SQLite rowid table with a page cache that holds the database "
+                "(cache_size=%s, mmap_size=%s)" % (pc.get("cache_size", "?"), pc.get("mmap_size", "?")))
+    if b == "default":
+        return "an ordinary SQLite rowid table with SQLite's default page cache"
+    return "an ordinary SQLite rowid table (run before --baseline: SQLite's default cache unless --pragma said otherwise)"
+
+
+def has_default(d):
+    return any(DEFAULT in w["results"] for w in d["workloads"])
+
+
 def partial(r):
     return bool(r.get("queries_planned")) and r.get("queries_run", 0) < r["queries_planned"]
 
 
-def cell_rate(r):
+def cell_rate(r, unit=None):
     if r is None:
         return "-"
     if r.get("timeout"):
         return "timeout"
+    if unit == "ms":
+        return "%.3g" % (1e3 * r["seconds"]) if r.get("seconds") is not None else "-"
     return fmt_rate(r.get("rate")) + ("\\*" if partial(r) else "")
 
 
@@ -119,44 +154,53 @@ def markdown(runs):
                      % (run_label(d), "{:,}".format(m["rows"]), "{:,}".format(m["queries"]),
                         m.get("sqlite_version", "?"), m.get("date", "?")[:10],
                         m.get("hostname", "?"), m.get("cpus", "?")))
-        lines.append("Ratios are the rate on the table over the rate on an ordinary "
-                     "SQLite rowid table (>1× is faster).")
+        bdef = has_default(d)
+        tabs = TABLES if bdef else TABLES[:3]
+        rats = MODULES + ((DEFAULT,) if bdef else ())
+        lines.append("Ratios are the rate on the table over the rate on %s, in the same run "
+                     "(>1× is faster; a time in ms: its inverse)." % baseline(d))
+        if bdef:
+            lines.append("*sqlite, default cache*: the same ordinary table, its own copy of the "
+                         "rows, run with SQLite's default page cache; its ratio column is it "
+                         "against the tuned one.")
         lines.append("")
-        lines.append("| workload | unit | sqlite | gfsl | gpuhash | gfsl / sqlite | gpuhash / sqlite |")
-        lines.append("|---|---|--:|--:|--:|--:|--:|")
+        lines.append("| workload | unit | " + " | ".join(LABELS[t] for t in tabs) + " | "
+                     + " | ".join("%s / sqlite" % ("default cache" if t == DEFAULT else t)
+                                  for t in rats) + " |")
+        lines.append("|---|---|" + "--:|" * (len(tabs) + len(rats)))
         anypartial = False
         for w in d["workloads"]:
             res = w["results"]
             anypartial |= any(partial(r) for r in res.values())
-            lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-                w["title"], w["unit"], cell_rate(res.get("sqlite")),
-                cell_rate(res.get("gfsl")), cell_rate(res.get("gpuhash")),
-                fmt_ratio(ratio(w, "gfsl")), fmt_ratio(ratio(w, "gpuhash"))))
+            lines.append("| %s | %s | %s | %s |" % (
+                w["title"], w["unit"],
+                " | ".join(cell_rate(res.get(t), w["unit"]) for t in tabs),
+                " | ".join(fmt_ratio(ratio(w, t)) for t in rats)))
             if w["name"] == "point":
                 for title, vals in latency_rows(w):
                     sq = vals.get("sqlite")
-                    cells = ["%.1f" % (vals[t] * 1e6) if t in vals else "-"
-                             for t in ("sqlite", "gfsl", "gpuhash")]
+                    cells = ["%.1f" % (vals[t] * 1e6) if t in vals else "-" for t in tabs]
                     rat = [fmt_ratio(sq / vals[t]) if sq and t in vals else "-"
-                           for t in MODULES]
-                    lines.append("| %s | µs | %s | %s | %s | %s | %s |"
+                           for t in rats]
+                    lines.append("| %s | µs | %s | %s |"
                                  % (title.split(": ", 1)[1].replace(" (µs)", ""),
-                                    cells[0], cells[1], cells[2], rat[0], rat[1]))
+                                    " | ".join(cells), " | ".join(rat)))
         if anypartial:
             lines.append("")
             lines.append("\\* stopped by the time budget (`--budget`); the rate is "
                          "over the queries run, every answer checked.")
         lines.append("")
         lines.append("Command: `%s`" % m.get("command", "?"))
+        lines.extend(footprint_md(d))
     else:
         lines.append("sqlbench: rate on gfsl / gpuhash over the rate on an ordinary "
-                     "SQLite rowid table (>1× is faster).")
+                     "SQLite rowid table, tuned or not as each run says (>1× is faster).")
         lines.append("")
         for i, d in enumerate(runs):
             m = d["meta"]
-            lines.append("- run %d: %s; %s queries; %s; `%s`"
+            lines.append("- run %d: %s; %s queries; %s; against %s; `%s`"
                          % (i + 1, run_label(d), "{:,}".format(m["queries"]),
-                            m.get("date", "?")[:10], m.get("command", "?")))
+                            m.get("date", "?")[:10], baseline(d), m.get("command", "?")))
         lines.append("")
         head = ["workload"]
         for i, d in enumerate(runs):
@@ -181,6 +225,78 @@ def markdown(runs):
     return "\n".join(lines) + "\n"
 
 
+def fmt_per_row(x):
+    return "n/a" if x is None else "%.1f" % x
+
+
+def footprint_md(d):
+    """The footprint table of one run (empty if it has none)."""
+    fp = d.get("footprint")
+    if not fp or not fp.get("tables"):
+        return []
+    tt = fp["tables"]
+    tabs = [t for t in TABLES if t in tt]
+    out = ["", "Footprint, %s rows, each table loaded fresh after a reopen by its first "
+           "query (ordinary tables then read in full through their cache); file: %s. "
+           "Ratios: the table's / sqlite's (<1× is leaner)."
+           % ("{:,}".format(fp.get("rows", 0)),
+              "pages of the table's b-trees by dbstat" if fp.get("file_method") == "dbstat"
+              else "not measured"), ""]
+    rats = [t for t in tabs if t != "sqlite"] if "sqlite" in tt else []
+    out.append("| | " + " | ".join(LABELS[t] for t in tabs) + "".join(
+        " | %s / sqlite" % LABELS[t] for t in rats) + " |")
+    out.append("|---|" + "--:|" * (len(tabs) + len(rats)))
+    rows = [("first `SELECT v WHERE k=?` after reopening, ms",
+             {t: (tt[t].get("first_answer_s") or 0) * 1e3 for t in tabs}, False)]
+    rows += [(title, {t: tt[t].get(key) for t in tabs}, True) for key, title in FOOTPRINT]
+    for title, vals, bytes_ in rows:
+        cells = [fmt_per_row(vals[t]) if bytes_ else "%.3g" % vals[t] for t in tabs]
+        rc = []
+        for t in rats:
+            s, x = vals.get("sqlite"), vals.get(t)
+            rc.append(fmt_ratio(x / s) if s and x is not None and bytes_ else
+                      (fmt_ratio(x / s) if s and x else "-"))
+        out.append("| %s | %s |" % (title, " | ".join(cells + rc)))
+    return out
+
+
+def footprint_chart(runs, outdir, plt):
+    """Bytes per row of each table: process memory, GPU memory, file."""
+    keys = (("rss_bytes_per_row", "process memory (RSS)"),
+            ("gpu_bytes_per_row", "GPU memory"),
+            ("file_bytes_per_row", "database file"))
+    bars = []            # (label, [value per key])
+    for d in runs:
+        tt = (d.get("footprint") or {}).get("tables") or {}
+        for t in TABLES:
+            if t in tt:
+                lab = LABELS[t] if len(runs) == 1 else "%s — %s" % (LABELS[t], run_label(d, short=True))
+                bars.append((lab, [tt[t].get(k) for k, _ in keys]))
+    if not bars:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 3 + 0.3 * len(bars)))
+    k = len(bars)
+    w = 0.8 / k
+    for j, (lab, vals) in enumerate(bars):
+        ys = [i + (j - (k - 1) / 2) * w for i in range(len(keys))]
+        xs = [v if v is not None else 0 for v in vals]
+        ax.barh(ys, xs, height=w * 0.9, label=lab)
+        for y, v in zip(ys, vals):
+            ax.text((v or 0) + 1, y, "n/a" if v is None else "%.0f" % v, va="center", fontsize=7)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels([t for _, t in keys], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("bytes per row (n/a: no GPU / not measured)")
+    ax.set_title("sqlbench footprint: " + "; ".join(run_label(d) for d in runs), fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path = os.path.join(outdir, "sqlbench_bytes_per_row.png")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def charts(runs, outdir):
     try:
         import matplotlib
@@ -200,14 +316,14 @@ def charts(runs, outdir):
                 groups.setdefault(w["group"], []).append(w["name"])
     series = []          # (label, {workload: ratio})
     for i, d in enumerate(runs):
-        for mod in MODULES:
+        for mod in MODULES + (DEFAULT,):
             vals = {}
             for w in d["workloads"]:
                 x = ratio(w, mod)
                 if x is not None and x > 0:
                     vals[w["name"]] = x
             if vals:
-                label = mod if len(runs) == 1 else "%s — %s" % (mod, run_label(d, short=True))
+                label = LABELS[mod] if len(runs) == 1 else "%s — %s" % (LABELS[mod], run_label(d, short=True))
                 series.append((label, vals))
     if not series:
         print("plot_sqlbench: no ratios to plot (was the sqlite table run?)", file=sys.stderr)
@@ -238,7 +354,9 @@ def charts(runs, outdir):
         ax.set_yticks(range(n))
         ax.set_yticklabels([titles[nm] for nm in names], fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlabel("rate / rate on an ordinary SQLite table (log scale; >1 = faster)")
+        ax.set_xlabel("rate / rate on the ordinary SQLite table%s (log scale; >1 = faster)"
+                      % (", tuned cache" if all(d["meta"].get("baseline") in ("both", "tuned")
+                                                for d in runs) else ""))
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8, loc="lower right")
         ax.grid(axis="x", which="both", alpha=0.3)
@@ -252,6 +370,9 @@ def charts(runs, outdir):
     one(order, "sqlbench_ratios.png", head)
     for grp, names in groups.items():
         one(names, "sqlbench_%s.png" % grp, "%s — %s" % (head, grp))
+    p = footprint_chart(runs, outdir, plt)
+    if p:
+        written.append(p)
     return written
 
 

@@ -6,16 +6,43 @@
 **   sqlbench --ext build/gpuds --rows N --queries M [--json out.json]
 **            [--db path] [--only workload,...] [--tables sqlite,gfsl,gpuhash]
 **            [--budget S] [--timeout S] [--seed X] [--pragma P]... [--keep]
+**            [--baseline both|tuned|default]
 **
 ** Tables (same declared columns):
-**   t_sqlite   CREATE TABLE t_sqlite(k INTEGER PRIMARY KEY, v INTEGER, s TEXT)
-**   t_gfsl     CREATE VIRTUAL TABLE t_gfsl USING gfsl(k INTEGER PRIMARY KEY, v INTEGER, s TEXT)
+**   t_sqlite   CREATE TABLE t_sqlite(k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT)
+**   t_gfsl     CREATE VIRTUAL TABLE t_gfsl USING gfsl(k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT)
 **   t_gpuhash  CREATE VIRTUAL TABLE t_gpuhash USING gpuhash(...same...)
+**   t_sqlite_default  (--baseline both) an ordinary table like t_sqlite
+**
+** Page cache.  The reference is the ordinary table as a user who cares about
+** speed runs it: a page cache that holds the database (PRAGMA cache_size =
+** -TUNED_KIB_PER_ROW*N KiB) and mmap_size 32 GiB (SQLite clamps it to its
+** SQLITE_MAX_MMAP_SIZE), the "tuned" configuration; --pragma options run
+** after these settings.  Under --baseline both (the default) the ordinary
+** table is measured a second time, t_sqlite_default with its own copy of the
+** same rows, with SQLite's default cache_size and mmap_size (read at open),
+** reported as "sqlite_default" with its ratio to the tuned table.  The gpuds
+** tables run in the tuned configuration (only their shadow tables use the
+** page cache).  The connection switches configuration between tables; before
+** a workload on the tuned table, its pages are read through the tuned cache
+** (untimed) if the cache was shrunk since, as in a process that has been
+** using it.  --baseline tuned drops the second table; --baseline default
+** runs t_sqlite with SQLite's defaults (as before there was a choice).
+**
+** Footprint (workload reopen_point, group footprint; right after the
+** load, before the other workloads): close, reopen, and for each table time
+** the first SELECT v WHERE k=? (a gfsl/gpuhash table loads then), with the
+** process's RSS before (after malloc_trim) and after that query (an
+** ordinary table is then read in full through its cache), gpuds_info()'s
+** gpu_memory_free before and after and the store's device_bytes, and the
+** bytes of the table's b-trees in the file by dbstat (a virtual table's:
+** its shadow tables); printed per row after the main table.
 **
 ** Keys: N distinct keys, one per stratum of KEY_SPACING consecutive integers
 ** (key i = i*KEY_SPACING + a fixed-seed random offset), so that a range of
 ** W*KEY_SPACING keys holds exactly W rows, and the other integers of a
-** stratum are keys known to be absent.  v and s are functions of the key.
+** stratum are keys known to be absent.  v, r (= v/1024, exact) and s are
+** functions of the key.
 **
 ** Every workload checks its answer: each table's result (count and sums) is
 ** compared with the first table's (sqlite) and, where it is known, with the
@@ -35,6 +62,7 @@
 **   desc:    desc (WHERE k<=? ORDER BY k DESC LIMIT 10)
 **   mix:     mix (10% INSERT, 10% DELETE, 80% point SELECT; COMMIT every 10^4)
 **   delete:  delete (DELETE of ~10% of the rows by one key range)
+**   footprint: reopen_point (see Footprint above)
 **   reload:  reload (close, reopen, time the first query on each table),
 **            reload_kv (tables kv_<kind>(k INTEGER PRIMARY KEY, v INTEGER)
 **            of the same N rows, committed; close, reopen, time the first
@@ -43,8 +71,8 @@
 ** The t_ tables are always loaded (by insert_random), selected or not,
 ** unless reload_kv is the only workload selected.
 **
-** The connection is opened with SQLITE_OPEN_NOMUTEX (one thread), journal
-** mode and cache size are SQLite's defaults unless --pragma says otherwise.
+** The connection is opened with SQLITE_OPEN_NOMUTEX (one thread); journal
+** mode is SQLite's default unless --pragma says otherwise.
 ** Timing: CLOCK_MONOTONIC around the work (COMMIT included where there is
 ** one; for point queries also around each query, for median and p99).
 **
@@ -57,6 +85,9 @@
 #include <sqlite3.h>
 #include <errno.h>
 #include <math.h>
+#ifdef __GLIBC__
+# include <malloc.h>         /* malloc_trim */
+#endif
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,12 +97,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NTAB 3
-enum { T_SQLITE = 0, T_GFSL = 1, T_HASH = 2 };
-static const char *const azKind[NTAB] = { "sqlite", "gfsl", "gpuhash" };
-static const char *const azTab[NTAB]  = { "t_sqlite", "t_gfsl", "t_gpuhash" };
-static const char *const zCols = "k INTEGER PRIMARY KEY, v INTEGER, s TEXT";
-static const char *const azKvTab[NTAB] = { "kv_sqlite", "kv_gfsl", "kv_gpuhash" };
+/* The tables, in the order every workload runs them.  T_SQLITE, the
+** reference, runs with the tuned page cache (or SQLite's defaults under
+** --baseline default); T_SQLDEF is the same ordinary table run with SQLite's
+** default cache (--baseline both), last, so that the cache is switched once
+** per workload. */
+#define NTAB 4
+enum { T_SQLITE = 0, T_GFSL = 1, T_HASH = 2, T_SQLDEF = 3 };
+static const char *const azKind[NTAB] = { "sqlite", "gfsl", "gpuhash", "sqlite_default" };
+static const char *const azLabel[NTAB] = { "sqlite", "gfsl", "gpuhash", "sq-default" };
+static const char *const azTab[NTAB]  = { "t_sqlite", "t_gfsl", "t_gpuhash", "t_sqlite_default" };
+static const char *const zCols = "k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT";
+static const char *const azKvTab[NTAB] = { "kv_sqlite", "kv_gfsl", "kv_gpuhash", "kv_sqlite_default" };
+
+/* Page-cache configurations of the connection. */
+enum { CFG_TUNED = 0, CFG_DEFAULT = 1 };
+#define TUNED_KIB_PER_ROW 2                     /* cache_size = -N*this KiB */
+#define TUNED_MMAP_SIZE   (32LL<<30)            /* requested; SQLite may clamp */
 
 #define KEY_SPACING   16        /* keys per stratum; one is present */
 #define COMMIT_EVERY  10000     /* mix: statements per transaction */
@@ -90,10 +132,23 @@ typedef struct Res {
   double rate;         /* nItem / sec */
   double med, p99;     /* query workloads: latency per query, seconds */
   double sec2;         /* reload: the second (warm) query */
+  int bShowTime;       /* print sec (ms), not the rate */
   int bCheck;          /* c[] holds this table's answer */
   int64_t c[3];        /* answer: count and checksums */
   char *zPlan;         /* EXPLAIN QUERY PLAN */
 } Res;
+
+/* One table's footprint, measured after a reopen by its first query. */
+typedef struct Fp {
+  int bRan;
+  double firstSec;     /* prepare + first SELECT v WHERE k=? after reopen */
+  int64_t rssB, anonB; /* VmRSS, RssAnon added by loading (bytes) */
+  int64_t gpuFreeB;    /* gpu_memory_free before - after (bytes), -1 n/a */
+  int64_t devB;        /* the store's device_bytes, -1 n/a */
+  int64_t fileB;       /* bytes of the table's b-trees (dbstat), -1 n/a */
+  int64_t nPage;       /* pages of those b-trees */
+  char *zBtrees;       /* their names */
+} Fp;
 
 typedef struct Work {
   char zName[32];
@@ -101,6 +156,7 @@ typedef struct Work {
   char zTitle[64];
   const char *zUnit;   /* of rate */
   int bLatency;        /* show median / p99 in the table */
+  int bShowTime;       /* the figure is one time (ms); rate = 1/sec */
   Res a[NTAB];
 } Work;
 
@@ -112,6 +168,15 @@ static struct {
   uint64_t seed;
   double budget, timeout;
   int aUse[NTAB];
+  int aCfg[NTAB];      /* CFG_TUNED or CFG_DEFAULT, per table */
+  int eBaseline;       /* 0 both, 1 tuned, 2 default */
+  int aCache[2];       /* cache_size of each configuration (PRAGMA value) */
+  int64_t aMmap[2];    /* mmap_size of each configuration (effective) */
+  int iCfgNow;         /* the configuration the connection is in */
+  int bWarm;           /* t_sqlite read through the tuned cache since it was set */
+  Fp fp[NTAB];         /* footprint figures */
+  int bFp;             /* fp[] measured */
+  int bDbstat;         /* the dbstat virtual table is available */
   char **azOnly; int nOnly;
   char **azPragma; int nPragma;
   int argc; char **argv;
@@ -195,8 +260,10 @@ static int64_t keyOf(int64_t i){ return i*KEY_SPACING + g.aOff[i]; }
 static int64_t absentKey(int64_t i, int j){
   return i*KEY_SPACING + (g.aOff[i] + 1 + j) % KEY_SPACING;
 }
-/* The columns of the row with key k. */
+/* The columns of the row with key k.  r = v/1024 is exact in binary, so
+** sums of r*1024 compare exactly. */
 static int64_t vOf(int64_t k){ return (int64_t)(mix64((uint64_t)k) & 0xfffff); }
+static double rOf(int64_t k){ return (double)vOf(k)/1024.0; }
 static int sOf(int64_t k, char *z){      /* 10..25 chars, returns length */
   static const char hex[] = "0123456789abcdef";
   uint64_t h = mix64((uint64_t)k ^ 0x5bd1e9955bd1e995ULL);
@@ -284,9 +351,9 @@ static char *queryText(const char *zSql){
   return z;
 }
 
-/* count(*), sum(v), sum(k) of a whole table (untimed checks). */
+/* count(*), sum(v), sum(k)+sum(1024r) of a whole table (untimed checks). */
 static void tableSums(int t, int64_t *c){
-  sqlite3_stmt *p = prep("SELECT count(*), total(v), total(k) FROM %s", azTab[t]);
+  sqlite3_stmt *p = prep("SELECT count(*), total(v), total(k) + 1024*total(r) FROM %s", azTab[t]);
   int rc = sqlite3_step(p);
   if( rc!=SQLITE_ROW ) dbFail("table check", sqlite3_reset(p));
   c[0] = sqlite3_column_int64(p, 0);
@@ -322,6 +389,15 @@ static int progressCb(void *pArg){
   return g.deadline>0 && now()>g.deadline;
 }
 
+/* The integer value of PRAGMA zName. */
+static int64_t pragmaInt(const char *zName){
+  sqlite3_stmt *p = prep("PRAGMA %s", zName);
+  int64_t x = 0;
+  if( sqlite3_step(p)==SQLITE_ROW ) x = sqlite3_column_int64(p, 0);
+  fin(p);
+  return x;
+}
+
 static void dbOpen(void){
   char *zErr = 0;
   int rc, i;
@@ -337,8 +413,43 @@ static void dbOpen(void){
     die("cannot load the extension %s: %s (build it first, or give --ext PATH)",
         g.zExt, zErr ? zErr : sqlite3_errstr(rc));
   }
+  /* SQLite's defaults, as compiled, are the default configuration; the
+  ** tuned one is a page cache that holds the database plus mmap, then the
+  ** --pragma options on top (so they may change it). */
+  g.aCache[CFG_DEFAULT] = (int)pragmaInt("cache_size");
+  g.aMmap[CFG_DEFAULT] = pragmaInt("mmap_size");
+  execf("PRAGMA cache_size=%lld", -(long long)(g.nRow*TUNED_KIB_PER_ROW > 2000 ? g.nRow*TUNED_KIB_PER_ROW : 2000));
+  execf("PRAGMA mmap_size=%lld", (long long)TUNED_MMAP_SIZE);
   for(i=0; i<g.nPragma; i++) execf("PRAGMA %s", g.azPragma[i]);
+  g.aCache[CFG_TUNED] = (int)pragmaInt("cache_size");
+  g.aMmap[CFG_TUNED] = pragmaInt("mmap_size");
+  g.iCfgNow = CFG_TUNED;
+  g.bWarm = 0;
   sqlite3_progress_handler(g.db, 10000, progressCb, 0);
+}
+
+/* Put the connection in page-cache configuration e.  Shrinking the cache
+** evicts the pages beyond it; the tuned cache refills as it is read. */
+static void applyCfg(int e){
+  if( e==g.iCfgNow ) return;
+  execf("PRAGMA cache_size=%d", g.aCache[e]);
+  execf("PRAGMA mmap_size=%lld", (long long)g.aMmap[e]);
+  g.iCfgNow = e;
+  if( e!=CFG_TUNED ) g.bWarm = 0;
+}
+
+/* Before table t runs a workload: its configuration; and if t is the tuned
+** ordinary table and bWarm, its pages read through the tuned cache first
+** (untimed), as in any process that has been using it: the tuned run
+** measures a cache that holds the table, not its filling. */
+static void useTable(int t, int bWarm){
+  applyCfg(g.aCfg[t]);
+  if( bWarm && t==T_SQLITE && g.aCfg[t]==CFG_TUNED && !g.bWarm && g.bMain ){
+    sqlite3_stmt *p = prep("SELECT count(*), total(v), total(r), total(length(s)) FROM %s", azTab[t]);
+    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("cache warm-up", sqlite3_reset(p));
+    fin(p);
+    g.bWarm = 1;
+  }
 }
 
 static void dbClose(void){
@@ -419,7 +530,7 @@ static void checkAnswer(Work *w, int t, const int64_t *c, const int64_t *aExp){
 
 static void progressStart(int t, const char *zFmt, ...){
   va_list ap;
-  fprintf(stderr, "[%-7s] ", azKind[t]);
+  fprintf(stderr, "[%-7s] ", azLabel[t]);
   va_start(ap, zFmt);
   vfprintf(stderr, zFmt, ap);
   va_end(ap);
@@ -428,7 +539,9 @@ static void progressStart(int t, const char *zFmt, ...){
 }
 static void progressEnd(const Work *w, const Res *a){
   char z[32];
-  if( a->bTimeout ){
+  if( w->bShowTime ){
+    fprintf(stderr, "%.3f ms\n", 1e3*a->sec);
+  }else if( a->bTimeout ){
     fprintf(stderr, "TIMEOUT after %.2f s\n", a->sec);
   }else{
     fprintf(stderr, "%.3f s (%s %s%s)\n", a->sec, fmtNum(a->rate, z, sizeof(z)),
@@ -443,8 +556,11 @@ static void finishRes(Res *a, double sec, int64_t nItem){
   a->rate = sec>0 ? (double)nItem/sec : 0;
 }
 
+/* True for the ordinary (rowid) tables. */
+static int isOrdinary(int t){ return t==T_SQLITE || t==T_SQLDEF; }
+
 static void createTable(int t, const char *zName){
-  if( t==T_SQLITE ) execf("CREATE TABLE %s(%s)", zName, zCols);
+  if( isOrdinary(t) ) execf("CREATE TABLE %s(%s)", zName, zCols);
   else execf("CREATE VIRTUAL TABLE %s USING %s(%s)", zName, azKind[t], zCols);
 }
 
@@ -456,8 +572,9 @@ static void insertRows(Work *w, int t, const char *zName, int bSorted){
   int64_t i, c[3], aExp[3];
   double t0;
   Res *a = &w->a[t];
+  useTable(t, 1);
   createTable(t, zName);
-  p = prep("INSERT INTO %s(k, v, s) VALUES(?1, ?2, ?3)", zName);
+  p = prep("INSERT INTO %s(k, v, r, s) VALUES(?1, ?2, ?3, ?4)", zName);
   progressStart(t, "insert %s order, %lld rows", bSorted ? "key" : "random", (long long)g.nRow);
   t0 = now();
   execf("BEGIN");
@@ -466,7 +583,8 @@ static void insertRows(Work *w, int t, const char *zName, int bSorted){
     int n = sOf(k, zS);
     sqlite3_bind_int64(p, 1, k);
     sqlite3_bind_int64(p, 2, vOf(k));
-    sqlite3_bind_text(p, 3, zS, n, SQLITE_STATIC);
+    sqlite3_bind_double(p, 3, rOf(k));
+    sqlite3_bind_text(p, 4, zS, n, SQLITE_STATIC);
     stepDone(p, "insert");
   }
   execf("COMMIT");
@@ -479,7 +597,7 @@ static void insertRows(Work *w, int t, const char *zName, int bSorted){
   checkAnswer(w, t, c, aExp);
 }
 
-/* INSERT INTO zName SELECT k, v, s FROM src (one statement, autocommit). */
+/* INSERT INTO zName SELECT k, v, r, s FROM src (one statement, autocommit). */
 static void insertSelect(Work *w, int t, const char *zName){
   sqlite3_stmt *p;
   char *zSql;
@@ -487,8 +605,9 @@ static void insertSelect(Work *w, int t, const char *zName){
   double t0;
   int rc;
   Res *a = &w->a[t];
+  useTable(t, 1);
   createTable(t, zName);
-  zSql = sqlite3_mprintf("INSERT INTO %s(k, v, s) SELECT k, v, s FROM src", zName);
+  zSql = sqlite3_mprintf("INSERT INTO %s(k, v, r, s) SELECT k, v, r, s FROM src", zName);
   a->zPlan = queryPlan(zSql);
   p = prep("%s", zSql);
   progressStart(t, "INSERT ... SELECT, %lld rows", (long long)g.nRow);
@@ -514,7 +633,7 @@ static void insertSelect(Work *w, int t, const char *zName){
 
 /* Query loops. */
 #define QM_POINT 1   /* SELECT v ... : rows, sum(v) */
-#define QM_ROWS  2   /* SELECT k, v, s ... : rows, sum(v), sum(k)+bytes(s) */
+#define QM_ROWS  2   /* SELECT k, v, r, s ... : rows, sum(v), sum(k)+sum(1024r)+bytes(s) */
 #define QM_AGG   3   /* SELECT count(*), sum(v) ... */
 #define QM_DESC  4   /* SELECT k, v ... : rows, sum(v), sum(k) */
 
@@ -544,6 +663,7 @@ static void runQueries(Work *w, int t, QSet *qs, int eMode, const char *zSqlFmt,
   double *aLat, t0, tEnd;
   int bRef = qs->iRef<0;
   if( zSql==0 ) die("out of memory");
+  useTable(t, 1);
   if( !bRef ) nMax = qs->nRef;
   a->zPlan = queryPlan(zSql);
   p = prep("%s", zSql);
@@ -567,8 +687,9 @@ static void runQueries(Work *w, int t, QSet *qs, int eMode, const char *zSqlFmt,
           ans.n++;
           ans.b += sqlite3_column_int64(p, 0);
           ans.a += sqlite3_column_int64(p, 1);
-          zS = sqlite3_column_text(p, 2);
-          ans.b += zS ? sqlite3_column_bytes(p, 2) : 0;
+          ans.b += (int64_t)(sqlite3_column_double(p, 2)*1024.0);
+          zS = sqlite3_column_text(p, 3);
+          ans.b += zS ? sqlite3_column_bytes(p, 3) : 0;
           break;
         }
         case QM_AGG:
@@ -719,15 +840,16 @@ static void phaseInsert(void){
     /* The staging table: an ordinary table without a key, rows in random
     ** key order. */
     fprintf(stderr, "[staging] src, %lld rows ... ", (long long)g.nRow);
-    execf("CREATE TABLE src(k INTEGER, v INTEGER, s TEXT)");
-    p = prep("INSERT INTO src VALUES(?1, ?2, ?3)");
+    execf("CREATE TABLE src(k INTEGER, v INTEGER, r REAL, s TEXT)");
+    p = prep("INSERT INTO src VALUES(?1, ?2, ?3, ?4)");
     execf("BEGIN");
     for(i=0; i<g.nRow; i++){
       int64_t k = keyOf(g.aPerm[g.nRow-1-i]);
       int n = sOf(k, zS);
       sqlite3_bind_int64(p, 1, k);
       sqlite3_bind_int64(p, 2, vOf(k));
-      sqlite3_bind_text(p, 3, zS, n, SQLITE_STATIC);
+      sqlite3_bind_double(p, 3, rOf(k));
+      sqlite3_bind_text(p, 4, zS, n, SQLITE_STATIC);
       stepDone(p, "insert into src");
     }
     execf("COMMIT");
@@ -801,6 +923,7 @@ static void phaseProbe(void){
       double aSec[3];
       int nRep = 0, ok = 1;
       if( !g.aUse[t] ) continue;
+      useTable(t, 1);
       if( i==2 ) createTable(t, "in_floor_t");
       zSql = i==0
         ? sqlite3_mprintf("SELECT count(*), sum(v) FROM %s WHERE k IN (SELECT k FROM probe)", azTab[t])
@@ -859,7 +982,7 @@ static void phaseRange(void){
         qs->aParam[2*q+1] = (i0+W)*KEY_SPACING - 1;
       }
       if( m==0 ){
-        queryWorkload(w, qs, QM_ROWS, "SELECT k, v, s FROM %s WHERE k BETWEEN ?1 AND ?2", W);
+        queryWorkload(w, qs, QM_ROWS, "SELECT k, v, r, s FROM %s WHERE k BETWEEN ?1 AND ?2", W);
       }else{
         queryWorkload(w, qs, QM_AGG, "SELECT count(*), sum(v) FROM %s WHERE k BETWEEN ?1 AND ?2", W);
       }
@@ -902,7 +1025,8 @@ static void phaseMix(void){
     double t0;
     int rc;
     if( !g.aUse[t] ) continue;
-    pIns = prep("INSERT INTO %s(k, v, s) VALUES(?1, ?2, ?3)", azTab[t]);
+    useTable(t, 1);
+    pIns = prep("INSERT INTO %s(k, v, r, s) VALUES(?1, ?2, ?3, ?4)", azTab[t]);
     pDel = prep("DELETE FROM %s WHERE k=?1", azTab[t]);
     pGet = prep("SELECT v FROM %s WHERE k=?1", azTab[t]);
     {
@@ -926,7 +1050,8 @@ static void phaseMix(void){
         int n = sOf(k, zS);
         sqlite3_bind_int64(pIns, 1, k);
         sqlite3_bind_int64(pIns, 2, vOf(k));
-        sqlite3_bind_text(pIns, 3, zS, n, SQLITE_STATIC);
+        sqlite3_bind_double(pIns, 3, rOf(k));
+        sqlite3_bind_text(pIns, 4, zS, n, SQLITE_STATIC);
         stepDone(pIns, "mix insert");
         c[2] += sqlite3_changes(g.db);
       }else if( op==1 ){
@@ -986,6 +1111,7 @@ static void phaseDelete(void){
     double t0;
     int rc;
     if( !g.aUse[t] ) continue;
+    useTable(t, 1);
     zSql = sqlite3_mprintf("DELETE FROM %s WHERE k BETWEEN %lld AND %lld",
                            azTab[t], (long long)lo, (long long)hi);
     a->zPlan = queryPlan(zSql);
@@ -1021,6 +1147,141 @@ static void phaseDelete(void){
   }
 }
 
+/* VmRSS and RssAnon of this process, bytes (-1 where unknown). */
+static void readRss(int64_t *pRss, int64_t *pAnon){
+  FILE *f = fopen("/proc/self/status", "r");
+  char z[256];
+  *pRss = *pAnon = -1;
+  if( f==0 ) return;
+  while( fgets(z, sizeof(z), f) ){
+    long long x;
+    if( sscanf(z, "VmRSS: %lld", &x)==1 ) *pRss = x*1024;
+    else if( sscanf(z, "RssAnon: %lld", &x)==1 ) *pAnon = x*1024;
+  }
+  fclose(f);
+}
+
+/* The integer at JSON path zPath of gpuds_info(), or of its entry for the
+** table main.zTable if zTable is given; -1 if absent. */
+static int64_t infoInt(const char *zTable, const char *zPath){
+  sqlite3_stmt *p;
+  int64_t x = -1;
+  if( zTable ){
+    p = prep("SELECT json_extract(value, %Q) FROM json_each(gpuds_info(), '$.tables')"
+             " WHERE json_extract(value, '$.name')='main.'||%Q", zPath, zTable);
+  }else{
+    p = prep("SELECT json_extract(gpuds_info(), %Q)", zPath);
+  }
+  if( sqlite3_step(p)==SQLITE_ROW && sqlite3_column_type(p, 0)!=SQLITE_NULL ){
+    x = sqlite3_column_int64(p, 0);
+  }
+  fin(p);
+  return x;
+}
+
+/* The b-trees of table t (an ordinary table and its indexes; a virtual
+** table's shadow tables "<name>_..." and their indexes): their pages and
+** bytes from dbstat, their names into f. */
+static void fileBytes(int t, Fp *f){
+  sqlite3_stmt *p, *pStat;
+  sqlite3_str *s = sqlite3_str_new(0);
+  int n = 0;
+  f->fileB = f->nPage = 0;
+  p = prep("SELECT name FROM sqlite_schema WHERE rootpage>0 AND (tbl_name=%Q OR"
+           " (%d AND tbl_name LIKE replace(%Q, '_', '\\_') || '\\_%%' ESCAPE '\\'))"
+           " ORDER BY name", azTab[t], !isOrdinary(t), azTab[t]);
+  pStat = prep("SELECT count(*), coalesce(sum(pgsize), 0) FROM dbstat WHERE name=?1");
+  while( sqlite3_step(p)==SQLITE_ROW ){
+    const char *zName = (const char*)sqlite3_column_text(p, 0);
+    sqlite3_str_appendf(s, "%s%s", n++ ? " " : "", zName);
+    sqlite3_bind_text(pStat, 1, zName, -1, SQLITE_TRANSIENT);
+    if( sqlite3_step(pStat)!=SQLITE_ROW ) dbFail("dbstat", sqlite3_reset(pStat));
+    f->nPage += sqlite3_column_int64(pStat, 0);
+    f->fileB += sqlite3_column_int64(pStat, 1);
+    sqlite3_reset(pStat);
+  }
+  fin(pStat);
+  fin(p);
+  {
+    char *z = sqlite3_str_finish(s);
+    free(f->zBtrees);
+    f->zBtrees = xstrdup(z ? z : "");
+    sqlite3_free(z);
+  }
+}
+
+/* Footprint of each table, fresh after loading its N rows: close, reopen,
+** and for each table time the first SELECT v WHERE k=? (prepare included:
+** it connects the table, and a gfsl/gpuhash table loads its rows), with
+** the process's resident memory before (after malloc_trim) and after that
+** query (for an ordinary table, after reading it all through its cache as
+** well), the GPU's free memory before and after, the store's device_bytes,
+** and the bytes of the table's b-trees in the file (dbstat). */
+static void phaseFootprint(void){
+  Work *w;
+  int t, bGpu;
+  int64_t kProbe = keyOf(g.nRow/2);
+  if( !g.bMain || !selected("reopen_point", "footprint") ) return;
+  dbClose();
+  dbOpen();
+  bGpu = strcmp(g.zBackend, "cuda")==0;
+  {
+    sqlite3_stmt *p = 0;
+    g.bDbstat = sqlite3_prepare_v2(g.db, "SELECT 1 FROM dbstat LIMIT 1", -1, &p, 0)==SQLITE_OK;
+    sqlite3_finalize(p);
+  }
+  w = newWork("reopen_point", "footprint", "ms", "reopen: first SELECT v WHERE k=?");
+  w->bShowTime = 1;
+  for(t=0; t<NTAB; t++){
+    Fp *f = &g.fp[t];
+    Res *a = &w->a[t];
+    sqlite3_stmt *p;
+    int64_t rss0, anon0, rss1, anon1, free0, free1, c[3], aExp[3];
+    double t0;
+    if( !g.aUse[t] ) continue;
+    useTable(t, 0);
+    free0 = infoInt(0, "$.gpu_memory_free");
+#ifdef __GLIBC__
+    malloc_trim(0);        /* free memory of earlier work back to the system */
+#endif
+    readRss(&rss0, &anon0);
+    progressStart(t, "reopen, first SELECT v FROM %s WHERE k=?", azTab[t]);
+    t0 = now();
+    p = prep("SELECT v FROM %s WHERE k=?1", azTab[t]);
+    sqlite3_bind_int64(p, 1, kProbe);
+    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("reopen_point", sqlite3_reset(p));
+    c[0] = 1; c[1] = sqlite3_column_int64(p, 0); c[2] = 0;
+    fin(p);
+    finishRes(a, now()-t0, 1);
+    progressEnd(w, a);
+    {
+      char *zEqp = sqlite3_mprintf("SELECT v FROM %s WHERE k=%lld", azTab[t], (long long)kProbe);
+      a->zPlan = queryPlan(zEqp);
+      sqlite3_free(zEqp);
+    }
+    if( isOrdinary(t) ){
+      /* What a cache that holds the table costs: read it all through it. */
+      p = prep("SELECT count(*), total(v), total(r), total(length(s)) FROM %s", azTab[t]);
+      if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("footprint scan", sqlite3_reset(p));
+      fin(p);
+      if( t==T_SQLITE && g.aCfg[t]==CFG_TUNED ) g.bWarm = 1;
+    }
+    readRss(&rss1, &anon1);
+    free1 = infoInt(0, "$.gpu_memory_free");
+    f->bRan = 1;
+    f->firstSec = a->sec;
+    f->rssB = rss0>=0 && rss1>=0 ? rss1-rss0 : -1;
+    f->anonB = anon0>=0 && anon1>=0 ? anon1-anon0 : -1;
+    f->gpuFreeB = bGpu && !isOrdinary(t) && free0>=0 && free1>=0 ? free0-free1 : -1;
+    f->devB = bGpu && !isOrdinary(t) ? infoInt(azTab[t], "$.store.device_bytes") : -1;
+    if( g.bDbstat ) fileBytes(t, f);
+    else f->fileB = f->nPage = -1;
+    aExp[0] = 1; aExp[1] = vOf(kProbe); aExp[2] = 0;
+    checkAnswer(w, t, c, aExp);
+  }
+  g.bFp = 1;
+}
+
 /* reload_kv, before the reopen: the kv_ tables, N rows each in key order,
 ** one transaction each (untimed). */
 static void kvCreate(void){
@@ -1028,10 +1289,11 @@ static void kvCreate(void){
   for(t=0; t<NTAB; t++){
     sqlite3_stmt *p;
     int64_t i;
-    if( !g.aUse[t] ) continue;
+    if( !g.aUse[t] || t==T_SQLDEF ) continue;   /* nothing to load: once is enough */
+    useTable(t, 0);
     fprintf(stderr, "[%-7s] %s(k INTEGER PRIMARY KEY, v INTEGER), %lld rows ... ",
             azKind[t], azKvTab[t], (long long)g.nRow);
-    if( t==T_SQLITE ) execf("CREATE TABLE %s(k INTEGER PRIMARY KEY, v INTEGER)", azKvTab[t]);
+    if( isOrdinary(t) ) execf("CREATE TABLE %s(k INTEGER PRIMARY KEY, v INTEGER)", azKvTab[t]);
     else execf("CREATE VIRTUAL TABLE %s USING %s(k INTEGER PRIMARY KEY, v INTEGER)",
                azKvTab[t], azKind[t]);
     p = prep("INSERT INTO %s(k, v) VALUES(?1, ?2)", azKvTab[t]);
@@ -1061,7 +1323,8 @@ static void kvReload(void){
     int64_t c[3], aExp[3], v;
     double t0;
     sqlite3_stmt *p;
-    if( !g.aUse[t] ) continue;
+    if( !g.aUse[t] || t==T_SQLDEF ) continue;
+    useTable(t, 0);
     snprintf(zSql, sizeof(zSql), "SELECT v FROM %s WHERE k=?1", azKvTab[t]);
     progressStart(t, "reopen, first SELECT v FROM %s WHERE k=?", azKvTab[t]);
     t0 = now();
@@ -1092,7 +1355,7 @@ static void kvReload(void){
     fin(p);
     aExp[0] = g.nRow; aExp[1] = g.sumV; aExp[2] = vOf(kProbe);
     checkAnswer(w, t, c, aExp);
-    if( t!=T_SQLITE ){
+    if( !isOrdinary(t) ){
       char *z, *zChk = sqlite3_mprintf("SELECT gpuds_check('%s')", azKvTab[t]);
       z = queryText(zChk);
       sqlite3_free(zChk);
@@ -1126,6 +1389,7 @@ static void phaseReload(void){
     double t0;
     sqlite3_stmt *p;
     if( !g.aUse[t] ) continue;
+    useTable(t, 0);       /* no warm-up: the first query is what is timed */
     snprintf(zSql, sizeof(zSql), "SELECT count(*) FROM %s", azTab[t]);
     progressStart(t, "reopen, first SELECT count(*)");
     t0 = now();
@@ -1156,9 +1420,9 @@ static void phaseReload(void){
 static void structureCheck(void){
   int t;
   if( !g.bMain ) return;
-  for(t=1; t<NTAB; t++){
+  for(t=0; t<NTAB; t++){
     char zSql[128], *z;
-    if( !g.aUse[t] ) continue;
+    if( !g.aUse[t] || isOrdinary(t) ) continue;
     snprintf(zSql, sizeof(zSql), "SELECT gpuds_check('%s')", azTab[t]);
     z = queryText(zSql);
     fprintf(stderr, "[%-7s] gpuds_check: %s\n", azKind[t], z ? z : sqlite3_errmsg(g.db));
@@ -1185,6 +1449,71 @@ static double ratioOf(const Work *w, int t){
   return a->rate / s->rate;
 }
 
+/* Table t's rate over the default-cache ordinary table's. */
+static double ratioDefault(const Work *w, int t){
+  const Res *a = &w->a[t], *s = &w->a[T_SQLDEF];
+  if( !hasRatio(w) ) return NAN;
+  if( !a->bRan || !s->bRan || a->bTimeout || s->bTimeout || s->rate<=0 ) return NAN;
+  return a->rate / s->rate;
+}
+
+static const char *const azRatio[NTAB] = { "", "gfsl/sq", "hash/sq", "dflt/sq" };
+
+/* x bytes per row, or n/a. */
+static void printPerRow(int64_t x, int64_t nRow){
+  if( x<0 || nRow<=0 ) printf(" %10s", "n/a");
+  else printf(" %10.1f", (double)x/(double)nRow);
+}
+
+/* The footprint table: bytes per row of each table, and its ratio to the
+** ordinary table's (here < 1x is leaner). */
+static void printFootprint(void){
+  static const char *const azRow[] = {
+    "process memory added by loading (RSS)", "  of which anonymous (RssAnon)",
+    "GPU memory added (free before - after)", "GPU memory of the store (device_bytes)",
+    "database file (b-tree pages, dbstat)", 0
+  };
+  int t, r;
+  if( !g.bFp ) return;
+  printf("\nfootprint, B/row: %lld rows, loaded fresh after a reopen by the first query; "
+         "ordinary tables read in full\n", (long long)g.nRow);
+  printf("%-53s", "");
+  for(t=0; t<NTAB; t++) if( g.aUse[t] ) printf(" %10s", azLabel[t]);
+  for(t=1; t<NTAB; t++) if( g.aUse[t] && g.aUse[T_SQLITE] ) printf(" %10s", azRatio[t]);
+  printf("\n");
+  for(r=0; azRow[r]; r++){
+    printf("%-53s", azRow[r]);
+    for(t=0; t<NTAB; t++){
+      const Fp *f = &g.fp[t];
+      int64_t x;
+      if( !g.aUse[t] ) continue;
+      x = r==0 ? f->rssB : r==1 ? f->anonB : r==2 ? f->gpuFreeB : r==3 ? f->devB : f->fileB;
+      printPerRow(f->bRan ? x : -1, g.nRow);
+    }
+    for(t=1; t<NTAB; t++){
+      const Fp *s = &g.fp[T_SQLITE], *f = &g.fp[t];
+      int64_t x, y;
+      if( !g.aUse[t] || !g.aUse[T_SQLITE] ) continue;
+      x = r==0 ? s->rssB : r==1 ? s->anonB : r==4 ? s->fileB : -1;
+      y = r==0 ? f->rssB : r==1 ? f->anonB : r==4 ? f->fileB : -1;
+      if( x<=0 || y<0 ) printf(" %10s", "-");
+      else printf(" %9.3gx", (double)y/(double)x);
+    }
+    printf("\n");
+  }
+  printf("RSS: this process, malloc_trim()ed before the load (%s); an ordinary table's RSS\n"
+         "includes the file pages it maps (mmap).  GPU figures: n/a on the host backend.\n"
+         "File: %s.\n",
+#ifdef __GLIBC__
+         "glibc",
+#else
+         "not glibc: no trim",
+#endif
+         g.bDbstat ? "pages of the table's b-trees (a virtual table's shadow tables), by dbstat"
+                   : "n/a, this SQLite has no dbstat");
+  printf("footprint ratios: the table's / sqlite's (<1x is leaner).\n");
+}
+
 static void printTable(void){
   int i, t;
   char z[32];
@@ -1193,11 +1522,21 @@ static void printTable(void){
   printf("rows %lld, queries %lld, %s database %s (journal_mode %s), budget %.3g s/phase\n",
          (long long)g.nRow, (long long)g.nQuery, g.bTempDb ? "temporary" : "file",
          g.zDb, g.zJournal ? g.zJournal : "?", g.budget);
+  printf("page cache: tuned cache_size=%d mmap_size=%lld (requested %lld); default cache_size=%d mmap_size=%lld\n",
+         g.aCache[CFG_TUNED], (long long)g.aMmap[CFG_TUNED], (long long)TUNED_MMAP_SIZE,
+         g.aCache[CFG_DEFAULT], (long long)g.aMmap[CFG_DEFAULT]);
+  printf("sqlite: the ordinary table, %s cache; gfsl, gpuhash: tuned cache%s\n",
+         g.aCfg[T_SQLITE]==CFG_TUNED ? "tuned" : "default",
+         g.aUse[T_SQLDEF] ? "; sq-default: the ordinary table again, default cache (its own copy of the rows)" : "");
   printf("\n%-42s %-10s", "workload", "unit");
-  for(t=0; t<NTAB; t++) if( g.aUse[t] ) printf(" %10s", azKind[t]);
-  for(t=1; t<NTAB; t++) if( g.aUse[t] && g.aUse[T_SQLITE] ) printf(" %10s", t==T_GFSL ? "gfsl/sq" : "hash/sq");
+  for(t=0; t<NTAB; t++) if( g.aUse[t] ) printf(" %10s", azLabel[t]);
+  for(t=1; t<NTAB; t++) if( g.aUse[t] && g.aUse[T_SQLITE] ) printf(" %10s", azRatio[t]);
   printf("\n");
-  for(i=0; i<(int)(42+11+11*(g.aUse[0]+g.aUse[1]+g.aUse[2])+11*(g.aUse[0]?g.aUse[1]+g.aUse[2]:0)); i++) putchar('-');
+  {
+    int nCol = 0;
+    for(t=0; t<NTAB; t++) nCol += g.aUse[t] + (t>0 && g.aUse[t] && g.aUse[T_SQLITE]);
+    for(i=0; i<42+11+11*nCol; i++) putchar('-');
+  }
   printf("\n");
   for(i=0; i<g.nW; i++){
     Work *w = &g.aW[i];
@@ -1208,6 +1547,7 @@ static void printTable(void){
       if( !g.aUse[t] ) continue;
       if( !a->bRan ) printf(" %10s", "-");
       else if( a->bTimeout ) printf(" %10s", "timeout");
+      else if( w->bShowTime ) printf(" %10.3g", 1e3*a->sec);
       else{
         char z2[40];
         int bP = a->nDone && a->nDone<a->nPlan;
@@ -1246,7 +1586,11 @@ static void printTable(void){
     }
     (void)bPartial;
   }
-  printf("\nratios: rate / sqlite rate (latency: sqlite latency / latency); >1x is faster than sqlite.\n");
+  printf("\nratios: rate / sqlite rate (latency, ms: sqlite's time / the table's); >1x is faster than sqlite.\n");
+  if( g.aUse[T_SQLDEF] && g.aUse[T_SQLITE] ){
+    printf("dflt/sq: the default-cache ordinary table against the tuned one; a gpuds table against the\n"
+           "default-cache table is its ratio / dflt/sq (\"ratio_default\" in the JSON).\n");
+  }
   printf("* = the --budget stopped the run early; the rate is over the queries run.\n");
   {
     /* The most any table can gain on IN (SELECT): the ordinary table's time
@@ -1263,6 +1607,7 @@ static void printTable(void){
              wFl->a[T_SQLITE].sec, wIn->a[T_SQLITE].sec, wFl->a[T_SQLITE].rate/wIn->a[T_SQLITE].rate);
     }
   }
+  printFootprint();
   fflush(stdout);
 }
 
@@ -1282,6 +1627,20 @@ static void jsonStr(FILE *f, const char *z){
 static void jsonNum(FILE *f, double x){
   if( x!=x || isinf(x) ) fputs("null", f);
   else fprintf(f, "%.6g", x);
+}
+
+/* A count, or null where it is unknown (< 0). */
+static void jsonInt(FILE *f, int64_t x){
+  if( x<0 ) fputs("null", f);
+  else fprintf(f, "%lld", (long long)x);
+}
+
+/* ", "zKey": x, "zKeyRow": x per row" (nulls where x < 0: unknown). */
+static void jsonBytes(FILE *f, const char *zKey, const char *zKeyRow, int64_t x){
+  fprintf(f, ", \"%s\": ", zKey);
+  jsonInt(f, x);
+  fprintf(f, ", \"%s\": ", zKeyRow);
+  jsonNum(f, x>=0 && g.nRow>0 ? (double)x/(double)g.nRow : NAN);
 }
 
 static void writeJson(const char *zPath){
@@ -1334,6 +1693,16 @@ static void writeJson(const char *zPath){
   fprintf(f, ",\n    \"temporary_database\": %s", g.bTempDb ? "true" : "false");
   fprintf(f, ",\n    \"journal_mode\": ");
   jsonStr(f, g.zJournal ? g.zJournal : "?");
+  fprintf(f, ",\n    \"baseline\": \"%s\"", g.eBaseline==0 ? "both" : g.eBaseline==1 ? "tuned" : "default");
+  fprintf(f, ",\n    \"page_cache\": {\"tuned\": {\"cache_size\": %d, \"mmap_size\": %lld, \"mmap_size_requested\": %lld},"
+             " \"default\": {\"cache_size\": %d, \"mmap_size\": %lld}}",
+          g.aCache[CFG_TUNED], (long long)g.aMmap[CFG_TUNED], (long long)TUNED_MMAP_SIZE,
+          g.aCache[CFG_DEFAULT], (long long)g.aMmap[CFG_DEFAULT]);
+  fprintf(f, ",\n    \"table_cache\": {");
+  for(t=0, i=0; t<NTAB; t++) if( g.aUse[t] ){
+    fprintf(f, "%s\"%s\": \"%s\"", i++ ? ", " : "", azKind[t], g.aCfg[t]==CFG_TUNED ? "tuned" : "default");
+  }
+  fprintf(f, "}");
   fprintf(f, ",\n    \"pragmas\": [");
   for(i=0; i<g.nPragma; i++){ if( i ) fputs(", ", f); jsonStr(f, g.azPragma[i]); }
   fprintf(f, "],\n    \"tables\": [");
@@ -1377,6 +1746,10 @@ static void writeJson(const char *zPath){
       jsonNum(f, a->bTimeout ? NAN : a->rate);
       fprintf(f, ", \"ratio\": ");
       jsonNum(f, t==T_SQLITE && a->bRan && !a->bTimeout && hasRatio(w) ? 1.0 : ratioOf(w, t));
+      if( t!=T_SQLDEF && t!=T_SQLITE && g.aUse[T_SQLDEF] ){
+        fprintf(f, ", \"ratio_default\": ");
+        jsonNum(f, ratioDefault(w, t));
+      }
       fprintf(f, ", \"timeout\": %s", a->bTimeout ? "true" : "false");
       if( a->nPlan ){
         fprintf(f, ", \"queries_run\": %lld, \"queries_planned\": %lld",
@@ -1403,7 +1776,30 @@ static void writeJson(const char *zPath){
     }
     fprintf(f, "\n     }}");
   }
-  fprintf(f, "\n  ]\n}\n");
+  fprintf(f, "\n  ]");
+  if( g.bFp ){
+    int n = 0;
+    fprintf(f, ",\n  \"footprint\": {\"rows\": %lld, \"file_method\": \"%s\", \"tables\": {",
+            (long long)g.nRow, g.bDbstat ? "dbstat" : "none");
+    for(t=0; t<NTAB; t++){
+      const Fp *p = &g.fp[t];
+      if( !g.aUse[t] || !p->bRan ) continue;
+      fprintf(f, "%s\n    \"%s\": {\"first_answer_s\": ", n++ ? "," : "", azKind[t]);
+      jsonNum(f, p->firstSec);
+      jsonBytes(f, "rss_bytes", "rss_bytes_per_row", p->rssB);
+      jsonBytes(f, "rss_anon_bytes", "rss_anon_bytes_per_row", p->anonB);
+      jsonBytes(f, "gpu_free_delta_bytes", "gpu_bytes_per_row", p->gpuFreeB);
+      jsonBytes(f, "gpu_store_device_bytes", "gpu_store_bytes_per_row", p->devB);
+      jsonBytes(f, "file_bytes", "file_bytes_per_row", p->fileB);
+      fprintf(f, ", \"file_pages\": ");
+      jsonInt(f, p->nPage);
+      fprintf(f, ", \"btrees\": ");
+      jsonStr(f, p->zBtrees ? p->zBtrees : "");
+      fputc('}', f);
+    }
+    fprintf(f, "\n  }}");
+  }
+  fprintf(f, "\n}\n");
   if( fclose(f)!=0 ) die("cannot write %s: %s", zPath, strerror(errno));
   fprintf(stderr, "wrote %s\n", zPath);
 }
@@ -1415,6 +1811,7 @@ static void usage(void){
     "usage: sqlbench [--ext PATH] [--rows N] [--queries M] [--json FILE] [--db PATH]\n"
     "                [--only W,...] [--tables sqlite,gfsl,gpuhash] [--budget S]\n"
     "                [--timeout S] [--seed X] [--pragma P]... [--keep]\n"
+    "                [--baseline both|tuned|default]\n"
     "  --ext PATH     the gpuds extension (default ./build/gpuds)\n"
     "  --rows N       rows per table (default 1000000)\n"
     "  --queries M    point queries, probe keys, mix statements, ... (default 100000)\n"
@@ -1422,12 +1819,16 @@ static void usage(void){
     "  --db PATH      database file (deleted first, kept); default a temporary file\n"
     "  --only LIST    workloads or groups: insert insert_random insert_sorted\n"
     "                 insert_select point probe in join range range_rows_10 ...\n"
-    "                 range_agg_1M desc mix delete reload reload_kv\n"
+    "                 range_agg_1M desc mix delete reload reload_kv footprint\n"
     "  --tables LIST  which of sqlite,gfsl,gpuhash to run (default all)\n"
     "  --budget S     seconds per query workload and table (default 3)\n"
     "  --timeout S    seconds before a single statement is interrupted (default 60)\n"
     "  --seed X       PRNG seed (default 42)\n"
-    "  --pragma P     run PRAGMA P after opening (repeatable), e.g. cache_size=-262144\n"
+    "  --pragma P     run PRAGMA P after opening (repeatable), after the tuned cache\n"
+    "                 settings (so it may change them), e.g. journal_mode=wal\n"
+    "  --baseline B   the ordinary table with the tuned page cache (cache_size\n"
+    "                 -2*N KiB, mmap_size 32 GiB) and again with SQLite's default\n"
+    "                 cache (both, default), tuned only, or default only\n"
     "  --keep         keep the temporary database\n");
   exit(2);
 }
@@ -1458,7 +1859,7 @@ static const char *const azKnown[] = {
   "insert", "insert_random", "insert_sorted", "insert_select", "point", "probe",
   "in", "join", "range", "range_rows_10", "range_rows_1k", "range_rows_1M",
   "range_agg_10", "range_agg_1k", "range_agg_1M", "desc", "mix", "delete",
-  "reload", "reload_kv", 0
+  "reload", "reload_kv", "footprint", "reopen_point", 0
 };
 
 int main(int argc, char **argv){
@@ -1492,6 +1893,12 @@ int main(int argc, char **argv){
     else if( strcmp(z, "-seed")==0 ) g.seed = strtoull(zVal, 0, 0);
     else if( strcmp(z, "-budget")==0 ) g.budget = atof(zVal);
     else if( strcmp(z, "-timeout")==0 ) g.timeout = atof(zVal);
+    else if( strcmp(z, "-baseline")==0 ){
+      if( strcmp(zVal, "both")==0 ) g.eBaseline = 0;
+      else if( strcmp(zVal, "tuned")==0 ) g.eBaseline = 1;
+      else if( strcmp(zVal, "default")==0 ) g.eBaseline = 2;
+      else die("--baseline: both, tuned or default, not \"%s\"", zVal);
+    }
     else if( strcmp(z, "-pragma")==0 ){
       g.azPragma = realloc(g.azPragma, sizeof(char*)*(g.nPragma+1));
       if( g.azPragma==0 ) die("out of memory");
@@ -1509,7 +1916,7 @@ int main(int argc, char **argv){
       for(t=0; t<NTAB; t++) g.aUse[t] = 0;
       for(j=0; j<n; j++){
         for(t=0; t<NTAB && strcmp(az[j], azKind[t]); t++){}
-        if( t==NTAB ) die("unknown table kind \"%s\" (sqlite, gfsl, gpuhash)", az[j]);
+        if( t==NTAB || t==T_SQLDEF ) die("unknown table kind \"%s\" (sqlite, gfsl, gpuhash)", az[j]);
         g.aUse[t] = 1;
         free(az[j]);
       }
@@ -1518,6 +1925,12 @@ int main(int argc, char **argv){
       usage();
     }
   }
+  /* The ordinary table twice (both), tuned, or with SQLite's defaults;
+  ** the gpuds tables always run with the tuned cache. */
+  g.aUse[T_SQLDEF] = g.eBaseline==0 && g.aUse[T_SQLITE];
+  for(t=0; t<NTAB; t++) g.aCfg[t] = CFG_TUNED;
+  g.aCfg[T_SQLDEF] = CFG_DEFAULT;
+  if( g.eBaseline==2 ) g.aCfg[T_SQLITE] = CFG_DEFAULT;
   if( g.budget<=0 ) g.budget = 1e30;
   if( g.timeout<=0 ) g.timeout = 1e30;
   if( g.nRow > INT64_MAX/KEY_SPACING/2 ) die("--rows too large");
@@ -1576,6 +1989,7 @@ int main(int argc, char **argv){
           (long long)g.nRow, (long long)g.nQuery, g.zDb);
 
   phaseInsert();
+  phaseFootprint();
   phasePoint();
   phaseProbe();
   phaseRange();
@@ -1603,6 +2017,7 @@ int main(int argc, char **argv){
   free(g.azOnly);
   for(i=0; i<g.nPragma; i++) free(g.azPragma[i]);
   free(g.azPragma);
+  for(t=0; t<NTAB; t++) free(g.fp[t].zBtrees);
   free(g.aOff); free(g.aPerm);
   free(g.zInfo); free(g.zInfoEnd); free(g.zBackend); free(g.zDevice);
   free(g.zVersion); free(g.zJournal); free(g.zDb);
