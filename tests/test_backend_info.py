@@ -9,29 +9,19 @@ The last line is "N passed, M failed"; exit 77 without GPUDS_EXT.
 """
 import json
 import os
-import sqlite3
 import sys
 
-EXT = os.environ.get("GPUDS_EXT", "")
-passed = failed = 0
+from gpuds_testlib import EXT, Tally, connect
 
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s %s" % (what, detail))
+T = Tally()
+check = T.check
 
 
 def main():
     if not EXT:
         print("SKIPPED: GPUDS_EXT is not set")
         return 77
-    c = sqlite3.connect(":memory:")
-    c.enable_load_extension(True)
-    c.load_extension(os.path.abspath(EXT))
+    c = connect(":memory:")
     info = json.loads(c.execute("SELECT gpuds_info()").fetchone()[0])
     print("backend %s, device %r, why %r" % (info["backend"], info["device"], info.get("why_no_gpu")))
     if info["backend"] == "host":
@@ -46,8 +36,7 @@ def main():
         c.executemany("INSERT INTO t_%s VALUES(?, ?)" % mod, [(i, i * i) for i in range(1000)])
         got = c.execute("SELECT count(*), sum(v) FROM t_%s WHERE k IN (3, 4, 999, 5000)" % mod).fetchall()
         check(got == [(3, 9 + 16 + 998001)], "%s works on the %s backend" % (mod, info["backend"]), got)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return T.finish()
 
 
 if __name__ == "__main__":

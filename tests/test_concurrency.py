@@ -29,35 +29,19 @@ import sys
 import tempfile
 import traceback
 
-EXT = os.path.abspath(os.environ["GPUDS_EXT"]) if os.environ.get("GPUDS_EXT") else ""
+from gpuds_testlib import EXT, Tally, connect
+
 MODULES = ("gfsl", "gpuhash")
 SCHEMAS = ("k INTEGER PRIMARY KEY, v", "k INTEGER PRIMARY KEY, v TEXT, w REAL",
            "k INTEGER PRIMARY KEY, a, b, c")
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s %s" % (what, str(detail)[:1500]))
-    return ok
-
-
-def open_conn(path):
-    c = sqlite3.connect(path, timeout=0, isolation_level=None)
-    c.enable_load_extension(True)
-    c.load_extension(EXT)
-    c.enable_load_extension(False)
-    return c
+T = Tally()
+check = T.check
 
 
 class Local:
     """A connection in this process."""
     def __init__(self, path):
-        self.c = open_conn(path)
+        self.c = connect(path, timeout=0)
         self.cur = None
 
     def sql(self, s, args=()):
@@ -174,10 +158,10 @@ class Stream:
     def ncols(self, name):
         return self.tables[name][1].count(",")
 
-    def both(self, who, sql, args=()):
-        """sql on a gpuds table ({t}) and its twin, as one unit: both or
-        neither.  Returns the gpuds result and the twin's."""
-        name = self.rnd.choice(sorted(self.tables))
+    def both(self, who, sql, args=(), name=None):
+        """sql on a gpuds table ({t}; a random one unless named) and its
+        twin, as one unit: both or neither; they must succeed or fail alike."""
+        name = name or self.rnd.choice(sorted(self.tables))
         r0 = self.run(who, "SAVEPOINT u")
         if r0[0] != "ok":
             return
@@ -212,23 +196,11 @@ class Stream:
             self.both(who, "UPDATE OR IGNORE {t} SET k = k + 1 WHERE k > ?", (k,))
 
     def both_cols(self, who, sql, k, vals):
+        """An INSERT of key k and random values into every column."""
         name = self.rnd.choice(sorted(self.tables))
         n = self.ncols(name)
         v = vals()[:n] + [None] * max(0, n - 3)
-        s = sql % (",?" * n)
-        r0 = self.run(who, "SAVEPOINT u")
-        if r0[0] != "ok":
-            return
-        ra = self.run(who, s.replace("{t}", name), [k] + v)
-        rb = self.run(who, s.replace("{t}", name + "_ref"), [k] + v)
-        if ra[0] != rb[0] and not ("locked" in str(ra[1]) and "locked" in str(rb[1])):
-            check(False, "seed %d: same INSERT, different outcome" % self.seed,
-                  "%s\n  gpuds %r\n  ordinary %r\n%s" % (s, ra, rb, "\n".join(self.log[-12:])))
-        if ra[0] == "ok" and rb[0] == "ok":
-            self.run(who, "RELEASE u")
-        else:
-            self.run(who, "ROLLBACK TO u")
-            self.run(who, "RELEASE u")
+        self.both(who, sql % (",?" * n), [k] + v, name)
 
     def compare(self, who, where):
         for name in sorted(self.tables):
@@ -402,8 +374,7 @@ def main(argv):
                 check(False, "seed %d raised" % seed, traceback.format_exc())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return T.finish()
 
 
 if __name__ == "__main__":

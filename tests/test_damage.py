@@ -26,9 +26,11 @@ import subprocess
 import sys
 import tempfile
 
-EXT = os.path.abspath(os.environ["GPUDS_EXT"]) if os.environ.get("GPUDS_EXT") else ""
+from gpuds_testlib import EXT, Tally, connect
+
 SEEDS = int(os.environ.get("GPUDS_DAMAGE_SEEDS") or 12)
-passed = failed = 0
+T = Tally()
+check = T.check
 
 READS = [
     ("full", "SELECT * FROM t ORDER BY k"),
@@ -54,16 +56,6 @@ print(json.dumps(out))
 '''
 
 
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s %s" % (what, str(detail)[:800]))
-    return ok
-
-
 def read_child(db):
     r = subprocess.run([sys.executable, "-c", CHILD, db, EXT, json.dumps(READS)],
                        capture_output=True, text=True, timeout=120)
@@ -71,9 +63,7 @@ def read_child(db):
 
 
 def build(db, mod):
-    c = sqlite3.connect(db, isolation_level=None)
-    c.enable_load_extension(True)
-    c.load_extension(EXT)
+    c = connect(db)
     c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod)
     rnd = random.Random(7)
     c.executemany("INSERT INTO t VALUES(?, ?)", [(i, "v%d" % i) for i in range(600)])
@@ -176,8 +166,7 @@ def main():
                     check(not wrong, tag + ": no wrong answer without an error", wrong[:2])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return T.finish()
 
 
 if __name__ == "__main__":

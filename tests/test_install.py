@@ -20,19 +20,12 @@ import subprocess
 import sys
 import tempfile
 
-EXT = os.environ.get("GPUDS_EXT", "")
+from gpuds_testlib import EXT, Tally
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-passed = failed = skipped = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s\n%s" % (what, detail))
-    return ok
+T = Tally()
+check = T.check
+skipped = 0
 
 
 def run(cmd, **kw):
@@ -104,10 +97,8 @@ def main():
         cmake_case(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    if failed:
-        return 1
-    return 77 if passed == 0 else 0
+    rc = T.finish()
+    return 77 if rc == 0 and T.passed == 0 else rc
 
 
 if __name__ == "__main__":

@@ -17,33 +17,18 @@ import sys
 import tempfile
 import traceback
 
-EXT = os.path.abspath(os.environ["GPUDS_EXT"]) if os.environ.get("GPUDS_EXT") else ""
+from gpuds_testlib import EXT, Tally, connect
+
 MODULES = ("gfsl", "gpuhash")
 TMP = None
 CASES = []
-passed = failed = 0
+T = Tally()
+check = T.check
 
 
 def case(fn):
     CASES.append(fn)
     return fn
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s %s" % (what, detail))
-
-
-def connect(path, timeout=5.0):
-    c = sqlite3.connect(path, timeout=timeout, isolation_level=None)
-    c.enable_load_extension(True)
-    c.load_extension(EXT)
-    c.enable_load_extension(False)
-    return c
 
 
 def fresh(name):
@@ -520,14 +505,10 @@ def main():
             try:
                 fn()
             except Exception:
-                global failed
-                failed += 1
-                print("FAIL %s raised:" % fn.__name__)
-                traceback.print_exc()
+                check(False, "%s raised:" % fn.__name__, traceback.format_exc())
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return T.finish()
 
 
 if __name__ == "__main__":
