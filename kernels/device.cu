@@ -4,6 +4,7 @@
 #include <mutex>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 
 namespace {
 // Writes a known word: the probe that this binary's kernels run here.
@@ -35,6 +36,7 @@ bool kernelsRun(char *zWhy, size_t nWhy){
 
 std::once_flag g_once;
 int g_ok = 0;             // 1 when device 0 is usable
+pid_t g_pid = 0;          // the process that probed it
 char g_name[256];         // device name, or why none is usable
 
 // Probe device 0: a driver, a device of compute capability >= 7.0, a
@@ -74,6 +76,7 @@ void probe(){
     return;
   }
   snprintf(g_name, sizeof(g_name), "%s", prop.name);
+  g_pid = getpid();
   g_ok = 1;
 }
 }  // namespace
@@ -81,6 +84,15 @@ void probe(){
 extern "C" int gpudsCudaDevice(char *zName, size_t nName, uint64_t *pnFree,
                                uint64_t *pnTotal){
   std::call_once(g_once, probe);
+  if( g_ok && getpid()!=g_pid ){
+    // CUDA does not survive fork(): a child of a process that started it
+    // gets errors from every call, so it uses the host backend.
+    if( nName ) snprintf(zName, nName, "CUDA cannot be used in a process forked "
+                         "from one that had started it (%s)", g_name);
+    if( pnFree ) *pnFree = 0;
+    if( pnTotal ) *pnTotal = 0;
+    return 0;
+  }
   if( nName ) snprintf(zName, nName, "%s", g_name);
   size_t f = 0, t = 0;
   if( g_ok && (pnFree || pnTotal) ){

@@ -94,7 +94,7 @@ def child_main(path, pipe):
 class Remote:
     """A connection in a child process, driven through a pipe."""
     def __init__(self, path):
-        ctx = mp.get_context("fork")
+        ctx = mp.get_context("spawn")     # CUDA does not survive fork()
         self.pipe, child = ctx.Pipe()
         self.proc = ctx.Process(target=child_main, args=(path, child))
         self.proc.start()
