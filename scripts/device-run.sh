@@ -8,6 +8,8 @@
 #                                 it must fall back to the host backend, saying
 #                                 why, and pass every test; cuobjdump lists the
 #                                 default build's architectures
+#   scripts/device-run.sh faults  test_faults on the CUDA backend under cuda-gdb
+#                                 (a backtrace where an allocation failure crashes)
 #   scripts/device-run.sh quick   build, GPU tests, sanitizers, short benchmarks
 #                                 (every step time-bounded: one call of < 10 min)
 # Logs and results go to $OUT (or ./device-out).
@@ -61,6 +63,13 @@ case "${1:-test}" in
       echo "--- racecheck gpu_test_gfsl micro"; compute-sanitizer --tool racecheck $B/gpu_test_gfsl micro 2>&1 | tail -4
     } > "$OUT/sanitizer.log" 2>&1
     grep -E "^---|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|PASS|FAIL" "$OUT/sanitizer.log" | tee -a "$OUT/summary.txt"
+    ;;
+  faults)
+    build
+    log "test_faults, CUDA backend, under cuda-gdb"
+    GPUDS_FAULTS_BACKEND=cuda timeout 300 cuda-gdb -batch -ex run -ex bt \
+      --args $B/test_faults $B/gpuds.so ${RUNS:-300} > "$OUT/faults-cuda.log" 2>&1
+    grep -E "passed|FAIL|SIGSEGV|SIGABRT|^#[0-9]" "$OUT/faults-cuda.log" | head -40 | tee -a "$OUT/summary.txt"
     ;;
   quick)
     build
