@@ -1383,7 +1383,7 @@ struct DBuf { void *p = nullptr; size_t cap = 0; };
 
 /******************************* host side *********************************/
 
-struct gpuds_store {
+struct GfslStore {
   cudaStream_t st;
   int nSM;
   Chunk *pool;
@@ -1422,7 +1422,7 @@ struct gpuds_store {
 };
 
 /* Record a CUDA failure (see gfsl_util.cuh). */
-int gfslCudaFail(gpuds_store *p, cudaError_t e, const char *zWhat, int iLine){
+int gfslCudaFail(GfslStore *p, cudaError_t e, const char *zWhat, int iLine){
   int rc = gfslCudaCode(e);
   cudaGetLastError();                      /* clear a non-sticky error */
   if( p ){
@@ -1437,7 +1437,7 @@ int gfslCudaFail(gpuds_store *p, cudaError_t e, const char *zWhat, int iLine){
 namespace {
 
 /* Set the store's message; return rc. */
-int setMsg(gpuds_store *p, int rc, const char *zFmt, ...){
+int setMsg(GfslStore *p, int rc, const char *zFmt, ...){
   va_list ap;
   va_start(ap, zFmt);
   vsnprintf(p->zErr, sizeof(p->zErr), zFmt, ap);
@@ -1446,7 +1446,7 @@ int setMsg(gpuds_store *p, int rc, const char *zFmt, ...){
 }
 
 /* Device bytes held by all buffers of the store. */
-uint64_t deviceBytes(gpuds_store *p){
+uint64_t deviceBytes(GfslStore *p){
   const DBuf *a[] = { &p->wOp, &p->wKey, &p->wVal, &p->wFound, &p->wOld, &p->ukA, &p->ukB,
     &p->pA, &p->pB, &p->netVal, &p->netH, &p->flIns, &p->flDel, &p->insPos, &p->delPos,
     &p->delKeys, &p->updLoc, &p->updVal, &p->rl0, &p->rl1, &p->dr, &p->tmp, &p->exK, &p->exV,
@@ -1461,12 +1461,12 @@ uint64_t deviceBytes(gpuds_store *p){
 }
 
 /* Would allocating nMore bytes pass the test limit? */
-bool overLimit(gpuds_store *p, uint64_t nMore, uint64_t nFreed){
+bool overLimit(GfslStore *p, uint64_t nMore, uint64_t nFreed){
   return p->memLimit && deviceBytes(p) - nFreed + nMore > p->memLimit;
 }
 
 /* Make buffer b hold at least nByte bytes (its contents are lost). */
-int ensureBuf(gpuds_store *p, DBuf &b, size_t nByte){
+int ensureBuf(GfslStore *p, DBuf &b, size_t nByte){
   if( nByte<=b.cap ) return GPUDS_OK;
   size_t want = nByte + nByte/8 + 256;
   if( overLimit(p, want, b.cap) ){
@@ -1483,16 +1483,16 @@ int ensureBuf(gpuds_store *p, DBuf &b, size_t nByte){
 template<class T> T *ptr(DBuf &b){ return static_cast<T*>(b.p); }
 
 /* Grid sizes for grid-stride kernels. */
-unsigned gridFor(gpuds_store *p, size_t nThreads){
+unsigned gridFor(GfslStore *p, size_t nThreads){
   size_t b = (nThreads + 255)/256;
   size_t mx = (size_t)p->nSM*16;
   if( b>mx ) b = mx;
   return b ? (unsigned)b : 1u;
 }
-unsigned gridWarps(gpuds_store *p, size_t nWarps){ return gridFor(p, nWarps*32); }
+unsigned gridWarps(GfslStore *p, size_t nWarps){ return gridFor(p, nWarps*32); }
 
 /* Kernel parameters for the current state. */
-KP kp(gpuds_store *p, int allocFloor = INT_MAX){
+KP kp(GfslStore *p, int allocFloor = INT_MAX){
   KP P;
   P.pool = p->pool; P.ds = p->ds; P.freeList = p->freeList; P.cap = p->cap;
   P.allocFloor = allocFloor; P.nLevels = p->hs.nLevels;
@@ -1500,7 +1500,7 @@ KP kp(gpuds_store *p, int allocFloor = INT_MAX){
 }
 
 /* Refresh the host copy of the device state (synchronizes). */
-int readState(gpuds_store *p){
+int readState(GfslStore *p){
   GFSL_CK(cudaMemcpyAsync(p->hsPin, p->ds, sizeof(DevState), cudaMemcpyDeviceToHost, p->st));
   GFSL_CK(cudaStreamSynchronize(p->st));
   memcpy(&p->hs, p->hsPin, sizeof(DevState));
@@ -1508,7 +1508,7 @@ int readState(gpuds_store *p){
 }
 
 /* Read one 32-bit counter of the device state (synchronizes). */
-int readU32(gpuds_store *p, const unsigned int *dp, unsigned int *pOut){
+int readU32(GfslStore *p, const unsigned int *dp, unsigned int *pOut){
   GFSL_CK(cudaMemcpyAsync(&p->hsPin->bc.nSel, dp, sizeof(unsigned int), cudaMemcpyDeviceToHost, p->st));
   GFSL_CK(cudaStreamSynchronize(p->st));
   *pOut = p->hsPin->bc.nSel;
@@ -1516,7 +1516,7 @@ int readU32(gpuds_store *p, const unsigned int *dp, unsigned int *pOut){
 }
 
 /* The internal error of the device state, if any, as a store error. */
-int deviceErr(gpuds_store *p){
+int deviceErr(GfslStore *p){
   if( p->hs.err==0 ) return GPUDS_OK;
   p->broken = 1;
   return setMsg(p, GPUDS_ERROR, "gfsl: internal error: %s (level %d, chunk %u, key %lld)"
@@ -1529,7 +1529,7 @@ int deviceErr(gpuds_store *p){
 ** bulk paths, xBatch and xBulkLoad, already upload in overlapped chunks; they
 ** cannot overlap their kernels with the transfers, since all-or-nothing needs
 ** the whole batch on the device before it is sorted and applied). */
-int h2d(gpuds_store *p, void *dst, const void *src, size_t n){
+int h2d(GfslStore *p, void *dst, const void *src, size_t n){
   if( n==0 ) return GPUDS_OK;
   if( !p->stage[0] ){
     GFSL_CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, p->st));
@@ -1548,7 +1548,7 @@ int h2d(gpuds_store *p, void *dst, const void *src, size_t n){
 }
 
 /* Copy device -> host through the pinned staging buffers (synchronizes). */
-int d2h(gpuds_store *p, void *dst, const void *src, size_t n){
+int d2h(GfslStore *p, void *dst, const void *src, size_t n){
   if( n==0 ) return GPUDS_OK;
   if( !p->stage[0] ){
     GFSL_CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, p->st));
@@ -1575,7 +1575,7 @@ int d2h(gpuds_store *p, void *dst, const void *src, size_t n){
 
 /* Make at least nNeed chunks free: grow the pool (new allocation, copy;
 ** indices stay valid).  Nothing changes on failure. */
-int growPool(gpuds_store *p, uint64_t nNeed){
+int growPool(GfslStore *p, uint64_t nNeed){
   if( (uint64_t)p->hs.freeTop>=nNeed ) return GPUDS_OK;
   uint64_t used = p->cap - (uint64_t)p->hs.freeTop;
   uint64_t newCap = std::max<uint64_t>((uint64_t)p->cap*2, used + nNeed + nNeed/4 + 1024);
@@ -1620,11 +1620,11 @@ int growPool(gpuds_store *p, uint64_t nNeed){
 }
 
 /* Temp storage of at least n bytes in p->tmp. */
-int ensureTmp(gpuds_store *p, size_t n){ return ensureBuf(p, p->tmp, n ? n : 1); }
+int ensureTmp(GfslStore *p, size_t n){ return ensureBuf(p, p->tmp, n ? n : 1); }
 
 /* Directory of level `level`: live chunks sorted by fence (dirIdx/dirFence,
 ** p->nDir of them) and the prefix sums of their counts (dirPre, nDir+1). */
-int buildDir(gpuds_store *p, int level){
+int buildDir(GfslStore *p, int level){
   if( p->dirLevel==level ) return GPUDS_OK;
   int rc;
   uint32_t cap = p->cap;
@@ -1671,7 +1671,7 @@ int buildDir(gpuds_store *p, int level){
 }
 
 /* Plan and copy one scan page into device arrays; *pnOut entries. */
-int scanPage(gpuds_store *p, gpuds_scan *s, size_t nMax, i64 *dK, u64 *dV, size_t *pnOut,
+int scanPage(GfslStore *p, gpuds_scan *s, size_t nMax, i64 *dK, u64 *dV, size_t *pnOut,
              i64 *pLastKey){
   int rc = buildDir(p, 0);
   if( rc ) return rc;
@@ -1727,7 +1727,7 @@ uint64_t buildChunks(uint64_t n, int *pLevels){
 /* Build all levels from n sorted distinct keys K/V into a fresh pool of
 ** newCap chunks (newPool, newFree), filling *pDs.  Needs upK0/upK1/upD0/upD1
 ** sized for (n/FILL+1) entries. */
-int buildAll(gpuds_store *p, Chunk *newPool, uint32_t *newFree, uint32_t newCap,
+int buildAll(GfslStore *p, Chunk *newPool, uint32_t *newFree, uint32_t newCap,
              const i64 *K, const u64 *V, uint64_t n, DevState *pDs){
   memset(pDs, 0, sizeof(*pDs));
   for( int l=0; l<MAXLVL; l++ ) pDs->head[l] = NIL;
@@ -1769,7 +1769,7 @@ int buildAll(gpuds_store *p, Chunk *newPool, uint32_t *newFree, uint32_t newCap,
 ** sorted delKeys, plus the nIns sorted insK/insV (none of them present),
 ** after applying the nUpd in-place value updates.  Everything that can fail
 ** is allocated first; the old pool is kept until the new one is complete. */
-int rebuild(gpuds_store *p, uint64_t nIns, const i64 *insK, const u64 *insV,
+int rebuild(GfslStore *p, uint64_t nIns, const i64 *insK, const u64 *insV,
             uint32_t nDel, const i64 *delK, uint32_t nUpd, const u64 *updLoc, const u64 *updVal){
   int rc = buildDir(p, 0);
   if( rc ) return rc;
@@ -1864,7 +1864,7 @@ int rebuild(gpuds_store *p, uint64_t nIns, const i64 *insK, const u64 *insV,
 ** splits <= m.  C includes the chunks the delete phases may add (one per
 ** delete at most).  Delete phases allocate only above the first R free-list
 ** positions (KP.allocFloor), so the insert phases always find their R. */
-uint64_t reservation(gpuds_store *p, uint64_t nIns, const unsigned int *delAt,
+uint64_t reservation(GfslStore *p, uint64_t nIns, const unsigned int *delAt,
                      uint64_t *pRlCap, uint64_t *pDrCap){
   uint64_t R = MAXLVL + 2, dsum = 0, rlCap = 1;
   int topDel = -1;
@@ -1887,7 +1887,7 @@ uint64_t reservation(gpuds_store *p, uint64_t nIns, const unsigned int *delAt,
 
 /* Locate the n sorted keys gK on level `level` (gT) and group them by
 ** chunk (heads in gH); *pnG groups, *pMax keys in the largest. */
-int locateGroups(gpuds_store *p, const KP &P, int level, uint32_t n, const i64 *K,
+int locateGroups(GfslStore *p, const KP &P, int level, uint32_t n, const i64 *K,
                  uint32_t *pnG, uint32_t *pMax){
   int rc;
   kLocate<<<gridWarps(p, n), 256, 0, p->st>>>(P, level, n, K, ptr<uint32_t>(p->gT));
@@ -1913,7 +1913,7 @@ int locateGroups(gpuds_store *p, const KP &P, int level, uint32_t n, const i64 *
 /* INCREMENTAL: the concurrent delete and insert phases, then the repairs.
 ** The level-0 inserts are in gK0/gV0 (sorted), located and grouped already
 ** (gT, gH, nG0 groups); R chunks are reserved (see reservation()). */
-int applyIncremental(gpuds_store *p, BP &B, uint32_t nUpd, uint64_t R, uint32_t nG0){
+int applyIncremental(GfslStore *p, BP &B, uint32_t nUpd, uint64_t R, uint32_t nG0){
   int rc;
   p->mutating = 1;
   p->dirLevel = -1;
@@ -1994,7 +1994,7 @@ int applyIncremental(gpuds_store *p, BP &B, uint32_t nUpd, uint64_t R, uint32_t 
 }
 
 /* Ensure the per-operation workspace for a batch of n. */
-int ensureBatchWs(gpuds_store *p, size_t n){
+int ensureBatchWs(GfslStore *p, size_t n){
   int rc;
   if( (rc = ensureBuf(p, p->ukA, n*8)) || (rc = ensureBuf(p, p->ukB, n*8))
    || (rc = ensureBuf(p, p->pA, n*4)) || (rc = ensureBuf(p, p->pB, n*4))
@@ -2015,7 +2015,7 @@ int ensureBatchWs(gpuds_store *p, size_t n){
 
 /* Launch an unsorted lookup kernel on stream st (default: the store's):
 ** kLookup (tiled) for variant 1, else kLookup1. */
-int launchLookup(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
+int launchLookup(GfslStore *p, const KP &P, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
                  cudaStream_t st = nullptr){
   if( !st ) st = p->st;
   if( p->lookupVariant==1 ){
@@ -2036,7 +2036,7 @@ constexpr size_t SORTED_LOOKUP_MIN = (size_t)1<<19;
 ** on stream st: kPrepLookupSort into A/IA, the CUB radix sort (A/B, IA/IB
 ** as double buffers, tmp of tmpBytes temp storage), kLookupSorted. */
 template<typename K>
-int enqueueSorted(gpuds_store *p, const KP &P, cudaStream_t st, size_t n, const i64 *dKey, i64 kBase,
+int enqueueSorted(GfslStore *p, const KP &P, cudaStream_t st, size_t n, const i64 *dKey, i64 kBase,
                   int bits, K *A, K *B, uint32_t *IA, uint32_t *IB, void *tmp, size_t tmpBytes,
                   uint8_t *dFound, u64 *dVal){
   cub::DoubleBuffer<K> dk(A, B);
@@ -2063,7 +2063,7 @@ int enqueueSorted(gpuds_store *p, const KP &P, cudaStream_t st, size_t n, const 
 ** set (and nothing launched) when its workspace cannot be had, so the caller
 ** can use an unsorted kernel, which needs none. */
 template<typename K>
-int lookupSortedDev(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, i64 kBase, int bits,
+int lookupSortedDev(GfslStore *p, const KP &P, size_t n, const i64 *dKey, i64 kBase, int bits,
                     uint8_t *dFound, u64 *dVal, bool *pFallback){
   int rc;
   *pFallback = false;
@@ -2086,7 +2086,7 @@ int lookupSortedDev(gpuds_store *p, const KP &P, size_t n, const i64 *dKey, i64 
 /* Lookups of n device keys: the sorted path for big batches (variant 0) or
 ** always (variant 3); otherwise (and when the sort's workspace does not fit
 ** in memory) an unsorted kernel. */
-int lookupDev(gpuds_store *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
+int lookupDev(GfslStore *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
               bool haveStats = false){
   if( n==0 ) return GPUDS_OK;
   if( n>0x7fffffffu ) return setMsg(p, GPUDS_ERROR, "gfsl: batch of %zu lookups is too large", n);
@@ -2130,7 +2130,7 @@ int lookupDev(gpuds_store *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *d
 ** Each slot has its own device buffers (p->pl), kept between calls.
 ** *pDone is false (and nothing done) when the pipe cannot be had (no pinned
 ** memory): the caller then takes the single-shot path. */
-int lookupPipelined(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound, uint64_t *aVal,
+int lookupPipelined(GfslStore *p, size_t n, const int64_t *aKey, uint8_t *aFound, uint64_t *aVal,
                     bool *pDone){
   enum { PK = 0, PF, PV, SA, SB, IA, IB, TMP };
   int rc;
@@ -2215,7 +2215,7 @@ int lookupPipelined(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFou
 }
 
 /* The whole batch on device arrays (see the top of this file). */
-int batchDev(gpuds_store *p, size_t n, const uint8_t *dOp, const i64 *dKey, const u64 *dVal,
+int batchDev(GfslStore *p, size_t n, const uint8_t *dOp, const i64 *dKey, const u64 *dVal,
              uint8_t *dFound, u64 *dOld){
   int rc;
   memset(&p->last, 0, sizeof(p->last));
@@ -2336,7 +2336,7 @@ int batchDev(gpuds_store *p, size_t n, const uint8_t *dOp, const i64 *dKey, cons
 }
 
 /* Bulk build from device arrays (sorted or not) of keys not in the store. */
-int bulkDev(gpuds_store *p, size_t n, const i64 *dKey, const u64 *dVal, int bSorted){
+int bulkDev(GfslStore *p, size_t n, const i64 *dKey, const u64 *dVal, int bSorted){
   int rc;
   memset(&p->last, 0, sizeof(p->last));
   if( n==0 ) return GPUDS_OK;
@@ -2363,7 +2363,7 @@ int bulkDev(gpuds_store *p, size_t n, const i64 *dKey, const u64 *dVal, int bSor
 }
 
 /* Reject calls on a store an earlier internal failure left unusable. */
-int checkUsable(gpuds_store *p){
+int checkUsable(GfslStore *p){
   if( !p->broken ) return GPUDS_OK;
   if( !p->zErr[0] ) setMsg(p, GPUDS_ERROR, "gfsl: store is no longer usable after an earlier error");
   return GPUDS_ERROR;
@@ -2371,10 +2371,10 @@ int checkUsable(gpuds_store *p){
 
 /************************** gpuds_store_ops *********************************/
 
-void gfslDestroy(gpuds_store *p);
+void gfslDestroy(gpuds_store *pStore);
 
-int gfslCreate(gpuds_store **pp, char **pzErr){
-  *pp = nullptr;
+int gfslCreate(gpuds_store **ppStore, char **pzErr){
+  *ppStore = nullptr;
   char zDev[256];
   auto fail = [&](const char *zMsg) -> int {
     if( pzErr ){
@@ -2384,7 +2384,7 @@ int gfslCreate(gpuds_store **pp, char **pzErr){
     return GPUDS_ERROR;
   };
   if( !gpudsCudaDevice(zDev, sizeof(zDev), nullptr, nullptr) ) return fail(zDev);
-  gpuds_store *p = new (std::nothrow) gpuds_store();
+  GfslStore *p = new (std::nothrow) GfslStore();
   if( !p ){ if( pzErr ) *pzErr = nullptr; return GPUDS_NOMEM; }
   p->dirLevel = -1;
   p->stageBytes = 4u<<20;
@@ -2433,15 +2433,16 @@ int gfslCreate(gpuds_store **pp, char **pzErr){
     snprintf(zMsg, sizeof(zMsg), "gfsl: cannot create store: %s", cudaGetErrorString(e));
     int rc = gfslCudaCode(e);
     cudaGetLastError();
-    gfslDestroy(p);
+    gfslDestroy((gpuds_store*)p);
     fail(zMsg);
     return rc;
   }
-  *pp = p;
+  *ppStore = (gpuds_store*)p;
   return GPUDS_OK;
 }
 
-void gfslDestroy(gpuds_store *p){
+void gfslDestroy(gpuds_store *pStore){
+  GfslStore *p = (GfslStore*)pStore;
   if( !p ) return;
   if( p->st ) cudaStreamSynchronize(p->st);
   DBuf *a[] = { &p->wOp, &p->wKey, &p->wVal, &p->wFound, &p->wOld, &p->ukA, &p->ukB,
@@ -2467,8 +2468,9 @@ void gfslDestroy(gpuds_store *p){
   delete p;
 }
 
-int gfslBatch(gpuds_store *p, size_t n, const uint8_t *aOp, const int64_t *aKey,
+int gfslBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp, const int64_t *aKey,
               const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
+  GfslStore *p = (GfslStore*)pStore;
   int rc;
   p->zErr[0] = 0;
   if( (rc = checkUsable(p)) ) return rc;
@@ -2497,7 +2499,8 @@ int gfslBatch(gpuds_store *p, size_t n, const uint8_t *aOp, const int64_t *aKey,
   return GPUDS_OK;
 }
 
-int gfslLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound, uint64_t *aVal){
+int gfslLookup(gpuds_store *pStore, size_t n, const int64_t *aKey, uint8_t *aFound, uint64_t *aVal){
+  GfslStore *p = (GfslStore*)pStore;
   int rc;
   p->zErr[0] = 0;
   if( (rc = checkUsable(p)) ) return rc;
@@ -2519,7 +2522,8 @@ int gfslLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound, u
   return GPUDS_OK;
 }
 
-int gfslScan(gpuds_store *p, gpuds_scan *s, size_t nMax, int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+int gfslScan(gpuds_store *pStore, gpuds_scan *s, size_t nMax, int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  GfslStore *p = (GfslStore*)pStore;
   int rc;
   p->zErr[0] = 0;
   *pnOut = 0;
@@ -2538,7 +2542,8 @@ int gfslScan(gpuds_store *p, gpuds_scan *s, size_t nMax, int64_t *aKey, uint64_t
   return GPUDS_OK;
 }
 
-int gfslBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey, const uint64_t *aVal){
+int gfslBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey, const uint64_t *aVal){
+  GfslStore *p = (GfslStore*)pStore;
   int rc;
   p->zErr[0] = 0;
   if( (rc = checkUsable(p)) ) return rc;
@@ -2574,11 +2579,13 @@ int gfslBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey, const uint64_t *
                   ptr<uint8_t>(p->wFound), ptr<u64>(p->wOld));
 }
 
-int64_t gfslCount(gpuds_store *p){
+int64_t gfslCount(gpuds_store *pStore){
+  GfslStore *p = (GfslStore*)pStore;
   return (int64_t)p->hs.levelKeys[0];
 }
 
-void gfslInfo(gpuds_store *p, char *zBuf, size_t nBuf){
+void gfslInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
+  GfslStore *p = (GfslStore*)pStore;
   if( !zBuf || nBuf==0 ) return;
   snprintf(zBuf, nBuf, "{\"structure\":\"gfsl\",\"keys\":%lld,\"chunks_used\":%llu,"
            "\"levels\":%d,\"device_bytes\":%llu}",
@@ -2587,7 +2594,7 @@ void gfslInfo(gpuds_store *p, char *zBuf, size_t nBuf){
 }
 
 /* Invariant checker (see the list in gfslCheck's body). */
-int gfslCheckImpl(gpuds_store *p){
+int gfslCheckImpl(GfslStore *p){
   int rc;
   if( (rc = readState(p)) ) return rc;
   if( (rc = deviceErr(p)) ) return rc;
@@ -2667,14 +2674,16 @@ int gfslCheckImpl(gpuds_store *p){
   return GPUDS_OK;
 }
 
-int gfslCheck(gpuds_store *p){
+int gfslCheck(gpuds_store *pStore){
+  GfslStore *p = (GfslStore*)pStore;
   p->zErr[0] = 0;
   int rc = checkUsable(p);
   if( rc ) return rc;
   return gfslCheckImpl(p);
 }
 
-const char *gfslErrmsg(gpuds_store *p){
+const char *gfslErrmsg(gpuds_store *pStore){
+  GfslStore *p = (GfslStore*)pStore;
   return p ? p->zErr : "";
 }
 
@@ -2693,17 +2702,17 @@ extern "C" const gpuds_store_ops gpudsCudaOrderedOps = {
   gfslInfo,
   gfslCheck,
   gfslErrmsg,
-  0,                 /* xBatchDistinct: no faster path than xBatch (it sorts anyway) */
 };
 
 /*************************** gfsl:: entry points ****************************/
 
 namespace gfsl {
 
-cudaStream_t stream(gpuds_store *p){ return p->st; }
+cudaStream_t stream(gpuds_store *pStore){ GfslStore *p = (GfslStore*)pStore; return p->st; }
 
-int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp, const int64_t *dKey,
+int batchDevice(gpuds_store *pStore, size_t n, const uint8_t *dOp, const int64_t *dKey,
                 const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
+  GfslStore *p = (GfslStore*)pStore;
   p->zErr[0] = 0;
   int rc = checkUsable(p);
   if( rc ) return rc;
@@ -2711,21 +2720,24 @@ int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp, const int64_t *dKe
                   dFound, reinterpret_cast<u64*>(dOld));
 }
 
-int lookupDevice(gpuds_store *p, size_t n, const int64_t *dKey, uint8_t *dFound, uint64_t *dVal){
+int lookupDevice(gpuds_store *pStore, size_t n, const int64_t *dKey, uint8_t *dFound, uint64_t *dVal){
+  GfslStore *p = (GfslStore*)pStore;
   p->zErr[0] = 0;
   int rc = checkUsable(p);
   if( rc ) return rc;
   return lookupDev(p, n, reinterpret_cast<const i64*>(dKey), dFound, reinterpret_cast<u64*>(dVal));
 }
 
-int bulkBuildDevice(gpuds_store *p, size_t n, const int64_t *dKey, const uint64_t *dVal, int bSorted){
+int bulkBuildDevice(gpuds_store *pStore, size_t n, const int64_t *dKey, const uint64_t *dVal, int bSorted){
+  GfslStore *p = (GfslStore*)pStore;
   p->zErr[0] = 0;
   int rc = checkUsable(p);
   if( rc ) return rc;
   return bulkDev(p, n, reinterpret_cast<const i64*>(dKey), reinterpret_cast<const u64*>(dVal), bSorted);
 }
 
-int scanDevice(gpuds_store *p, gpuds_scan *s, size_t nMax, int64_t *dKey, uint64_t *dVal, size_t *pnOut){
+int scanDevice(gpuds_store *pStore, gpuds_scan *s, size_t nMax, int64_t *dKey, uint64_t *dVal, size_t *pnOut){
+  GfslStore *p = (GfslStore*)pStore;
   p->zErr[0] = 0;
   *pnOut = 0;
   int rc = checkUsable(p);
@@ -2741,18 +2753,20 @@ int scanDevice(gpuds_store *p, gpuds_scan *s, size_t nMax, int64_t *dKey, uint64
   return GPUDS_OK;
 }
 
-int prepareScan(gpuds_store *p){
+int prepareScan(gpuds_store *pStore){
+  GfslStore *p = (GfslStore*)pStore;
   int rc = checkUsable(p);
   if( rc ) return rc;
   return buildDir(p, 0);
 }
 
-void setMemLimit(gpuds_store *p, uint64_t nByte){ p->memLimit = nByte; }
-void setRebuildMode(gpuds_store *p, int mode){ p->rebuildMode = mode; }
-void setLookupVariant(gpuds_store *p, int v){ p->lookupVariant = v; }
-void setHostChunk(gpuds_store *p, size_t nKeys){
+void setMemLimit(gpuds_store *pStore, uint64_t nByte){ GfslStore *p = (GfslStore*)pStore; p->memLimit = nByte; }
+void setRebuildMode(gpuds_store *pStore, int mode){ GfslStore *p = (GfslStore*)pStore; p->rebuildMode = mode; }
+void setLookupVariant(gpuds_store *pStore, int v){ GfslStore *p = (GfslStore*)pStore; p->lookupVariant = v; }
+void setHostChunk(gpuds_store *pStore, size_t nKeys){
+  GfslStore *p = (GfslStore*)pStore;
   p->chunk = nKeys>gpuds_pipe::kMaxChunk ? gpuds_pipe::kMaxChunk : nKeys;
 }
-void lastBatchStats(gpuds_store *p, BatchStats *s){ *s = p->last; }
+void lastBatchStats(gpuds_store *pStore, BatchStats *s){ GfslStore *p = (GfslStore*)pStore; *s = p->last; }
 
 }  // namespace gfsl
