@@ -37,26 +37,12 @@
 //     claim by CAS, scanning from the home bucket.  Tombstones are reused by
 //     inserts and all dropped by the next rehash.
 //
-// BATCHES: the result must equal sequential application.  Operations on
-// different keys commute, so only ops on the same key need ordering.
-//   1. Lookup pre-pass (when >= 1/4 of the ops are lookups): the keys of all
-//      upserts/deletes set bits in a filter (a bitmap of >= 16 bits per
-//      mutation); a lookup whose bit is clear shares its key with no
-//      mutation of the batch, so its answer is the pre-batch state and it is
-//      done right away, before anything changes (kLookupPass).  The other
-//      ops (mutations and filter hits) are compacted with cub::DeviceSelect.
-//   2. The remaining ops are split by a CUB radix sort of (top bits of
-//      fmix64(key), op index): an op whose hash bits are unique among them is
-//      "solo" (its key occurs once) and runs in the fully parallel kernel
-//      kRun (one op per tile); ops sharing hash bits with another (true
-//      duplicates, plus rare hash-bit collisions) form groups that one tile
-//      each applies sequentially in array order (kGroups), keeping a run of
-//      equal keys in registers and writing the table once per run.
-// Each key is thus owned by one tile per batch, so the table never gets a key
-// twice.  Pure lookup batches and batches of distinct keys skip all this.
-// DISTINCT PATH (xBatchDistinct, xBulkLoad, upsertDistinctDevice): the caller
-// promises that no key repeats, so every op owns its key and all ops run in
-// one kernel, kRun<M_MIXED>, in any order, one op per tile.  A lookup
+// BATCHES: the backend contract (gpuds_backend.h) is that the keys of one
+// batch are distinct, so operations on different keys commute and every op
+// owns its key.  (A general path for repeated keys, a radix sort by hash bits
+// and per-group sequential kernels, served no caller and was removed.)
+// ONE KERNEL (xBatch, xBulkLoad, batchDevice, upsertDistinctDevice): all ops
+// run in one kernel, kRun<M_MIXED>, in any order, one op per tile.  A lookup
 // concurrent with inserts/deletes of other keys is exact: its key never
 // moves, inserts only fill free slots and deletes leave tombstones, so no
 // EMPTY slot appears between its home bucket and its slot.  Measured on H200
@@ -393,23 +379,18 @@ __device__ void finishCounters(Meta *meta, int lane, long long dC,
   }
 }
 
-// Apply ops i = list[j] for j in [0,n) (i = j if list is NULL), one per
-// tile, whose keys are distinct among the ops not skipped (skip[i] != 0
-// skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals NULL:
-// values 0.  found/old may be NULL.
+// Apply ops i in [0,n), one per tile, whose keys are distinct.  ops NULL:
+// every op is defOp.  vals NULL: values 0.  found/old may be NULL.
 template<int MODE>
 __global__ void __launch_bounds__(BLOCK)
-kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
-     int defOp, const ull *keys, const ull *vals, const uint8_t *skip,
-     uint8_t *found, ull *old){
+kRun(Table T, Meta *meta, size_t n, const uint8_t *ops, int defOp,
+     const ull *keys, const ull *vals, uint8_t *found, ull *old){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
   const int lane = tile.thread_rank();
   const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
   const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
   long long dC = 0, dU = 0; int bad = 0;
-  for( size_t j=tileId; j<n; j+=nTiles ){
-    const size_t i = list ? list[j] : j;
-    if( skip && skip[i] ) continue;
+  for( size_t i=tileId; i<n; i+=nTiles ){
     const int op = ops ? ops[i] : defOp;
     const ull k = keys[i];
     const ull v = vals ? vals[i] : 0;
@@ -468,156 +449,6 @@ kLookup2(Table T, const Meta *meta, size_t n, const ull *keys, uint8_t *found,
       if( found ){ found[i] = f0; if( two ) found[i+1] = f1; }
       if( vals ){ vals[i] = o0; if( two ) vals[i+1] = o1; }
     }
-  }
-}
-
-// Apply the group of ops starting at sorted position g (all positions with
-// the same hash bits sh[g]) sequentially in array order; a run of ops on one
-// key is applied in registers and written back once.
-__device__ void runGroup(const Tile &tile, const Table T, Meta *meta, size_t n,
-                         size_t g, const uint32_t *sh, const uint32_t *sidx,
-                         const uint8_t *ops, int defOp, const ull *keys,
-                         const ull *vals, uint8_t *found, ull *old,
-                         long long &dC, long long &dU, int &bad){
-  const int lane = tile.thread_rank();
-  const uint32_t x = sh[g];
-  KeyState s;
-  bool have = false;
-  for( size_t q=g; ; q+=TS ){
-    const size_t j = q+lane;
-    const bool in = j<n && sh[j]==x;     // a prefix of the tile
-    const int cnt = __popc(tile.ballot(in));
-    uint32_t i = 0; int op = defOp; ull k = 0, v = 0;
-    if( in ){
-      i = sidx[j];
-      if( ops ) op = ops[i];
-      k = keys[i];
-      if( vals ) v = vals[i];
-    }
-    uint8_t myF = 0; ull myO = 0;
-    for( int t=0; t<cnt; t++ ){
-      const int ot = tile.shfl(op, t);
-      const ull kt = tile.shfl(k, t);
-      const ull vt = tile.shfl(v, t);
-      if( !have || s.key!=kt ){
-        if( have ){ tileFlush(tile, T, meta, s, dC, dU, bad); tile.sync(); }
-        s = tileLoadState<false>(tile, T, meta, kt);
-        have = true;
-      }
-      uint8_t f; ull o;
-      applyOp(s, ot, vt, f, o);
-      if( lane==t ){ myF = f; myO = o; }
-    }
-    if( in ){
-      if( found ) found[i] = myF;
-      if( old ) old[i] = myO;
-    }
-    if( cnt<TS ) break;
-  }
-  if( have ) tileFlush(tile, T, meta, s, dC, dU, bad);
-}
-
-// Apply every group of >= 2 ops sharing hash bits (sorted order sh/sidx).
-__global__ void __launch_bounds__(BLOCK)
-kGroups(Table T, Meta *meta, size_t n, const uint32_t *sh,
-        const uint32_t *sidx, const uint8_t *ops, int defOp, const ull *keys,
-        const ull *vals, uint8_t *found, ull *old){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  long long dC = 0, dU = 0; int bad = 0;
-  for( size_t base=tileId*TS; base<n; base+=nTiles*TS ){
-    const size_t p = base+lane;
-    bool head = false;
-    if( p<n ){
-      const uint32_t x = sh[p];
-      head = (p==0 || sh[p-1]!=x) && (p+1<n && sh[p+1]==x);
-    }
-    unsigned hm = tile.ballot(head);
-    while( hm ){
-      const int t = __ffs(hm)-1;
-      hm &= hm-1;
-      runGroup(tile, T, meta, n, base+t, sh, sidx, ops, defOp, keys, vals,
-               found, old, dC, dU, bad);
-    }
-  }
-  finishCounters(meta, lane, dC, dU, bad);
-}
-
-// For j in [0,m), op i = list[j] (i = j if list is NULL): h[j] = top bits
-// of fmix64(key[i]) (64-shift of them), idx[j] = i.
-__global__ void kHashBits(size_t m, const uint32_t *list, const ull *keys,
-                          uint32_t *h, uint32_t *idx, int shift){
-  for( size_t j=size_t(blockIdx.x)*blockDim.x+threadIdx.x; j<m;
-       j+=size_t(gridDim.x)*blockDim.x ){
-    const uint32_t i = list ? list[j] : (uint32_t)j;
-    h[j] = (uint32_t)(mix64(keys[i]) >> shift);
-    idx[j] = i;
-  }
-}
-
-// Bit of key k in the mutation filter (bmMask+1 bits, a power of two).
-__device__ __forceinline__ bool filterHas(const uint32_t *bm, ull bmMask, ull k){
-  const ull x = mix64(k) & bmMask;
-  return (__ldg(&bm[x>>5]) >> (x&31)) & 1u;
-}
-
-// Set the filter bit of every upsert/delete.
-__global__ void kFilter(size_t n, const uint8_t *ops, const ull *keys,
-                        uint32_t *bm, ull bmMask){
-  for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<n;
-       i+=size_t(gridDim.x)*blockDim.x ){
-    if( ops[i]!=GPUDS_OP_LOOKUP ){
-      const ull x = mix64(keys[i]) & bmMask;
-      atomicOr(&bm[x>>5], 1u << (x&31));
-    }
-  }
-}
-
-// First pass of a mixed batch, before any change to the table: every lookup
-// whose key is not in the mutation filter cannot see an upsert or delete of
-// the batch, so its result is the pre-batch state: done here (two per tile,
-// as kLookup2).  inS[i] = 1 for every other op (the ops that must be ordered:
-// all upserts/deletes and the lookups that may share a key with one).
-__global__ void __launch_bounds__(BLOCK)
-kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
-            const ull *keys, const uint32_t *bm, ull bmMask, uint8_t *inS,
-            uint8_t *found, ull *old){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  for( size_t i=2*tileId; i<n; i+=2*nTiles ){
-    const bool two = i+1<n;
-    const ull k0 = keys[i];
-    const ull k1 = two ? keys[i+1] : k0;
-    const bool s0 = ops[i]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k0);
-    const bool s1 = !two || ops[i+1]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k1);
-    ull a0 = 0, b0 = 0, a1 = 0, b1 = 0;
-    if( !s0 ) ldSlot<true>(&T.b[homeOf(k0, T.nb)].s[lane], a0, b0);
-    if( !s1 ) ldSlot<true>(&T.b[homeOf(k1, T.nb)].s[lane], a1, b1);
-    uint8_t f0 = 0, f1 = 0; ull o0 = 0, o1 = 0;
-    if( !s0 ) tileLookupFrom(tile, T, meta, k0, a0, b0, f0, o0);
-    if( !s1 ) tileLookupFrom(tile, T, meta, k1, a1, b1, f1, o1);
-    if( lane==0 ){
-      inS[i] = s0;
-      if( !s0 ){ if( found ) found[i] = f0; if( old ) old[i] = o0; }
-      if( two ){
-        inS[i+1] = s1;
-        if( !s1 ){ if( found ) found[i+1] = f1; if( old ) old[i+1] = o1; }
-      }
-    }
-  }
-}
-
-// skip[sidx[p]] = 1 for every sorted position p whose hash bits occur twice+.
-__global__ void kMark(size_t n, const uint32_t *sh, const uint32_t *sidx,
-                      uint8_t *skip){
-  for( size_t p=size_t(blockIdx.x)*blockDim.x+threadIdx.x; p<n;
-       p+=size_t(gridDim.x)*blockDim.x ){
-    const uint32_t x = sh[p];
-    if( (p>0 && sh[p-1]==x) || (p+1<n && sh[p+1]==x) ) skip[sidx[p]] = 1;
   }
 }
 
@@ -723,7 +554,7 @@ __global__ void kGather(const Bucket *B, size_t m, const ull *sel,
 
 // ------------------------------------------------------------------ host --
 
-struct gpuds_store {
+struct GpuHashStore {
   Table T;               // the table (device)
   Meta *dMeta;           // device counters
   Meta h;                // host mirror of *dMeta, valid between calls
@@ -744,7 +575,7 @@ struct gpuds_store {
 namespace {
 
 // Allocate device memory, counted in p->devBytes (and held to p->devLimit).
-cudaError_t devAlloc(gpuds_store *p, void **pp, size_t n){
+cudaError_t devAlloc(GpuHashStore *p, void **pp, size_t n){
   *pp = nullptr;
   if( p->devLimit && p->devBytes+n > p->devLimit ) return cudaErrorMemoryAllocation;
   cudaError_t e = cudaMalloc(pp, n);
@@ -753,11 +584,11 @@ cudaError_t devAlloc(gpuds_store *p, void **pp, size_t n){
 }
 
 // Free memory from devAlloc (NULL is a no-op).
-void devFree(gpuds_store *p, void *ptr, size_t n){
+void devFree(GpuHashStore *p, void *ptr, size_t n){
   if( ptr ){ cudaFree(ptr); p->devBytes -= n; }
 }
 
-int setErr(gpuds_store *p, int rc, const char *zMsg){
+int setErr(GpuHashStore *p, int rc, const char *zMsg){
   snprintf(p->zErr, sizeof(p->zErr), "gpuhash: %s", zMsg);
   return rc;
 }
@@ -765,7 +596,7 @@ int setErr(gpuds_store *p, int rc, const char *zMsg){
 // Blocks for a grid-stride kernel over `threads` threads: no more than
 // fit on the GPU at once (so the grid-stride loop, not the block scheduler,
 // spreads the work).
-unsigned gridFor(const gpuds_store *p, size_t threads, const void *kernel=nullptr){
+unsigned gridFor(const GpuHashStore *p, size_t threads, const void *kernel=nullptr){
   int perSM = 2048/BLOCK;
   if( kernel ){
     int occ = 0;
@@ -787,13 +618,13 @@ ull bucketsFor(ull nKeys, double load){
   return r<kMinBuckets ? kMinBuckets : r;
 }
 
-ull sidesPresent(const gpuds_store *p){
+ull sidesPresent(const GpuHashStore *p){
   return (p->h.sidePresent[0]?1:0) + (p->h.sidePresent[1]?1:0);
 }
 
 // Make the scratch buffer at least n bytes (contents not kept).  On failure
 // the store is unchanged apart from having no scratch.
-int ensureScratch(gpuds_store *p, size_t n){
+int ensureScratch(GpuHashStore *p, size_t n){
   int rc = GPUDS_OK;
   if( p->nScratch>=n ) return GPUDS_OK;
   devFree(p, p->dScratch, p->nScratch);
@@ -808,7 +639,7 @@ fail:
 
 // A pinned staging buffer of at least n bytes, or NULL (then the caller
 // copies from pageable memory directly).
-void *stage(gpuds_store *p, size_t n){
+void *stage(GpuHashStore *p, size_t n){
   if( p->nStage>=n ) return p->hStage;
   if( p->hStage ){ cudaFreeHost(p->hStage); p->hStage = nullptr; p->nStage = 0; }
   if( cudaMallocHost(&p->hStage, n)!=cudaSuccess ){
@@ -822,7 +653,7 @@ void *stage(gpuds_store *p, size_t n){
 
 // Copy *dMeta to the host mirror (synchronises the stream).  Promises
 // GPUDS_ERROR if a kernel reported it could not place a key.
-int readMeta(gpuds_store *p){
+int readMeta(GpuHashStore *p){
   int rc = GPUDS_OK;
   HASH_CK(p, cudaMemcpyAsync(&p->h, p->dMeta, sizeof(Meta), cudaMemcpyDeviceToHost, p->st));
   HASH_CK(p, cudaStreamSynchronize(p->st));
@@ -835,7 +666,7 @@ fail:
 // Rebuild the table with newNb buckets (drops tombstones).  Promises: on
 // success the table holds the same keys; on failure (GPUDS_NOMEM when the new
 // table does not fit) the old table is untouched and still in use.
-int rehash(gpuds_store *p, ull newNb){
+int rehash(GpuHashStore *p, ull newNb){
   int rc = GPUDS_OK;
   Bucket *nb = nullptr;
   const size_t bytes = (size_t)newNb*sizeof(Bucket);
@@ -864,7 +695,7 @@ fail:
 // Make room for `extra` more keys before a batch (see kMaxLoad).  Promises:
 // afterwards used + extra <= kMaxLoad * slots, or an error with the table
 // unchanged.
-int ensureRoom(gpuds_store *p, ull extra){
+int ensureRoom(GpuHashStore *p, ull extra){
   const ull slots = p->T.nb*TS;
   if( (double)(p->h.used+extra) <= kMaxLoad*(double)slots ) return GPUDS_OK;
   const ull need = p->h.count - sidesPresent(p) + extra;
@@ -875,7 +706,7 @@ int ensureRoom(gpuds_store *p, ull extra){
 
 // After a batch with deletes: shrink when the table is nearly empty.  A
 // failure is ignored (the table is just bigger than needed).
-void maybeShrink(gpuds_store *p){
+void maybeShrink(GpuHashStore *p){
   const ull keys = p->h.count - sidesPresent(p);
   if( p->T.nb<=kMinBuckets || (double)keys>=kShrinkLoad*(double)(p->T.nb*TS) ) return;
   const ull nb = bucketsFor(keys, kGrowLoad);
@@ -890,22 +721,15 @@ int gLookupIlp = 2;
 
 size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
 
-// Scratch layout of a batch of n ops: optional device copies of the inputs and
-// outputs (host calls) and the duplicate-detection sort buffers.
+// Scratch layout of a batch of n ops: device copies of the inputs and
+// outputs (host calls).
 struct Layout {
-  size_t oKey, oVal, oOp, oOld, oFound;   // I/O (host calls)
-  size_t oH, oIdx, oH2, oIdx2, oSkip, oTemp, nTemp;  // sort
-  size_t oBm, oInS, oList, oNum;          // lookup pre-pass (bmBits != 0)
-  ull bmBits;                             // mutation filter size, 0: no pre-pass
+  size_t oKey, oVal, oOp, oOld, oFound;
   size_t total;
-  int bits;                               // hash bits sorted
 };
 
-// Compute the layout; `io`: include I/O arrays; `sort`: include sort
-// buffers; nMut: upserts + deletes (a lookup pre-pass is planned when at
-// least a quarter of the ops are lookups).
-int layoutBatch(gpuds_store *p, size_t n, bool io, bool sort, ull nMut, Layout *L){
-  int rc = GPUDS_OK;
+// Compute the layout; `io`: include I/O arrays (else only the minimum).
+void layoutBatch(size_t n, bool io, Layout *L){
   size_t o = 0;
   memset(L, 0, sizeof(*L));
   if( io ){
@@ -915,52 +739,17 @@ int layoutBatch(gpuds_store *p, size_t n, bool io, bool sort, ull nMut, Layout *
     L->oOld = o;   o = alignUp(o+8*n);
     L->oFound = o; o = alignUp(o+n);
   }
-  if( sort ){
-    int lg = 0;
-    while( lg<40 && ((size_t)1<<lg)<n ) lg++;
-    L->bits = lg+10<16 ? 16 : (lg+10>32 ? 32 : lg+10);
-    L->oH = o;    o = alignUp(o+4*n);
-    L->oIdx = o;  o = alignUp(o+4*n);
-    L->oH2 = o;   o = alignUp(o+4*n);
-    L->oIdx2 = o; o = alignUp(o+4*n);
-    L->oSkip = o; o = alignUp(o+n);
-    cub::DoubleBuffer<uint32_t> dk(nullptr, nullptr), dv(nullptr, nullptr);
-    size_t tb = 0, tb2 = 0;
-    HASH_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int)n, 0, L->bits, p->st));
-    if( n-nMut>=n/4 ){
-      // Filter of >= 16 bits per mutation (false positives ~ 1/16 of the
-      // lookups go through the sort), 2^12 .. 2^28 bits.
-      ull bits = (ull)1<<12;
-      while( bits<(ull)1<<28 && bits<16*nMut ) bits <<= 1;
-      L->bmBits = bits;
-      L->oBm = o;   o = alignUp(o+bits/8);
-      L->oInS = o;  o = alignUp(o+n);
-      L->oList = o; o = alignUp(o+4*n);
-      L->oNum = o;  o = alignUp(o+8);
-      HASH_CK(p, cub::DeviceSelect::Flagged(nullptr, tb2, thrust::counting_iterator<uint32_t>(0),
-                                            (const uint8_t*)nullptr, (uint32_t*)nullptr,
-                                            (ull*)nullptr, (int64_t)n, p->st));
-      if( tb2>tb ) tb = tb2;
-    }
-    L->oTemp = o; L->nTemp = tb; o = alignUp(o+tb);
-  }
   L->total = o<256 ? 256 : o;
-  return GPUDS_OK;
-fail:
-  return rc;
 }
 
-// Apply a batch whose arrays are on the device (scratch already sized by
-// layout L).  nUps/nDel: number of upserts/deletes; `distinct`: the caller
-// guarantees distinct keys (no sort).  Promises the xBatch semantics; on
-// error before any kernel ran the store is unchanged.
-int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
+// Apply a batch of distinct keys whose arrays are on the device.  nUps/nDel:
+// number of upserts/deletes.  Promises the xBatch semantics; on error before
+// any kernel ran the store is unchanged.
+int applyBatch(GpuHashStore *p, size_t n, const uint8_t *dOp, int defOp,
                const ull *dKey, const ull *dVal, uint8_t *dFound, ull *dOld,
-               ull nUps, ull nDel, bool distinct, const Layout &L){
+               ull nUps, ull nDel){
   int rc = GPUDS_OK;
-  char *S = (char*)p->dScratch;
   const bool pure = nUps==0 && nDel==0;
-  const unsigned gFlat = gridFor(p, n);
   Table T;
   if( !pure ){
     rc = ensureRoom(p, nUps);
@@ -974,55 +763,13 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
       HASH_CK_LAUNCH(p, "kLookup2");
     }else{
       kRun<M_LOOKUP><<<gridFor(p, n*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
+          T, p->dMeta, n, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, dFound, dOld);
       HASH_CK_LAUNCH(p, "kRun<lookup>");
     }
-  }else if( distinct || n==1 ){
-    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-        T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
-    HASH_CK_LAUNCH(p, "kRun<mixed>");
   }else{
-    uint32_t *h = (uint32_t*)(S+L.oH), *idx = (uint32_t*)(S+L.oIdx);
-    uint32_t *h2 = (uint32_t*)(S+L.oH2), *idx2 = (uint32_t*)(S+L.oIdx2);
-    uint8_t *skip = (uint8_t*)(S+L.oSkip);
-    uint32_t *list = nullptr;
-    size_t m = n, tb = L.nTemp;
-    if( L.bmBits ){
-      // Lookups that share no key with an upsert/delete of the batch are
-      // answered first (pre-batch state); only the rest is sorted.
-      uint32_t *bm = (uint32_t*)(S+L.oBm);
-      uint8_t *inS = (uint8_t*)(S+L.oInS);
-      ull *dNum = (ull*)(S+L.oNum), nS = 0;
-      list = (uint32_t*)(S+L.oList);
-      HASH_CK(p, cudaMemsetAsync(bm, 0, L.bmBits/8, p->st));
-      kFilter<<<gFlat, BLOCK, 0, p->st>>>(n, dOp, dKey, bm, L.bmBits-1);
-      HASH_CK_LAUNCH(p, "kFilter");
-      kLookupPass<<<gridFor(p, (n+1)/2*TS, (const void*)kLookupPass), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, dOp, dKey, bm, L.bmBits-1, inS, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kLookupPass");
-      HASH_CK(p, cub::DeviceSelect::Flagged(S+L.oTemp, tb, thrust::counting_iterator<uint32_t>(0),
-                                            inS, list, dNum, (int64_t)n, p->st));
-      HASH_CK(p, cudaMemcpyAsync(&nS, dNum, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
-      HASH_CK(p, cudaStreamSynchronize(p->st));
-      m = (size_t)nS;
-      tb = L.nTemp;
-    }
-    if( m>0 ){
-      cub::DoubleBuffer<uint32_t> dk(h, h2), dv(idx, idx2);
-      const unsigned gM = gridFor(p, m);
-      kHashBits<<<gM, BLOCK, 0, p->st>>>(m, list, dKey, h, idx, 64-L.bits);
-      HASH_CK_LAUNCH(p, "kHashBits");
-      HASH_CK(p, cub::DeviceRadixSort::SortPairs(S+L.oTemp, tb, dk, dv, (int)m, 0, L.bits, p->st));
-      HASH_CK(p, cudaMemsetAsync(skip, 0, n, p->st));
-      kMark<<<gM, BLOCK, 0, p->st>>>(m, dk.Current(), dv.Current(), skip);
-      HASH_CK_LAUNCH(p, "kMark");
-      kRun<M_MIXED><<<gridFor(p, m*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, m, list, dOp, defOp, dKey, dVal, skip, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kRun<mixed>");
-      kGroups<<<gridFor(p, m, (const void*)kGroups), BLOCK, 0, p->st>>>(T, p->dMeta, m,
-          dk.Current(), dv.Current(), dOp, defOp, dKey, dVal, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kGroups");
-    }
+    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
+        T, p->dMeta, n, dOp, defOp, dKey, dVal, dFound, dOld);
+    HASH_CK_LAUNCH(p, "kRun<mixed>");
   }
   rc = readMeta(p);
   if( rc ) return rc;
@@ -1033,7 +780,7 @@ fail:
 }
 
 // Count op codes on the host.  Promises GPUDS_MISUSE for an invalid code.
-int countOps(gpuds_store *p, size_t n, const uint8_t *aOp, ull *pUps, ull *pDel){
+int countOps(GpuHashStore *p, size_t n, const uint8_t *aOp, ull *pUps, ull *pDel){
   ull u = 0, d = 0;
   for( size_t i=0; i<n; i++ ){
     const uint8_t o = aOp[i];
@@ -1052,7 +799,7 @@ int countOps(gpuds_store *p, size_t n, const uint8_t *aOp, ull *pUps, ull *pDel)
 // Make the store's pipe ready for its chunk size.  Returns false (and clears
 // the error) when it cannot be had, e.g. no pinned memory: the caller then
 // takes the single-shot path, which needs none.
-bool pipeReady(gpuds_store *p){
+bool pipeReady(GpuHashStore *p){
   const char *zWhat;
   if( p->chunk==0 ) return false;
   if( gpuds_pipe::prepare(p->pipe, p->chunk, &zWhat)!=cudaSuccess ){
@@ -1071,22 +818,22 @@ bool pipeReady(gpuds_store *p){
 // chunk 0) go single-shot: all inputs memcpy'd into one pinned buffer of the
 // batch's size, one copy in, one copy out.  Unlike xLookup, these batches
 // cannot overlap their kernels with the transfers: all-or-nothing needs the
-// whole batch on the device before ensureRoom/the sort, and the results exist
+// whole batch on the device before ensureRoom, and the results exist
 // only once the whole batch is applied.  The staged path also keeps the pinned
 // memory at two chunk buffers instead of one buffer as big as the biggest
-// batch.  Measured on H200 (bench_hash host-upsert rows: xBatchDistinct of
+// batch.  Measured on H200 (bench_hash host-upsert rows: xBatch of
 // fresh upserts from host arrays, found/old wanted, transfers included;
 // bench/results/bench_hash-h200-host.log): 2^20 ops 5.05 -> 4.48 ms, 2^22
 // 22.6 -> 18.7, 2^24 93.2 -> 68.8 (run 1, chunks of 2^20: 4.08 -> 3.62,
 // 19.5 -> 15.4, 82.9 -> 65.1).
-int hostBatch(gpuds_store *p, size_t n, const uint8_t *aOp, int defOp,
+int hostBatch(GpuHashStore *p, size_t n, const uint8_t *aOp, int defOp,
               const int64_t *aKey, const uint64_t *aVal, uint8_t *aFound,
-              uint64_t *aOld, bool distinct){
+              uint64_t *aOld){
   int rc = GPUDS_OK;
   ull nUps = 0, nDel = 0;
   Layout L;
   char *S, *H = nullptr;
-  bool pure, sort, staged;
+  bool staged;
   const char *zWhat = "";
   cudaError_t e;
   if( !p ) return GPUDS_MISUSE;
@@ -1100,10 +847,7 @@ int hostBatch(gpuds_store *p, size_t n, const uint8_t *aOp, int defOp,
     nUps = defOp==GPUDS_OP_UPSERT ? n : 0;
     nDel = defOp==GPUDS_OP_DELETE ? n : 0;
   }
-  pure = nUps==0 && nDel==0;
-  sort = !pure && !distinct && n>1;
-  rc = layoutBatch(p, n, true, sort, nUps+nDel, &L);
-  if( rc ) return rc;
+  layoutBatch(n, true, &L);
   rc = ensureScratch(p, L.total);
   if( rc ) return rc;
   S = (char*)p->dScratch;
@@ -1136,7 +880,7 @@ int hostBatch(gpuds_store *p, size_t n, const uint8_t *aOp, int defOp,
   }
   rc = applyBatch(p, n, (const uint8_t*)(S+L.oOp), defOp, (const ull*)(S+L.oKey),
                   (const ull*)(S+L.oVal), (uint8_t*)(S+L.oFound), (ull*)(S+L.oOld),
-                  nUps, nDel, distinct, L);
+                  nUps, nDel);
   if( rc ) goto fail;
   if( aFound || aOld ){
     if( staged ){
@@ -1173,7 +917,7 @@ fail:
 }
 
 // Lookup kernel for m keys on stream st (one of the pipe's).
-int enqueueLookup(gpuds_store *p, cudaStream_t st, size_t m, const ull *dKey,
+int enqueueLookup(GpuHashStore *p, cudaStream_t st, size_t m, const ull *dKey,
                   uint8_t *dFound, ull *dVal){
   int rc = GPUDS_OK;
   if( gLookupIlp==2 ){
@@ -1182,7 +926,7 @@ int enqueueLookup(gpuds_store *p, cudaStream_t st, size_t m, const ull *dKey,
     HASH_CK_LAUNCH(p, "kLookup2 (pipelined)");
   }else{
     kRun<M_LOOKUP><<<gridFor(p, m*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, st>>>(
-        p->T, p->dMeta, m, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dVal);
+        p->T, p->dMeta, m, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, dFound, dVal);
     HASH_CK_LAUNCH(p, "kRun<lookup> (pipelined)");
   }
   return GPUDS_OK;
@@ -1194,12 +938,12 @@ fail:
 // More: the chunked, double-buffered pipeline of hostpipe.cuh (lookups change
 // nothing, so chunks are independent and may overlap): per slot a device area
 // of keys | values | found flags in the scratch.
-int hostLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound,
+int hostLookup(GpuHashStore *p, size_t n, const int64_t *aKey, uint8_t *aFound,
                uint64_t *aVal){
   int rc = GPUDS_OK;
   if( !p ) return GPUDS_MISUSE;
   if( n<=p->chunk || p->chunk==0 || !aKey || n>kMaxBatch || !pipeReady(p) ){
-    return hostBatch(p, n, nullptr, GPUDS_OP_LOOKUP, aKey, nullptr, aFound, aVal, false);
+    return hostBatch(p, n, nullptr, GPUDS_OP_LOOKUP, aKey, nullptr, aFound, aVal);
   }
   const size_t C = p->pipe.chunk;
   const size_t oVal = alignUp(8*C), oFound = oVal + alignUp(8*C), slot = alignUp(oFound + C);
@@ -1221,15 +965,15 @@ int hostLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound,
 
 // ------------------------------------------------------------ the ops ----
 
-void hashDestroy(gpuds_store *p);
+void hashDestroy(gpuds_store *pStore);
 
 // Create an empty store: kMinBuckets buckets, a stream, the counters.
-int hashCreate(gpuds_store **pp, char **pzErr){
+int hashCreate(gpuds_store **ppStore, char **pzErr){
   int rc = GPUDS_OK;
   char zDev[256];
   const size_t tb = kMinBuckets*sizeof(Bucket);
-  gpuds_store *p = nullptr;
-  *pp = nullptr;
+  GpuHashStore *p = nullptr;
+  *ppStore = nullptr;
   if( pzErr ) *pzErr = nullptr;
   if( !gpudsCudaDevice(zDev, sizeof(zDev), 0, 0) ){
     if( pzErr ){
@@ -1238,7 +982,7 @@ int hashCreate(gpuds_store **pp, char **pzErr){
     }
     return GPUDS_ERROR;
   }
-  p = (gpuds_store*)calloc(1, sizeof(gpuds_store));
+  p = (GpuHashStore*)calloc(1, sizeof(GpuHashStore));
   if( !p ){
     if( pzErr ) *pzErr = strdup("gpuhash: out of host memory");
     return GPUDS_NOMEM;
@@ -1252,16 +996,17 @@ int hashCreate(gpuds_store **pp, char **pzErr){
   p->T.nb = kMinBuckets;
   HASH_CK(p, cudaMemsetAsync(p->T.b, 0xFE, tb, p->st));
   HASH_CK(p, cudaStreamSynchronize(p->st));
-  *pp = p;
+  *ppStore = (gpuds_store*)p;
   return GPUDS_OK;
 fail:
   if( pzErr ) *pzErr = strdup(p->zErr);
-  hashDestroy(p);
+  hashDestroy((gpuds_store*)p);
   return rc;
 }
 
 // Free the store and everything it holds; NULL is a no-op.
-void hashDestroy(gpuds_store *p){
+void hashDestroy(gpuds_store *pStore){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   if( !p ) return;
   if( p->st ) cudaStreamSynchronize(p->st);
   devFree(p, p->T.b, (size_t)p->T.nb*sizeof(Bucket));
@@ -1274,29 +1019,26 @@ void hashDestroy(gpuds_store *p){
   free(p);
 }
 
-int hashBatch(gpuds_store *p, size_t n, const uint8_t *aOp, const int64_t *aKey,
+// xBatch: the keys are distinct (the backend contract), so no op needs
+// ordering: one kernel applies all of them.
+int hashBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp, const int64_t *aKey,
               const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   if( p && n && !aOp ) return setErr(p, GPUDS_MISUSE, "NULL op array");
-  return hostBatch(p, n, aOp, GPUDS_OP_LOOKUP, aKey, aVal, aFound, aOld, false);
+  return hostBatch(p, n, aOp, GPUDS_OP_LOOKUP, aKey, aVal, aFound, aOld);
 }
 
-// xBatchDistinct: the keys are distinct (the caller's promise), so no op
-// needs ordering: one kernel applies all of them (no sort, no lookup pass).
-int hashBatchDistinct(gpuds_store *p, size_t n, const uint8_t *aOp, const int64_t *aKey,
-                      const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
-  if( p && n && !aOp ) return setErr(p, GPUDS_MISUSE, "NULL op array");
-  return hostBatch(p, n, aOp, GPUDS_OP_LOOKUP, aKey, aVal, aFound, aOld, true);
-}
-
-int hashLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound,
+int hashLookup(gpuds_store *pStore, size_t n, const int64_t *aKey, uint8_t *aFound,
                uint64_t *aVal){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   return hostLookup(p, n, aKey, aFound, aVal);
 }
 
 // Sorted bulk load: verified strictly ascending (so distinct), then upserted
-// without the duplicate-detection sort.
-int hashBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
+// as one batch.
+int hashBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
                  const uint64_t *aVal){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   if( !p ) return GPUDS_MISUSE;
   if( n && !aKey ) return setErr(p, GPUDS_MISUSE, "NULL key array");
   for( size_t i=1; i<n; i++ ){
@@ -1306,13 +1048,14 @@ int hashBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
       return setErr(p, GPUDS_MISUSE, z);
     }
   }
-  return hostBatch(p, n, nullptr, GPUDS_OP_UPSERT, aKey, aVal, nullptr, nullptr, true);
+  return hostBatch(p, n, nullptr, GPUDS_OP_UPSERT, aKey, aVal, nullptr, nullptr);
 }
 
 // Next page of a scan: slots from pScan->pos in order (table slots, then the
 // two side slots), entries with lo <= key <= hi.
-int hashScan(gpuds_store *p, gpuds_scan *pScan, size_t nMax, int64_t *aKey,
+int hashScan(gpuds_store *pStore, gpuds_scan *pScan, size_t nMax, int64_t *aKey,
              uint64_t *aVal, size_t *pnOut){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   int rc = GPUDS_OK;
   const ull total = p ? p->T.nb*TS : 0;
   ull pos = pScan->pos;
@@ -1391,9 +1134,10 @@ fail:
   return rc;
 }
 
-int64_t hashCount(gpuds_store *p){ return p ? (int64_t)p->h.count : 0; }
+int64_t hashCount(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? (int64_t)p->h.count : 0; }
 
-void hashInfo(gpuds_store *p, char *zBuf, size_t nBuf){
+void hashInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   if( !zBuf || nBuf==0 ) return;
   if( !p ){ snprintf(zBuf, nBuf, "{}"); return; }
   const ull slots = p->T.nb*TS;
@@ -1408,7 +1152,8 @@ void hashInfo(gpuds_store *p, char *zBuf, size_t nBuf){
 
 // Check: every live key is found by the probe rule at its own slot (so no
 // duplicates and no key behind an EMPTY slot), counts match the counters.
-int hashCheck(gpuds_store *p){
+int hashCheck(gpuds_store *pStore){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   int rc = GPUDS_OK;
   ull res[4] = {0, 0, 0, ~0ull};
   ull *d;
@@ -1448,16 +1193,13 @@ fail:
   return rc;
 }
 
-const char *hashErrmsg(gpuds_store *p){ return p ? p->zErr : ""; }
+const char *hashErrmsg(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->zErr : ""; }
 
 // Device-array variant of the batch entry points (see hash.cuh).
-int deviceBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
-                const ull *dKey, const ull *dVal, uint8_t *dFound, ull *dOld,
-                bool distinct){
+int deviceBatch(GpuHashStore *p, size_t n, const uint8_t *dOp, int defOp,
+                const ull *dKey, const ull *dVal, uint8_t *dFound, ull *dOld){
   int rc = GPUDS_OK;
   ull cnt[3] = {0, 0, 0};
-  Layout L;
-  bool pure, sort;
   if( !p ) return GPUDS_MISUSE;
   if( n==0 ) return GPUDS_OK;
   if( n>kMaxBatch ) return setErr(p, GPUDS_MISUSE, "batch too large (more than 2^31-1 ops)");
@@ -1474,14 +1216,7 @@ int deviceBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
     cnt[0] = defOp==GPUDS_OP_UPSERT ? n : 0;
     cnt[1] = defOp==GPUDS_OP_DELETE ? n : 0;
   }
-  pure = cnt[0]==0 && cnt[1]==0;
-  sort = !pure && !distinct && n>1;
-  rc = layoutBatch(p, n, false, sort, cnt[0]+cnt[1], &L);
-  if( rc ) return rc;
-  rc = ensureScratch(p, L.total);
-  if( rc ) return rc;
-  return applyBatch(p, n, dOp, defOp, dKey, dVal, dFound, dOld, cnt[0], cnt[1],
-                    distinct, L);
+  return applyBatch(p, n, dOp, defOp, dKey, dVal, dFound, dOld, cnt[0], cnt[1]);
 fail:
   return rc;
 }
@@ -1492,33 +1227,30 @@ fail:
 
 namespace gpuds_hash {
 
-int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp, const int64_t *dKey,
+int batchDevice(gpuds_store *pStore, size_t n, const uint8_t *dOp, const int64_t *dKey,
                 const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   if( p && n && (!dOp || !dKey) ) return setErr(p, GPUDS_MISUSE, "NULL array");
   return deviceBatch(p, n, dOp, GPUDS_OP_LOOKUP, (const ull*)dKey, (const ull*)dVal,
-                     dFound, (ull*)dOld, false);
+                     dFound, (ull*)dOld);
 }
 
-int batchDistinctDevice(gpuds_store *p, size_t n, const uint8_t *dOp, const int64_t *dKey,
-                        const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
-  if( p && n && (!dOp || !dKey) ) return setErr(p, GPUDS_MISUSE, "NULL array");
-  return deviceBatch(p, n, dOp, GPUDS_OP_LOOKUP, (const ull*)dKey, (const ull*)dVal,
-                     dFound, (ull*)dOld, true);
-}
-
-int lookupDevice(gpuds_store *p, size_t n, const int64_t *dKey, uint8_t *dFound,
+int lookupDevice(gpuds_store *pStore, size_t n, const int64_t *dKey, uint8_t *dFound,
                  uint64_t *dVal){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   return deviceBatch(p, n, nullptr, GPUDS_OP_LOOKUP, (const ull*)dKey, nullptr,
-                     dFound, (ull*)dVal, false);
+                     dFound, (ull*)dVal);
 }
 
-int upsertDistinctDevice(gpuds_store *p, size_t n, const int64_t *dKey,
+int upsertDistinctDevice(gpuds_store *pStore, size_t n, const int64_t *dKey,
                          const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   return deviceBatch(p, n, nullptr, GPUDS_OP_UPSERT, (const ull*)dKey,
-                     (const ull*)dVal, dFound, (ull*)dOld, true);
+                     (const ull*)dVal, dFound, (ull*)dOld);
 }
 
-int reserve(gpuds_store *p, uint64_t nKeys, double load){
+int reserve(gpuds_store *pStore, uint64_t nKeys, double load){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   if( !p ) return GPUDS_MISUSE;
   if( !(load>0.0 && load<=kMaxLoad) ) return setErr(p, GPUDS_MISUSE, "reserve: load out of (0, kMaxLoad]");
   const ull nb = bucketsFor(nKeys, load);
@@ -1526,12 +1258,13 @@ int reserve(gpuds_store *p, uint64_t nKeys, double load){
   return rehash(p, nb);
 }
 
-uint64_t buckets(gpuds_store *p){ return p ? p->T.nb : 0; }
+uint64_t buckets(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->T.nb : 0; }
 void setLookupIlp(int nOps){ gLookupIlp = nOps==1 ? 1 : 2; }
-uint64_t rehashCount(gpuds_store *p){ return p ? p->nRehash : 0; }
-void setDeviceLimit(gpuds_store *p, uint64_t bytes){ if( p ) p->devLimit = bytes; }
-cudaStream_t stream(gpuds_store *p){ return p ? p->st : nullptr; }
-void setHostChunk(gpuds_store *p, size_t nKeys){
+uint64_t rehashCount(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->nRehash : 0; }
+void setDeviceLimit(gpuds_store *pStore, uint64_t bytes){ GpuHashStore *p = (GpuHashStore*)pStore; if( p ) p->devLimit = bytes; }
+cudaStream_t stream(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->st : nullptr; }
+void setHostChunk(gpuds_store *pStore, size_t nKeys){
+  GpuHashStore *p = (GpuHashStore*)pStore;
   if( p ) p->chunk = nKeys>gpuds_pipe::kMaxChunk ? gpuds_pipe::kMaxChunk : nKeys;
 }
 
@@ -1550,5 +1283,4 @@ extern "C" const gpuds_store_ops gpudsCudaHashOps = {
   hashInfo,
   hashCheck,
   hashErrmsg,
-  hashBatchDistinct,
 };
