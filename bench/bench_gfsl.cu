@@ -84,26 +84,16 @@ __global__ void kRand64(size_t n, unsigned long long seed, long long *k, unsigne
     k[i] = (long long)splitmix(i + seed); v[i] = i;
   }
 }
-/* A mixed batch: ops by percentage, keys uniform in [0,R). */
-__global__ void kMix(size_t n, unsigned long long R, int pI, int pD, unsigned long long seed,
-                     unsigned char *op, long long *k, unsigned long long *v){
-  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
-    unsigned long long h = splitmix(i*0x632be59bd9b4e019ull + seed);
-    int x = (int)(h % 100);
-    op[i] = x<pI ? GPUDS_OP_UPSERT : x<pI+pD ? GPUDS_OP_DELETE : GPUDS_OP_LOOKUP;
-    k[i] = (long long)(splitmix(h) % R);
-    v[i] = h;
-  }
-}
-/* A mixed batch of n <= R DISTINCT keys: ops by percentage, keys a
+/* A mixed batch of n operations, ops by percentage; keys uniform in [0,R)
+** (repeats possible: for lookups), or if bDistinct n <= R DISTINCT keys, a
 ** permutation window of [0,R) (permKey of n consecutive indices). */
-__global__ void kMixDistinct(size_t n, unsigned long long R, int pI, int pD, unsigned long long seed,
-                             unsigned char *op, long long *k, unsigned long long *v){
+__global__ void kMix(size_t n, unsigned long long R, int pI, int pD, unsigned long long seed,
+                     unsigned char *op, long long *k, unsigned long long *v, bool bDistinct = false){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
     unsigned long long h = splitmix(i*0x632be59bd9b4e019ull + seed);
     int x = (int)(h % 100);
     op[i] = x<pI ? GPUDS_OP_UPSERT : x<pI+pD ? GPUDS_OP_DELETE : GPUDS_OP_LOOKUP;
-    k[i] = permKey(i + seed, R);
+    k[i] = bDistinct ? permKey(i + seed, R) : (long long)(splitmix(h) % R);
     v[i] = h;
   }
 }
@@ -272,7 +262,7 @@ int main(int argc, char **argv){
   /* warm-up */
   {
     gpuds_store *p = mkStore(1, 100000, d);
-    kMixDistinct<<<1024, 256>>>(100000, 100000, 10, 10, 99, d.op, d.k, d.v);
+    kMix<<<1024, 256>>>(100000, 100000, 10, 10, 99, d.op, d.k, d.v, true);
     CK(cudaGetLastError());
     timeBatch(p, 100000, d, false);
     G->xDestroy(p);
@@ -284,7 +274,7 @@ int main(int argc, char **argv){
     for( const Mix &m : mixes ){
       if( bContains ) break;
       gpuds_store *p = mkStore(1, R, d);
-      kMixDistinct<<<1024, 256>>>(n, R, m.i, m.dl, R*7+m.i, d.op, d.k, d.v);
+      kMix<<<1024, 256>>>(n, R, m.i, m.dl, R*7+m.i, d.op, d.k, d.v, true);
       CK(cudaGetLastError());
       double s = timeBatch(p, n, d, false);
       row(m.z, R, n, s, "ops", note(p).c_str());
@@ -318,7 +308,7 @@ int main(int argc, char **argv){
       row("contains-unsorted", R, NOPS, s, "ops", "(lookupDevice, variant 2: kLookup1, unsorted; median of 3)");
       s = timeLookup(p, NOPS, d, 1);
       row("contains-only-v1", R, NOPS, s, "ops", "(lookupDevice, variant 1: kLookup, 32-key tiles per warp, unsorted)");
-      kMixDistinct<<<1024, 256>>>(n, R, 0, 0, R*11, d.op, d.k, d.v);
+      kMix<<<1024, 256>>>(n, R, 0, 0, R*11, d.op, d.k, d.v, true);
       CK(cudaGetLastError());
       s = timeBatch(p, n, d, false);
       row("contains-batch", R, n, s, "ops", "(batchDevice, all lookups of distinct keys, default path)");

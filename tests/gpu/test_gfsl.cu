@@ -14,6 +14,7 @@
 ** from one run to the next is a bug (a race).
 */
 #include "gpuds_backend.h"
+#include "distinct_keys.h"
 #include "gfsl.cuh"
 
 #include <algorithm>
@@ -25,7 +26,6 @@
 #include <map>
 #include <random>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 static const gpuds_store_ops *G = &gpudsCudaOrderedOps;
@@ -64,18 +64,6 @@ static Pair mkPair(const std::string &name, int rebuildMode, bool withMap){
 static void freePair(Pair &P){
   G->xDestroy(P.g); H->xDestroy(P.h); delete P.m;
   P.g = P.h = nullptr; P.m = nullptr;
-}
-
-/* Drop every op whose key occurred earlier in the batch (keep the first), so
-** the batch keeps the backend contract of xBatch: distinct keys. */
-static void keepFirst(std::vector<uint8_t> &op, std::vector<int64_t> &key, std::vector<uint64_t> &val){
-  std::unordered_set<int64_t> seen;
-  size_t j = 0;
-  for( size_t i=0; i<key.size(); i++ ){
-    if( !seen.insert(key[i]).second ) continue;
-    op[j] = op[i]; key[j] = key[i]; val[j] = val[i]; j++;
-  }
-  op.resize(j); key.resize(j); val.resize(j);
 }
 
 /* Run one batch, less the later occurrences of a repeated key (keepFirst),

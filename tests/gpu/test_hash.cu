@@ -10,6 +10,7 @@
 // xBatch): Harness::batch drops a key's later occurrences (keepFirst) before
 // it hands a batch to the GPU store, the host store and the model.
 #include "gpuds_backend.h"
+#include "distinct_keys.h"
 #include "hash.cuh"
 
 #include <cuda_runtime.h>
@@ -22,7 +23,6 @@
 #include <random>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -74,19 +74,6 @@ struct Model {
     return v;
   }
 };
-
-// Drop every op whose key occurred earlier in the batch (keep the first), so
-// the batch keeps the backend contract: distinct keys.
-static void keepFirst(std::vector<uint8_t> &op, std::vector<int64_t> &key,
-                      std::vector<uint64_t> &val){
-  std::unordered_set<int64_t> seen;
-  size_t j = 0;
-  for( size_t i=0; i<key.size(); i++ ){
-    if( !seen.insert(key[i]).second ) continue;
-    op[j] = op[i]; key[j] = key[i]; val[j] = val[i]; j++;
-  }
-  op.resize(j); key.resize(j); val.resize(j);
-}
 
 // One GPU store, optionally the host store, and the model, driven together.
 struct Harness {
