@@ -38,9 +38,12 @@
 ** step down costs one memory round trip, not two.  On the bottom level the
 ** value of a found key is one further 8-byte load.
 **
-** CONCURRENCY AND BATCHES.  The interface is batched with sequential
-** semantics, so a batch is applied in phases, each one kernel launch over
-** many warps:
+** CONCURRENCY AND BATCHES.  A batch is applied in phases, each one kernel
+** launch over many warps.  (The backend contract promises distinct keys in
+** a batch, so a run of equal keys below is one operation; RESOLVE still
+** replays longer runs in array order, as it did when batches could repeat
+** keys; no caller relies on that any more, and it was left in place to keep
+** the kernel, and its measured speed, unchanged.)
 **   1. sort the operations by key (CUB, stable, original index kept);
 **   2. RESOLVE: one warp per run of equal keys searches the key lock-free,
 **      replays the run's operations in array order (a warp scan finds each
