@@ -303,12 +303,12 @@ int applyBatch(GpuHashStore *p, size_t n, const uint8_t *dOp, int defOp,
       HASH_CK_LAUNCH(p, "kLookup2");
     }else{
       kRun<M_LOOKUP><<<gridFor(p, n*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, dFound, dOld);
+          T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
       HASH_CK_LAUNCH(p, "kRun<lookup>");
     }
   }else{
     kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-        T, p->dMeta, n, dOp, defOp, dKey, dVal, dFound, dOld);
+        T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
     HASH_CK_LAUNCH(p, "kRun<mixed>");
   }
   rc = readMeta(p);
@@ -466,7 +466,7 @@ int enqueueLookup(GpuHashStore *p, cudaStream_t st, size_t m, const ull *dKey,
     HASH_CK_LAUNCH(p, "kLookup2 (pipelined)");
   }else{
     kRun<M_LOOKUP><<<gridFor(p, m*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, st>>>(
-        p->T, p->dMeta, m, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, dFound, dVal);
+        p->T, p->dMeta, m, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dVal);
     HASH_CK_LAUNCH(p, "kRun<lookup> (pipelined)");
   }
   return GPUDS_OK;
