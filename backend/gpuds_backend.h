@@ -44,7 +44,10 @@ extern "C" {
 #define GPUDS_OP_UPSERT 1   /* set key -> value; report the previous (found, value) */
 #define GPUDS_OP_DELETE 2   /* remove key; report the previous (found, value) */
 
-typedef struct gpuds_store gpuds_store;   /* opaque, defined by each backend */
+/* Opaque handle of a store.  No backend defines struct gpuds_store: each
+** has its own struct (GfslStore, GpuHashStore, HostOrderedStore,
+** HostHashStore) and converts the handle at its ops table. */
+typedef struct gpuds_store gpuds_store;
 
 /*
 ** Position of a scan between two pages.  Filled by the caller before the
@@ -77,14 +80,17 @@ typedef struct gpuds_store_ops {
   /* Free the store and everything it holds.  NULL is a no-op. */
   void (*xDestroy)(gpuds_store *p);
 
-  /* Apply a mixed batch of n operations.  The result is the same as applying
-  ** the operations one after another in array order: for each operation i,
-  ** aFound[i] is 1 if the key was present just before operation i (0
-  ** otherwise) and aOld[i] is its value then (0 when absent).  A key may
-  ** appear more than once in one batch; the store never holds a key twice.
-  ** aFound/aOld may be NULL when the caller does not want them; aVal may be
-  ** NULL when the batch holds no upsert.  All-or-nothing: on error the store
-  ** is unchanged (and the contents of aFound/aOld are undefined). */
+  /* Apply a mixed batch of n operations on DISTINCT keys: the caller
+  ** guarantees that no key appears twice in one batch (the SQLite side's
+  ** write buffer holds one value per key), so the operations commute and the
+  ** store may apply them all at once.  For each operation i, aFound[i] is 1
+  ** if the key was present before the batch (0 otherwise) and aOld[i] is its
+  ** value then (0 when absent).  A batch that breaks the promise has
+  ** undefined results and may leave the store inconsistent (the GPU hash
+  ** store could hold a key twice).  aFound/aOld may be NULL when the caller
+  ** does not want them; aVal may be NULL when the batch holds no upsert.
+  ** All-or-nothing: on error the store is unchanged (and the contents of
+  ** aFound/aOld are undefined). */
   int (*xBatch)(gpuds_store *p, size_t n, const uint8_t *aOp,
                 const int64_t *aKey, const uint64_t *aVal,
                 uint8_t *aFound, uint64_t *aOld);
@@ -122,16 +128,6 @@ typedef struct gpuds_store_ops {
   ** succeeds need not clear it). */
   const char *(*xErrmsg)(gpuds_store *p);
 
-  /* Optional: the same contract as xBatch, but the caller guarantees that no
-  ** key appears twice in the batch (so operations on different keys commute
-  ** and the store may apply them all at once, without ordering them).  NULL
-  ** if the store has no faster path for such batches; callers then use
-  ** xBatch.  A batch that breaks the promise has undefined results and may
-  ** leave the store inconsistent (the GPU hash store could hold a key
-  ** twice), so call it only with keys known to be distinct. */
-  int (*xBatchDistinct)(gpuds_store *p, size_t n, const uint8_t *aOp,
-                        const int64_t *aKey, const uint64_t *aVal,
-                        uint8_t *aFound, uint64_t *aOld);
 } gpuds_store_ops;
 
 /* Host implementations (backend/host_*.c): always available. */

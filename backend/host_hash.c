@@ -44,7 +44,8 @@ struct HtSlot {
   uint64_t val;
 };
 
-struct gpuds_store {
+typedef struct HostHashStore HostHashStore;
+struct HostHashStore {
   HtSlot *aSlot;        /* nSlot slots */
   uint64_t *aUsed;      /* nSlot/64 words: bit i set if slot i is occupied */
   uint64_t nSlot;       /* a power of two, >= HT_MIN_SLOTS */
@@ -53,7 +54,7 @@ struct gpuds_store {
 };
 
 /* Record a message for xErrmsg() and return rc. */
-static int htError(gpuds_store *p, int rc, const char *zFmt, ...){
+static int htError(HostHashStore *p, int rc, const char *zFmt, ...){
   va_list ap;
   va_start(ap, zFmt);
   vsnprintf(p->zErr, sizeof(p->zErr), zFmt, ap);
@@ -76,7 +77,7 @@ static int htUsed(const uint64_t *aUsed, uint64_t i){
 ** The slot holding k, or, if k is absent, the empty slot ending its probe
 ** sequence; *pFound says which.  The table must have an empty slot.
 */
-static uint64_t htProbe(const gpuds_store *p, int64_t k, int *pFound){
+static uint64_t htProbe(const HostHashStore *p, int64_t k, int *pFound){
   uint64_t mask = p->nSlot - 1;
   uint64_t i = htMix(k) & mask;
   while( htUsed(p->aUsed, i) ){
@@ -88,7 +89,7 @@ static uint64_t htProbe(const gpuds_store *p, int64_t k, int *pFound){
 }
 
 /* Look k up: *pFound 1 and *pVal its value if present, else 0 and 0. */
-static void htGet(gpuds_store *p, int64_t k, uint8_t *pFound, uint64_t *pVal){
+static void htGet(HostHashStore *p, int64_t k, uint8_t *pFound, uint64_t *pVal){
   int f;
   uint64_t i = htProbe(p, k, &f);
   *pFound = (uint8_t)f;
@@ -97,7 +98,7 @@ static void htGet(gpuds_store *p, int64_t k, uint8_t *pFound, uint64_t *pVal){
 
 /* Set k to v; reports the previous state.  The table must have room for
 ** one more key (guaranteed by htReserve). */
-static void htPut(gpuds_store *p, int64_t k, uint64_t v, uint8_t *pFound,
+static void htPut(HostHashStore *p, int64_t k, uint64_t v, uint8_t *pFound,
                   uint64_t *pOld){
   int f;
   uint64_t i = htProbe(p, k, &f);
@@ -116,7 +117,7 @@ static void htPut(gpuds_store *p, int64_t k, uint64_t v, uint8_t *pFound,
 
 /* Remove k if present, reporting the previous state; the entries after it
 ** in its cluster shift back so that the probe invariant holds. */
-static void htDel(gpuds_store *p, int64_t k, uint8_t *pFound, uint64_t *pOld){
+static void htDel(HostHashStore *p, int64_t k, uint8_t *pFound, uint64_t *pOld){
   int f;
   uint64_t mask = p->nSlot - 1;
   uint64_t i = htProbe(p, k, &f), j;
@@ -144,7 +145,7 @@ static void htDel(gpuds_store *p, int64_t k, uint8_t *pFound, uint64_t *pOld){
 ** Rebuild the table with nNew slots (a power of two >= HT_MIN_SLOTS that
 ** can hold every key).  On GPUDS_NOMEM the table is unchanged.
 */
-static int htResize(gpuds_store *p, uint64_t nNew){
+static int htResize(HostHashStore *p, uint64_t nNew){
   HtSlot *aSlot = (HtSlot*)malloc(nNew*sizeof(HtSlot));
   uint64_t *aUsed = (uint64_t*)calloc(nNew/64, sizeof(uint64_t));
   uint64_t mask = nNew - 1, w;
@@ -199,7 +200,7 @@ static int htTooFull(uint64_t nKey, uint64_t nSlot){
 ** upsert adds a key) is tried first; only if it does not fit are the
 ** upserts of keys already present discounted.  Grows at least twofold.
 */
-static int htReserve(gpuds_store *p, size_t n, const uint8_t *aOp,
+static int htReserve(HostHashStore *p, size_t n, const uint8_t *aOp,
                      const int64_t *aKey){
   uint64_t nAdd = 0, nNew;
   size_t i;
@@ -226,7 +227,7 @@ static int htReserve(gpuds_store *p, size_t n, const uint8_t *aOp,
 
 /* After deletes: shrink a table that is less than 15% full.  A failure
 ** leaves the (correct, merely large) table as it is. */
-static void htMaybeShrink(gpuds_store *p){
+static void htMaybeShrink(HostHashStore *p){
   uint64_t nNew;
   if( p->nSlot<=HT_MIN_SLOTS ) return;
   /* nSlot <= 2^56 and nKey < nSlot: these products cannot overflow. */
@@ -244,7 +245,7 @@ static void htMaybeShrink(gpuds_store *p){
 /* The batch engine behind xBatch and xBulkLoad; aOp NULL means every
 ** operation is an upsert.  All-or-nothing: the only allocation happens in
 ** htReserve, before anything changes. */
-static int htApply(gpuds_store *p, size_t n, const uint8_t *aOp,
+static int htApply(HostHashStore *p, size_t n, const uint8_t *aOp,
                    const int64_t *aKey, const uint64_t *aVal,
                    uint8_t *aFound, uint64_t *aOld){
   size_t i;
@@ -280,9 +281,9 @@ static int htApply(gpuds_store *p, size_t n, const uint8_t *aOp,
 /* The gpuds_store_ops methods.                                            */
 
 /* An empty table of HT_MIN_SLOTS slots. */
-static int htCreate(gpuds_store **pp, char **pzErr){
-  gpuds_store *p = (gpuds_store*)malloc(sizeof(gpuds_store));
-  *pp = 0;
+static int htCreate(gpuds_store **ppStore, char **pzErr){
+  HostHashStore *p = (HostHashStore*)malloc(sizeof(HostHashStore));
+  *ppStore = 0;
   if( pzErr ) *pzErr = 0;
   if( p ){
     memset(p, 0, sizeof(*p));
@@ -304,12 +305,13 @@ static int htCreate(gpuds_store **pp, char **pzErr){
     }
     return GPUDS_NOMEM;
   }
-  *pp = p;
+  *ppStore = (gpuds_store*)p;
   return GPUDS_OK;
 }
 
 /* Free the table and the store.  NULL is a no-op. */
-static void htDestroy(gpuds_store *p){
+static void htDestroy(gpuds_store *pStore){
+  HostHashStore *p = (HostHashStore*)pStore;
   if( p==0 ) return;
   free(p->aSlot);
   free(p->aUsed);
@@ -317,9 +319,10 @@ static void htDestroy(gpuds_store *p){
 }
 
 /* A mixed batch, all-or-nothing (htApply). */
-static int htBatch(gpuds_store *p, size_t n, const uint8_t *aOp,
+static int htBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp,
                    const int64_t *aKey, const uint64_t *aVal,
                    uint8_t *aFound, uint64_t *aOld){
+  HostHashStore *p = (HostHashStore*)pStore;
   if( n>0 && aOp==0 ){
     return htError(p, GPUDS_MISUSE, "xBatch: aOp is NULL");
   }
@@ -327,8 +330,9 @@ static int htBatch(gpuds_store *p, size_t n, const uint8_t *aOp,
 }
 
 /* Point lookups; never fails.  aFound or aVal may be NULL. */
-static int htLookup(gpuds_store *p, size_t n, const int64_t *aKey,
+static int htLookup(gpuds_store *pStore, size_t n, const int64_t *aKey,
                     uint8_t *aFound, uint64_t *aVal){
+  HostHashStore *p = (HostHashStore*)pStore;
   size_t i;
   for(i=0; i<n; i++){
     uint8_t f;
@@ -345,8 +349,9 @@ static int htLookup(gpuds_store *p, size_t n, const int64_t *aKey,
 ** slot pScan->pos on.  After a full page pos is moved to the next matching
 ** slot (looking ahead), so done is set as soon as nothing is left.
 */
-static int htScan(gpuds_store *p, gpuds_scan *pScan, size_t nMax,
+static int htScan(gpuds_store *pStore, gpuds_scan *pScan, size_t nMax,
                   int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  HostHashStore *p = (HostHashStore*)pStore;
   size_t nOut = 0;
   uint64_t pos = pScan->pos;
   int64_t lo = pScan->lo, hi = pScan->hi;
@@ -388,7 +393,7 @@ static int htScan(gpuds_store *p, gpuds_scan *pScan, size_t nMax,
 
 /* A grouped bulk load (htInsertGrouped), shared by its threads. */
 typedef struct HtGrouped {
-  gpuds_store *p;
+  HostHashStore *p;
   const int64_t *aKey;
   const uint64_t *aVal;
   size_t n;
@@ -437,7 +442,7 @@ static void htGroupScatter(HtGrouped *G, int t){
 ** region is left, moved to the front of the part's entries, for the serial
 ** pass.  As htPut, a key already present takes the new value. */
 static void htGroupInsert(HtGrouped *G, int t){
-  gpuds_store *p = G->p;
+  HostHashStore *p = G->p;
   uint64_t mask = p->nSlot - 1, iEnd;
   size_t g0, g1, i, d;
   int64_t nAdd = 0;
@@ -500,7 +505,7 @@ static void htParallel(HtGrouped *G, void (*xPhase)(HtGrouped*, int)){
 ** placed).  If the grouping buffers cannot be had, the keys are inserted
 ** in key order: slower, never a failure.
 */
-static void htInsertGrouped(gpuds_store *p, size_t n, const int64_t *aKey,
+static void htInsertGrouped(HostHashStore *p, size_t n, const int64_t *aKey,
                             const uint64_t *aVal){
   HtGrouped G;
   int nLog2 = __builtin_ctzll(p->nSlot), t;
@@ -564,8 +569,9 @@ static void htInsertGrouped(gpuds_store *p, size_t n, const int64_t *aKey,
 ** without probing it first.  All-or-nothing: the only allocation that can
 ** fail is the table's growth, before anything changes.
 */
-static int htBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
+static int htBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
                       const uint64_t *aVal){
+  HostHashStore *p = (HostHashStore*)pStore;
   size_t i;
   int rc;
   for(i=1; i<n; i++){
@@ -588,13 +594,15 @@ static int htBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
 }
 
 /* Number of keys held. */
-static int64_t htCount(gpuds_store *p){
+static int64_t htCount(gpuds_store *pStore){
+  HostHashStore *p = (HostHashStore*)pStore;
   return p->nKey;
 }
 
 /* A JSON description; "{}" if it does not fit in nBuf bytes. */
-static void htInfo(gpuds_store *p, char *zBuf, size_t nBuf){
-  uint64_t nByte = sizeof(gpuds_store) + p->nSlot*sizeof(HtSlot)
+static void htInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
+  HostHashStore *p = (HostHashStore*)pStore;
+  uint64_t nByte = sizeof(HostHashStore) + p->nSlot*sizeof(HtSlot)
                  + p->nSlot/8;
   int nw;
   if( nBuf==0 ) return;
@@ -613,7 +621,8 @@ static void htInfo(gpuds_store *p, char *zBuf, size_t nBuf){
 ** from its home slot (all slots between are occupied) and held once, the
 ** count matches the bitmap, the load is at most 70%.
 */
-static int htCheck(gpuds_store *p){
+static int htCheck(gpuds_store *pStore){
+  HostHashStore *p = (HostHashStore*)pStore;
   uint64_t mask = p->nSlot - 1, i, nUsed = 0;
   if( p->nSlot<HT_MIN_SLOTS || (p->nSlot & mask)!=0 ){
     return htError(p, GPUDS_ERROR,
@@ -656,7 +665,8 @@ static int htCheck(gpuds_store *p){
 }
 
 /* Message of the last failed call, "" if none. */
-static const char *htErrmsg(gpuds_store *p){
+static const char *htErrmsg(gpuds_store *pStore){
+  HostHashStore *p = (HostHashStore*)pStore;
   return p ? p->zErr : "";
 }
 
@@ -673,5 +683,4 @@ const gpuds_store_ops gpudsHostHashOps = {
   htInfo,
   htCheck,
   htErrmsg,
-  0,                 /* xBatchDistinct: no faster path than xBatch */
 };

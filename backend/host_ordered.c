@@ -60,7 +60,8 @@ struct BtInner {
   BtNode *apChild[BT_FANOUT];     /* h.n children */
 };
 
-struct gpuds_store {
+typedef struct HostOrderedStore HostOrderedStore;
+struct HostOrderedStore {
   BtNode *pRoot;        /* never NULL: an empty tree is one empty leaf */
   int nHeight;          /* levels: 1 when the root is a leaf */
   int64_t nKey;         /* entries held */
@@ -70,7 +71,7 @@ struct gpuds_store {
 };
 
 /* Record a message for xErrmsg() and return rc. */
-static int btError(gpuds_store *p, int rc, const char *zFmt, ...){
+static int btError(HostOrderedStore *p, int rc, const char *zFmt, ...){
   va_list ap;
   va_start(ap, zFmt);
   vsnprintf(p->zErr, sizeof(p->zErr), zFmt, ap);
@@ -104,7 +105,7 @@ static int btUpperBound(const int64_t *a, int n, int64_t k){
 }
 
 /* A new empty leaf, or NULL when out of memory.  Counted in p->nLeaf. */
-static BtLeaf *btNewLeaf(gpuds_store *p){
+static BtLeaf *btNewLeaf(HostOrderedStore *p){
   BtLeaf *pL = (BtLeaf*)malloc(sizeof(BtLeaf));
   if( pL ){
     pL->h.n = 0;
@@ -116,7 +117,7 @@ static BtLeaf *btNewLeaf(gpuds_store *p){
 }
 
 /* A new inner node with no children, or NULL.  Counted in p->nInner. */
-static BtInner *btNewInner(gpuds_store *p){
+static BtInner *btNewInner(HostOrderedStore *p){
   BtInner *pI = (BtInner*)malloc(sizeof(BtInner));
   if( pI ){
     pI->h.n = 0;
@@ -138,7 +139,7 @@ static void btFreeTree(BtNode *pN){
 }
 
 /* The leaf whose key range holds k. */
-static BtLeaf *btFindLeaf(gpuds_store *p, int64_t k){
+static BtLeaf *btFindLeaf(HostOrderedStore *p, int64_t k){
   BtNode *pN = p->pRoot;
   while( !pN->isLeaf ){
     BtInner *pI = (BtInner*)pN;
@@ -148,7 +149,7 @@ static BtLeaf *btFindLeaf(gpuds_store *p, int64_t k){
 }
 
 /* Look k up: *pFound is 1 and *pVal its value if present, else 0 and 0. */
-static void btGet(gpuds_store *p, int64_t k, uint8_t *pFound, uint64_t *pVal){
+static void btGet(HostOrderedStore *p, int64_t k, uint8_t *pFound, uint64_t *pVal){
   BtLeaf *pL = btFindLeaf(p, k);
   int i = btLowerBound(pL->aKey, pL->h.n, k);
   if( i<pL->h.n && pL->aKey[i]==k ){
@@ -165,7 +166,7 @@ static void btGet(gpuds_store *p, int64_t k, uint8_t *pFound, uint64_t *pVal){
 ** allocated only when k is absent and its leaf is full; all of it is taken
 ** before anything changes, so GPUDS_NOMEM means the tree is untouched.
 */
-static int btInsert(gpuds_store *p, int64_t k, uint64_t v,
+static int btInsert(HostOrderedStore *p, int64_t k, uint64_t v,
                     uint8_t *pFound, uint64_t *pOld){
   BtInner *aPath[BT_MAX_HEIGHT];
   int aIdx[BT_MAX_HEIGHT];
@@ -305,7 +306,7 @@ no_mem:
 ** Never merges: *pUnder is set to 1 if a non-root leaf was left with fewer
 ** than BT_LEAF_MIN entries, for btFixup() to repair later.
 */
-static void btRemove(gpuds_store *p, int64_t k, uint8_t *pFound,
+static void btRemove(HostOrderedStore *p, int64_t k, uint8_t *pFound,
                      uint64_t *pOld, uint8_t *pUnder){
   BtLeaf *pL = btFindLeaf(p, k);
   int i = btLowerBound(pL->aKey, pL->h.n, k);
@@ -388,7 +389,7 @@ static void btInnerShare(BtInner *pP, int li){
 ** Children li and li+1 of pP (both leaves or both inner) fit in one node:
 ** move everything into child li, free child li+1 and drop it from pP.
 */
-static void btMerge(gpuds_store *p, BtInner *pP, int li){
+static void btMerge(HostOrderedStore *p, BtInner *pP, int li){
   BtNode *pA = pP->apChild[li];
   BtNode *pB = pP->apChild[li+1];
   if( pA->isLeaf ){
@@ -422,7 +423,7 @@ static void btMerge(gpuds_store *p, BtInner *pP, int li){
 ** root with a single child is dropped.  Frees memory, never allocates.
 ** Underfull nodes off the path are left for their own fixup.
 */
-static void btFixup(gpuds_store *p, int64_t k){
+static void btFixup(HostOrderedStore *p, int64_t k){
   for(;;){
     BtInner *aPath[BT_MAX_HEIGHT];
     int aIdx[BT_MAX_HEIGHT];
@@ -478,7 +479,7 @@ static void btFixup(gpuds_store *p, int64_t k){
 ** NULL means every operation is an upsert.  See the comment at the top of
 ** the file for how it stays all-or-nothing.
 */
-static int btApply(gpuds_store *p, size_t n, const uint8_t *aOp,
+static int btApply(HostOrderedStore *p, size_t n, const uint8_t *aOp,
                    const int64_t *aKey, const uint64_t *aVal,
                    uint8_t *aFound, uint64_t *aOld){
   size_t i, j;
@@ -729,7 +730,7 @@ no_mem:
 }
 
 /* Replace the tree of p by a freshly built one (see btBuild). */
-static void btInstall(gpuds_store *p, BtNode *pRoot, int nHeight,
+static void btInstall(HostOrderedStore *p, BtNode *pRoot, int nHeight,
                       int64_t nEntry, int64_t nLeaf, int64_t nInner){
   btFreeTree(p->pRoot);
   p->pRoot = pRoot;
@@ -743,9 +744,9 @@ static void btInstall(gpuds_store *p, BtNode *pRoot, int nHeight,
 /* The gpuds_store_ops methods.                                            */
 
 /* An empty tree: one empty leaf as the root. */
-static int btCreate(gpuds_store **pp, char **pzErr){
-  gpuds_store *p = (gpuds_store*)malloc(sizeof(gpuds_store));
-  *pp = 0;
+static int btCreate(gpuds_store **ppStore, char **pzErr){
+  HostOrderedStore *p = (HostOrderedStore*)malloc(sizeof(HostOrderedStore));
+  *ppStore = 0;
   if( pzErr ) *pzErr = 0;
   if( p ){
     memset(p, 0, sizeof(*p));
@@ -761,21 +762,23 @@ static int btCreate(gpuds_store **pp, char **pzErr){
     return GPUDS_NOMEM;
   }
   p->nHeight = 1;
-  *pp = p;
+  *ppStore = (gpuds_store*)p;
   return GPUDS_OK;
 }
 
 /* Free the tree and the store.  NULL is a no-op. */
-static void btDestroy(gpuds_store *p){
+static void btDestroy(gpuds_store *pStore){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
   if( p==0 ) return;
   btFreeTree(p->pRoot);
   free(p);
 }
 
 /* A mixed batch, all-or-nothing (btApply). */
-static int btBatch(gpuds_store *p, size_t n, const uint8_t *aOp,
+static int btBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp,
                    const int64_t *aKey, const uint64_t *aVal,
                    uint8_t *aFound, uint64_t *aOld){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
   if( n>0 && aOp==0 ){
     return btError(p, GPUDS_MISUSE, "xBatch: aOp is NULL");
   }
@@ -783,8 +786,9 @@ static int btBatch(gpuds_store *p, size_t n, const uint8_t *aOp,
 }
 
 /* Point lookups; never fails.  aFound or aVal may be NULL. */
-static int btLookup(gpuds_store *p, size_t n, const int64_t *aKey,
+static int btLookup(gpuds_store *pStore, size_t n, const int64_t *aKey,
                     uint8_t *aFound, uint64_t *aVal){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
   size_t i;
   for(i=0; i<n; i++){
     uint8_t f;
@@ -802,8 +806,9 @@ static int btLookup(gpuds_store *p, size_t n, const int64_t *aKey,
 ** to just past the last key returned; a last key equal to the bound being
 ** narrowed ends the scan, so INT64_MAX/INT64_MIN never overflow.
 */
-static int btScan(gpuds_store *p, gpuds_scan *pScan, size_t nMax,
+static int btScan(gpuds_store *pStore, gpuds_scan *pScan, size_t nMax,
                   int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
   size_t nOut = 0;
   int64_t lo = pScan->lo, hi = pScan->hi;
   *pnOut = 0;
@@ -878,8 +883,9 @@ static int btNotAscending(size_t n, const int64_t *aKey, size_t *pi){
 ** from the merge of the old entries and the new ones; a small one inserts.
 ** A key already present is updated, as by an upsert.  All-or-nothing.
 */
-static int btBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
+static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
                       const uint64_t *aVal){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
   size_t iBad;
   if( n==0 ) return GPUDS_OK;
   if( btNotAscending(n, aKey, &iBad) ){
@@ -927,13 +933,15 @@ static int btBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
 }
 
 /* Number of keys held. */
-static int64_t btCount(gpuds_store *p){
+static int64_t btCount(gpuds_store *pStore){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
   return p->nKey;
 }
 
 /* A JSON description; "{}" if it does not fit in nBuf bytes. */
-static void btInfo(gpuds_store *p, char *zBuf, size_t nBuf){
-  int64_t nByte = (int64_t)sizeof(gpuds_store)
+static void btInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
+  int64_t nByte = (int64_t)sizeof(HostOrderedStore)
                 + p->nLeaf*(int64_t)sizeof(BtLeaf)
                 + p->nInner*(int64_t)sizeof(BtInner);
   int nw;
@@ -951,7 +959,7 @@ static void btInfo(gpuds_store *p, char *zBuf, size_t nBuf){
 /* State of an xCheck walk. */
 typedef struct BtCheck BtCheck;
 struct BtCheck {
-  gpuds_store *p;
+  HostOrderedStore *p;
   int leafDepth;        /* depth of the first leaf reached, -1 before */
   int64_t nKey, nLeaf, nInner;
   BtLeaf *pLast;        /* the previous leaf in key order */
@@ -964,7 +972,7 @@ struct BtCheck {
 */
 static int btCheckNode(BtCheck *pC, BtNode *pN, int d, int bLo, int64_t lo,
                        int bHi, int64_t hi){
-  gpuds_store *p = pC->p;
+  HostOrderedStore *p = pC->p;
   int isRoot = pN==p->pRoot;
   int i, rc;
   if( d>=BT_MAX_HEIGHT ){
@@ -1053,7 +1061,8 @@ static int btCheckNode(BtCheck *pC, BtNode *pN, int d, int bLo, int64_t lo,
 }
 
 /* Verify every invariant of the tree; see btCheckNode. */
-static int btCheckTree(gpuds_store *p){
+static int btCheckTree(gpuds_store *pStore){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
   BtCheck c;
   int rc;
   memset(&c, 0, sizeof(c));
@@ -1088,7 +1097,8 @@ static int btCheckTree(gpuds_store *p){
 }
 
 /* Message of the last failed call, "" if none. */
-static const char *btErrmsg(gpuds_store *p){
+static const char *btErrmsg(gpuds_store *pStore){
+  HostOrderedStore *p = (HostOrderedStore*)pStore;
   return p ? p->zErr : "";
 }
 
@@ -1105,5 +1115,4 @@ const gpuds_store_ops gpudsHostOrderedOps = {
   btInfo,
   btCheckTree,
   btErrmsg,
-  0,                 /* xBatchDistinct: no faster path than xBatch */
 };

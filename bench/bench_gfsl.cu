@@ -7,15 +7,17 @@
 **
 ** Rows: for key ranges 10^4 .. 10^8 (--quick: up to 10^7)
 **   mixes [insert,delete,contains] = [1,1,98] [5,5,90] [10,10,80] [20,20,60]:
-**       store prefilled with a random half of the range, one batch of 10M
-**       operations with uniform random keys;
+**       store prefilled with a random half of the range, one batch of
+**       min(range,10M) operations on distinct keys in random order (a batch
+**       holds distinct keys: the backend contract of xBatch);
 **   insert-only: empty store, min(range,10M) distinct random keys;
 **   delete-only: store holding the whole range, min(range,10M) distinct keys;
 **   contains-only: store holding the whole range, 10M random lookups
 **       (median of 3) through the default lookup path (for 10M keys: the
 **       sorted path, sort included); contains-unsorted: the same through
 **       kLookup1 (the default before the sorted path); contains-only-v1:
-**       kLookup; contains-batch: xBatch-style all-lookup batch;
+**       kLookup; contains-batch: xBatch-style all-lookup batch of
+**       min(range,10M) distinct keys;
 **       contains-half / contains-half-unsorted: store prefilled with a
 **       random half of the range (like the mixes);
 ** then range scans (widths 10, 10^3, 10^6 on 10^7 keys, rows/s into device
@@ -82,14 +84,16 @@ __global__ void kRand64(size_t n, unsigned long long seed, long long *k, unsigne
     k[i] = (long long)splitmix(i + seed); v[i] = i;
   }
 }
-/* A mixed batch: ops by percentage, keys uniform in [0,R). */
+/* A mixed batch of n operations, ops by percentage; keys uniform in [0,R)
+** (repeats possible: for lookups), or if bDistinct n <= R DISTINCT keys, a
+** permutation window of [0,R) (permKey of n consecutive indices). */
 __global__ void kMix(size_t n, unsigned long long R, int pI, int pD, unsigned long long seed,
-                     unsigned char *op, long long *k, unsigned long long *v){
+                     unsigned char *op, long long *k, unsigned long long *v, bool bDistinct = false){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
     unsigned long long h = splitmix(i*0x632be59bd9b4e019ull + seed);
     int x = (int)(h % 100);
     op[i] = x<pI ? GPUDS_OP_UPSERT : x<pI+pD ? GPUDS_OP_DELETE : GPUDS_OP_LOOKUP;
-    k[i] = (long long)(splitmix(h) % R);
+    k[i] = bDistinct ? permKey(i + seed, R) : (long long)(splitmix(h) % R);
     v[i] = h;
   }
 }
@@ -258,24 +262,24 @@ int main(int argc, char **argv){
   /* warm-up */
   {
     gpuds_store *p = mkStore(1, 100000, d);
-    kMix<<<1024, 256>>>(NOPS, 100000, 10, 10, 99, d.op, d.k, d.v);
+    kMix<<<1024, 256>>>(100000, 100000, 10, 10, 99, d.op, d.k, d.v, true);
     CK(cudaGetLastError());
-    timeBatch(p, NOPS, d, false);
+    timeBatch(p, 100000, d, false);
     G->xDestroy(p);
   }
   struct Mix { const char *z; int i, dl; } mixes[] = {
     { "mix[1,1,98]", 1, 1 }, { "mix[5,5,90]", 5, 5 }, { "mix[10,10,80]", 10, 10 }, { "mix[20,20,60]", 20, 20 } };
   for( unsigned long long R=10000; R<=MAXR; R*=10 ){
+    size_t n = std::min<size_t>(R, NOPS);
     for( const Mix &m : mixes ){
       if( bContains ) break;
       gpuds_store *p = mkStore(1, R, d);
-      kMix<<<1024, 256>>>(NOPS, R, m.i, m.dl, R*7+m.i, d.op, d.k, d.v);
+      kMix<<<1024, 256>>>(n, R, m.i, m.dl, R*7+m.i, d.op, d.k, d.v, true);
       CK(cudaGetLastError());
-      double s = timeBatch(p, NOPS, d, false);
-      row(m.z, R, NOPS, s, "ops", note(p).c_str());
+      double s = timeBatch(p, n, d, false);
+      row(m.z, R, n, s, "ops", note(p).c_str());
       G->xDestroy(p);
     }
-    size_t n = std::min<size_t>(R, NOPS);
     if( !bContains ){
       gpuds_store *p = mkStore(0, R, d);
       kPerm<<<1024, 256>>>(n, R, d.k, d.v);
@@ -304,9 +308,10 @@ int main(int argc, char **argv){
       row("contains-unsorted", R, NOPS, s, "ops", "(lookupDevice, variant 2: kLookup1, unsorted; median of 3)");
       s = timeLookup(p, NOPS, d, 1);
       row("contains-only-v1", R, NOPS, s, "ops", "(lookupDevice, variant 1: kLookup, 32-key tiles per warp, unsorted)");
-      kFill8<<<1024, 256>>>(NOPS, GPUDS_OP_LOOKUP, d.op);
-      s = timeBatch(p, NOPS, d, false);
-      row("contains-batch", R, NOPS, s, "ops", "(batchDevice, all lookups, default path)");
+      kMix<<<1024, 256>>>(n, R, 0, 0, R*11, d.op, d.k, d.v, true);
+      CK(cudaGetLastError());
+      s = timeBatch(p, n, d, false);
+      row("contains-batch", R, n, s, "ops", "(batchDevice, all lookups of distinct keys, default path)");
       G->xDestroy(p);
     }
     {

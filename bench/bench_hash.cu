@@ -9,24 +9,24 @@
 //
 // For each table size N = 2^lg and target load L: a table presized for N
 // keys at load L (gpuds_hash::reserve), then
-//   insert-batch   N upserts through the general batch path (duplicate
-//                  detection sort included), fresh presized table
-//   insert         N upserts of distinct keys (upsertDistinctDevice: no sort)
+//   insert-batch   N upserts through the batch path (batchDevice, op codes
+//                  read), fresh presized table
+//   insert         N upserts of distinct keys (upsertDistinctDevice)
 //   find-hit       N lookups of present keys          (load L)
 //   find-miss      N lookups of absent keys           (load L)
-//   mixed          batches of N/4 ops: 10% upsert (new keys), 10% delete,
-//                  80% lookup, each variant on a fresh table of N keys (one
-//                  warm-up batch, one timed):
-//     mixed-10-10-80         general path (sort); lookups of random present
-//                            keys, so keys may repeat within the batch
-//     mixed-general-distinct general path on a batch of DISTINCT keys
-//     mixed-distinct         the same batch through batchDistinctDevice (the
-//                            distinct path of xBatchDistinct: no sort)
-//     mixed-distinct-host    G->xBatchDistinct on host arrays, host clock,
+//   mixed          batches of N/4 ops of distinct keys (the backend
+//                  contract): 10% upsert (new keys), 10% delete, 80% lookup,
+//                  each variant on a fresh table of N keys (one warm-up
+//                  batch, one timed):
+//     mixed-distinct         batchDevice (device arrays, kernel time)
+//     mixed-distinct-host    G->xBatch on host arrays, host clock,
 //                            transfers included (not kernel time)
-//   delete         N/2 deletes of present keys, general batch path
+//   delete         N/2 deletes of present keys, batch path
 // and growth from an empty table to 2^26 keys in batches of 2^22 through the
-// table's own resizes (distinct-upsert path and general path).
+// table's own resizes (distinct-upsert path and batch path).
+// (Until the backend contract said "keys in a batch are distinct", the rows
+// mixed-10-10-80 and mixed-general-distinct measured a general path for
+// repeated keys; it is gone, and so are they.)
 // Host arrays, end to end (host clock, every transfer included; "host" as
 // `only` runs just these):
 //   host-lookup-*  xLookup of 10^7 keys (half present, half absent, random
@@ -36,7 +36,7 @@
 //                  2^18..2^21 keys; median of 5 after a warm-up call;
 //                  host-lookup-devonly: the same keys from device memory
 //                  (lookupDevice, CUDA events: kernel only), for reference
-//   host-upsert-*  xBatchDistinct of 2^20, 2^22, 2^24 upserts of fresh keys
+//   host-upsert-*  xBatch of 2^20, 2^22, 2^24 upserts of fresh keys
 //                  (found/old wanted) into a presized table: single-shot
 //                  upload vs staged (chunks of 2^19); median of 3 after a
 //                  warm-up batch
@@ -74,20 +74,6 @@ __global__ void kGen(int64_t *k, uint64_t *v, size_t n, uint64_t base){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=(size_t)gridDim.x*blockDim.x ){
     k[i] = keyOf(base+i);
     if( v ) v[i] = base+i;
-  }
-}
-
-// [10,10,80] mix: upserts of fresh keys (index insBase+i), deletes of present
-// keys (index delBase+i), lookups of random present indices in [0, nKeys).
-__global__ void kGenMixed(uint8_t *op, int64_t *k, uint64_t *v, size_t n,
-                          uint64_t nKeys, uint64_t insBase, uint64_t delBase,
-                          uint64_t salt){
-  for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=(size_t)gridDim.x*blockDim.x ){
-    uint64_t r = smix(i*0x9E3779B97F4A7C15ull ^ salt);
-    int x = (int)(r%10);
-    if( x==0 ){ op[i] = GPUDS_OP_UPSERT; k[i] = keyOf(insBase+i); v[i] = insBase+i; }
-    else if( x==1 ){ op[i] = GPUDS_OP_DELETE; k[i] = keyOf(delBase+i); v[i] = 0; }
-    else{ op[i] = GPUDS_OP_LOOKUP; k[i] = keyOf((r>>8)%nKeys); v[i] = 0; }
   }
 }
 
@@ -266,12 +252,12 @@ static int hostRows(int64_t *dK, uint64_t *dV, uint8_t *dF){
       for( int r=0; r<4; r++ ){
         for( size_t i=0; i<B; i++ ){ k[i] = keyOf(r*B+i); v[i] = r*B+i; }
         auto t0 = std::chrono::steady_clock::now();
-        OK(G->xBatchDistinct(p, B, op.data(), k.data(), v.data(), f.data(), o.data()));
+        OK(G->xBatch(p, B, op.data(), k.data(), v.data(), f.data(), o.data()));
         const double ms = hostMs(t0);
         if( r ) t.push_back(ms);
       }
       if( G->xCount(p)!=(int64_t)(4*B) ){ fprintf(stderr, "host-upsert: count\n"); return 1; }
-      snprintf(note, sizeof(note), "xBatchDistinct upserts, host arrays, found/old wanted, host clock, "
+      snprintf(note, sizeof(note), "xBatch upserts, host arrays, found/old wanted, host clock, "
                "median of 3, %s", staged ? "staged copies (chunks of 2^19)" : "single-shot (chunk 0)");
       report(staged ? "host-upsert-staged" : "host-upsert-single", lgB, 0.5, loadOf(p), B, median(t), note);
       G->xDestroy(p);
@@ -331,7 +317,7 @@ int main(int argc, char **argv){
     for( double L : loads ){
       const size_t N = (size_t)1<<lg;
       char note[160];
-      // insert through the general batch path (fresh presized table)
+      // insert through the batch path (fresh presized table)
       if( want("insert-batch") ){
         gpuds_store *p = mk();
         OK(gpuds_hash::reserve(p, N, L));
@@ -343,7 +329,7 @@ int main(int argc, char **argv){
         t.start();
         OK(gpuds_hash::batchDevice(p, N, dOp, dK, dV, dF, dOld));
         double ms = t.stop();
-        snprintf(note, sizeof(note), "general batch path, presized%s",
+        snprintf(note, sizeof(note), "batch path, presized%s",
                  gpuds_hash::buckets(p)!=nb ? ", RESIZED" : "");
         if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "insert-batch: count %lld\n", (long long)G->xCount(p)); return 1; }
         report("insert-batch", lg, L, loadOf(p), N, ms, note);
@@ -388,13 +374,10 @@ int main(int argc, char **argv){
       gpuds_hash::setLookupIlp(2);
       // mixed [10,10,80], batches of N/4, each variant on a fresh table of
       // N keys (one warm-up batch, one timed)
-      struct MixVar { const char *z; int path; };   // path: 0 general, 1 distinct dev, 2 distinct host
-      const MixVar mv[] = {
-        { "mixed-10-10-80", 0 }, { "mixed-general-distinct", 0 },
-        { "mixed-distinct", 1 }, { "mixed-distinct-host", 2 } };
+      struct MixVar { const char *z; int path; };   // path: 1 device arrays, 2 host arrays
+      const MixVar mv[] = { { "mixed-distinct", 1 }, { "mixed-distinct-host", 2 } };
       for( const MixVar &m : mv ){
         if( !want(m.z) ) continue;
-        const bool dist = strcmp(m.z, "mixed-10-10-80")!=0;
         const size_t B = N/4;
         gpuds_store *q = mk();
         OK(gpuds_hash::reserve(q, N, L));
@@ -407,8 +390,7 @@ int main(int argc, char **argv){
         unsigned long long nf = 0, nExp = 0;
         std::vector<uint8_t> hOp, hF; std::vector<int64_t> hK; std::vector<uint64_t> hV, hO;
         for( int r=0; r<2; r++ ){
-          if( dist ) kGenMixedDistinct<<<2048, 256>>>(dOp, dK2, dOld, B, N, 4*(uint64_t)N + r*(uint64_t)B, r, 77+r);
-          else kGenMixed<<<2048, 256>>>(dOp, dK2, dOld, B, N, 4*(uint64_t)N + r*(uint64_t)B, (uint64_t)r*B, 77+r);
+          kGenMixedDistinct<<<2048, 256>>>(dOp, dK2, dOld, B, N, 4*(uint64_t)N + r*(uint64_t)B, r, 77+r);
           CK(cudaDeviceSynchronize());
           if( m.path==2 ){
             hOp.resize(B); hK.resize(B); hV.resize(B); hF.resize(B); hO.resize(B);
@@ -416,24 +398,22 @@ int main(int argc, char **argv){
             CK(cudaMemcpy(hK.data(), dK2, 8*B, cudaMemcpyDeviceToHost));
             CK(cudaMemcpy(hV.data(), dOld, 8*B, cudaMemcpyDeviceToHost));
             auto h0 = std::chrono::steady_clock::now();
-            OK(G->xBatchDistinct(q, B, hOp.data(), hK.data(), hV.data(), hF.data(), hO.data()));
+            OK(G->xBatch(q, B, hOp.data(), hK.data(), hV.data(), hF.data(), hO.data()));
             msT = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now()-h0).count();
             nf = 0;
             for( size_t i=0; i<B; i++ ) nf += hF[i];
           }else{
             tq.start();
-            if( m.path==1 ) OK(gpuds_hash::batchDistinctDevice(q, B, dOp, dK2, dOld, dF, dV));
-            else OK(gpuds_hash::batchDevice(q, B, dOp, dK2, dOld, dF, dV));
+            OK(gpuds_hash::batchDevice(q, B, dOp, dK2, dOld, dF, dV));
             msT = tq.stop();
             nf = countFound(dF, B);
           }
         }
         nExp = countNonUpsert(dOp, B);
-        if( dist && nf!=nExp ){ fprintf(stderr, "%s: %llu found, expected %llu\n", m.z, nf, nExp); return 1; }
+        if( nf!=nExp ){ fprintf(stderr, "%s: %llu found, expected %llu\n", m.z, nf, nExp); return 1; }
         OK(G->xCheck(q));
-        snprintf(note, sizeof(note), "batch N/4, %s, %llu/%zu found%s", m.path==0 ? "general path (sort)" :
-                 m.path==1 ? "distinct path (batchDistinctDevice)" :
-                 "xBatchDistinct host arrays, host clock incl. transfers", nf, B,
+        snprintf(note, sizeof(note), "batch N/4, %s, %llu/%zu found%s", 
+                 m.path==1 ? "batchDevice" : "xBatch host arrays, host clock incl. transfers", nf, B,
                  gpuds_hash::rehashCount(q)!=re0 ? ", REHASHED" : "");
         report(m.z, lg, L, loadOf(q), B, msT, note);
         G->xDestroy(q);
@@ -450,7 +430,7 @@ int main(int argc, char **argv){
         OK(gpuds_hash::batchDevice(p, N/2, dOp, dK2, nullptr, dF, dOld));
         ms = t.stop();
         unsigned long long nf = countFound(dF, N/2);
-        snprintf(note, sizeof(note), "general path, %llu/%zu found%s", nf, N/2,
+        snprintf(note, sizeof(note), "batch path, %llu/%zu found%s", nf, N/2,
                  gpuds_hash::rehashCount(p)!=re0 ? ", SHRUNK" : "");
         if( c0-G->xCount(p)!=(int64_t)nf ){ fprintf(stderr, "delete: count mismatch\n"); return 1; }
         report("delete", lg, L, l0, N/2, ms, note);
@@ -480,7 +460,7 @@ int main(int argc, char **argv){
     if( G->xCount(p)!=(int64_t)N ){ fprintf(stderr, "growth: count\n"); return 1; }
     char note[160];
     snprintf(note, sizeof(note), "%s, batches of 2^22, %llu resizes, final %llu buckets",
-             path==0 ? "distinct-upsert path" : "general batch path",
+             path==0 ? "distinct-upsert path" : "batch path",
              (unsigned long long)(gpuds_hash::rehashCount(p)-re0),
              (unsigned long long)gpuds_hash::buckets(p));
     report(path==0 ? "growth" : "growth-batch", 26, 0, loadOf(p), N, ms, note);

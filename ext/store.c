@@ -71,17 +71,6 @@ void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir){
   if( pMir && p->pMirOps ) p->pMirOps->xDestroy(pMir);
 }
 
-/* Apply a batch of distinct keys to store pS of ops pOps, through its
-** faster path for distinct keys where it has one. */
-static int batchDistinct(const gpuds_store_ops *pOps, gpuds_store *pS, size_t n,
-                         const uint8_t *aOp, const int64_t *aKey,
-                         const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
-  if( pOps->xBatchDistinct ){
-    return pOps->xBatchDistinct(pS, n, aOp, aKey, aVal, aFound, aOld);
-  }
-  return pOps->xBatch(pS, n, aOp, aKey, aVal, aFound, aOld);
-}
-
 /* Apply a batch of distinct keys to the store and its mirror: both or
 ** neither.  aFound/aOld may be NULL. */
 int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
@@ -91,16 +80,16 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
   uint64_t *aO = aOld;
   int rc;
   if( p->pMirror==0 ){
-    rc = batchDistinct(p->pOps, p->pStore, n, aOp, aKey, aVal, aFound, aOld);
+    rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aFound, aOld);
     return rc ? storeErr(p, p->pOps, p->pStore, rc, "applying a batch") : SQLITE_OK;
   }
   if( aF==0 ) aF = sqlite3_malloc64(n ? n : 1);
   if( aO==0 ) aO = sqlite3_malloc64(n ? n*8 : 8);
   aInv = sqlite3_malloc64(n ? n : 1);
   if( !aF || !aO || !aInv ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto batch_out; }
-  rc = batchDistinct(p->pOps, p->pStore, n, aOp, aKey, aVal, aF, aO);
+  rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aF, aO);
   if( rc ){ storeErr(p, p->pOps, p->pStore, rc, "applying a batch"); goto batch_out; }
-  rc = batchDistinct(p->pMirOps, p->pMirror, n, aOp, aKey, aVal, 0, 0);
+  rc = p->pMirOps->xBatch(p->pMirror, n, aOp, aKey, aVal, 0, 0);
   if( rc ){
     /* Undo the GPU batch: put back what each key held before. */
     size_t i;
@@ -109,7 +98,7 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
       aInv[i] = aOp[i]==GPUDS_OP_LOOKUP ? GPUDS_OP_LOOKUP
               : (aF[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE);
     }
-    batchDistinct(p->pOps, p->pStore, n, aInv, aKey, aO, 0, 0);
+    p->pOps->xBatch(p->pStore, n, aInv, aKey, aO, 0, 0);
   }
 batch_out:
   if( aF!=aFound ) sqlite3_free(aF);

@@ -18,7 +18,8 @@
 
 /* Record a failed CUDA call on store p (message "gfsl: what: CUDA text")
 ** and return its GPUDS_* code.  Defined in kernels/gfsl.cu. */
-int gfslCudaFail(gpuds_store *p, cudaError_t e, const char *zWhat, int iLine);
+struct GfslStore;
+int gfslCudaFail(GfslStore *p, cudaError_t e, const char *zWhat, int iLine);
 
 /* The GPUDS_* code for a CUDA error. */
 static inline int gfslCudaCode(cudaError_t e){

@@ -37,26 +37,12 @@
 //     claim by CAS, scanning from the home bucket.  Tombstones are reused by
 //     inserts and all dropped by the next rehash.
 //
-// BATCHES: the result must equal sequential application.  Operations on
-// different keys commute, so only ops on the same key need ordering.
-//   1. Lookup pre-pass (when >= 1/4 of the ops are lookups): the keys of all
-//      upserts/deletes set bits in a filter (a bitmap of >= 16 bits per
-//      mutation); a lookup whose bit is clear shares its key with no
-//      mutation of the batch, so its answer is the pre-batch state and it is
-//      done right away, before anything changes (kLookupPass).  The other
-//      ops (mutations and filter hits) are compacted with cub::DeviceSelect.
-//   2. The remaining ops are split by a CUB radix sort of (top bits of
-//      fmix64(key), op index): an op whose hash bits are unique among them is
-//      "solo" (its key occurs once) and runs in the fully parallel kernel
-//      kRun (one op per tile); ops sharing hash bits with another (true
-//      duplicates, plus rare hash-bit collisions) form groups that one tile
-//      each applies sequentially in array order (kGroups), keeping a run of
-//      equal keys in registers and writing the table once per run.
-// Each key is thus owned by one tile per batch, so the table never gets a key
-// twice.  Pure lookup batches and batches of distinct keys skip all this.
-// DISTINCT PATH (xBatchDistinct, xBulkLoad, upsertDistinctDevice): the caller
-// promises that no key repeats, so every op owns its key and all ops run in
-// one kernel, kRun<M_MIXED>, in any order, one op per tile.  A lookup
+// BATCHES: the backend contract (gpuds_backend.h) is that the keys of one
+// batch are distinct, so operations on different keys commute and every op
+// owns its key.  (A general path for repeated keys, a radix sort by hash bits
+// and per-group sequential kernels, served no caller and was removed.)
+// ONE KERNEL (xBatch, xBulkLoad, batchDevice, upsertDistinctDevice): all ops
+// run in one kernel, kRun<M_MIXED>, in any order, one op per tile.  A lookup
 // concurrent with inserts/deletes of other keys is exact: its key never
 // moves, inserts only fill free slots and deletes leave tombstones, so no
 // EMPTY slot appears between its home bucket and its slot.  Measured on H200
@@ -74,6 +60,16 @@
 // table on the GPU and swaps it in only when complete, so running out of GPU
 // memory leaves the store unchanged (GPUDS_NOMEM).  After a batch that leaves
 // the table below kShrinkLoad it is rehashed down.
+//
+// FILES: one translation unit, in layers (each file includes nothing of a
+// layer above it):
+//   kernels/hash/layout.cuh      buckets, slots, the table, Meta
+//   kernels/hash/device_ops.cuh  the tile's probe, claim, insert, key state
+//   kernels/hash/kernels.cuh     the kernels (kRun, kLookup2, rehash, check, ...)
+//   kernels/hash.cu (this file)  the host store GpuHashStore: scratch, growth,
+//                                batches, host<->device transfers
+//   kernels/hash/ops.cuh         gpudsCudaHashOps and its entry points
+//   kernels/hash/hooks.cuh       gpuds_hash:: test and benchmark hooks (hash.cuh)
 #include "gpuds_backend.h"
 #include "hash.cuh"
 #include "hash_util.cuh"
@@ -92,649 +88,13 @@ namespace cg = cooperative_groups;
 using namespace gpuds_hash;
 typedef unsigned long long ull;
 
-namespace {
-
-constexpr int TS = kSlotsPerBucket;     // tile size = slots per bucket
-constexpr ull NONE = ~0ull;
-constexpr int BLOCK = 256;
-constexpr size_t kMaxBatch = 0x7fffffffu;   // op indices are 32-bit
-
-struct Slot {
-  ull key;
-  ull val;
-};
-struct alignas(64) Bucket {
-  Slot s[TS];
-};
-static_assert(sizeof(Bucket)==64, "a bucket is 64 bytes");
-
-struct Table {
-  Bucket *b;
-  ull nb;          // number of buckets (any value >= 1)
-};
-
-// Counters and side slots, on the device (kernels update them) and mirrored
-// on the host after every call.
-struct Meta {
-  ull count;            // keys held, side slots included
-  ull used;             // table slots that are not EMPTY (keys + tombstones)
-  ull sidePresent[2];   // side slot 0 holds user key kEmptyKey, 1 kTombKey
-  ull sideVal[2];
-  ull err;              // nonzero: a kernel could not place a key (a bug)
-};
-
-enum { M_LOOKUP = 0, M_MIXED = 1 };
-
-using Tile = cg::thread_block_tile<TS, cg::thread_block>;
-
-// ---------------------------------------------------------------- device --
-
-// murmur3 fmix64: a bijection on 64-bit words, so equal hashes mean equal keys.
-__host__ __device__ __forceinline__ ull mix64(ull h){
-  h ^= h >> 33; h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ull;
-  h ^= h >> 33;
-  return h;
-}
-__device__ __forceinline__ ull homeOf(ull k, ull nb){ return __umul64hi(mix64(k), nb); }
-__device__ __forceinline__ ull nextB(ull b, ull nb){ return b+1==nb ? 0 : b+1; }
-__host__ __device__ __forceinline__ int sideOf(ull k){
-  return k==kEmptyKey ? 0 : (k==kTombKey ? 1 : -1);
-}
-__device__ __forceinline__ bool isFree(ull k){ return k==kEmptyKey || k==kTombKey; }
-
-// Load one slot (16 bytes): through the read-only path when no thread of the
-// kernel writes the table (RO), else from L2 (never a stale L1 line).
-template<bool RO>
-__device__ __forceinline__ void ldSlot(const Slot *p, ull &k, ull &v){
-  longlong2 x;
-  if constexpr( RO ) x = __ldg((const longlong2*)p);
-  else x = __ldcg((const longlong2*)p);
-  k = (ull)x.x; v = (ull)x.y;
-}
-template<bool RO> __device__ __forceinline__ ull ld(const ull *p){
-  if constexpr( RO ) return __ldg(p);
-  else return __ldcg(p);
-}
-
-// Outcome of probing for a key (tile-uniform, except myExp).
-struct Probe {
-  bool found;
-  int l;           // slot of the key (found)
-  ull b;           // bucket of the key (found)
-  ull val;         // its value (found)
-  ull freeB;       // first probed bucket with a free slot, NONE if none
-  int freeL;       // first free slot in freeB
-  ull myExp;       // lane freeL only: the free slot's key word when seen
-};
-
-// One probe step: bucket b, whose slot of this lane holds (sk, sv), examined
-// for k.  Promises: true when the probe ends here (pr.found and its (b, l,
-// val) if b holds k; else an EMPTY slot was seen, so k is absent); the first
-// free slot seen is recorded in pr.freeB/freeL/myExp (mutating probes only).
-template<bool RO>
-__device__ __forceinline__ bool probeBucket(const Tile &tile, ull k, ull b,
-                                            ull sk, ull sv, Probe &pr){
-  const int lane = tile.thread_rank();
-  const unsigned hm = tile.ballot(sk==k);
-  if( hm ){
-    pr.found = true; pr.b = b; pr.l = __ffs(hm)-1;
-    pr.val = tile.shfl(sv, pr.l);
-    return true;
-  }
-  if( !RO && pr.freeB==NONE ){
-    const unsigned fm = tile.ballot(isFree(sk));
-    if( fm ){
-      pr.freeB = b; pr.freeL = __ffs(fm)-1;
-      if( lane==pr.freeL ) pr.myExp = sk;
-    }
-  }
-  return tile.any(sk==kEmptyKey);
-}
-
-__device__ __forceinline__ void probeInit(Probe &pr){
-  pr.found = false; pr.freeB = NONE; pr.freeL = -1; pr.myExp = 0;
-  pr.b = 0; pr.l = 0; pr.val = 0;
-}
-
-// Continue a probe for k at bucket b (pr as left by the buckets before).
-template<bool RO>
-__device__ __forceinline__ void tileProbeFrom(const Tile &tile, const Table T, ull k,
-                                              Probe &pr, ull b){
-  const int lane = tile.thread_rank();
-  for( ull step=0; step<T.nb; step++ ){
-    ull sk, sv;
-    ldSlot<RO>(&T.b[b].s[lane], sk, sv);
-    if( probeBucket<RO>(tile, k, b, sk, sv, pr) ) return;
-    b = nextB(b, T.nb);
-  }
-}
-
-// Probe for k (not a sentinel) by the lookup rule: from home(k), visit
-// buckets until one holds k or one has an EMPTY slot.  Promises: pr.found
-// with (b, l, val) = the first slot holding k in probe order, or not found
-// if k is absent; pr.freeB/freeL = first free slot seen (candidate for an
-// insert of k).
-template<bool RO>
-__device__ __forceinline__ void tileProbe(const Tile &tile, const Table T, ull k,
-                                          Probe &pr, ull b = NONE){
-  if( b==NONE ) b = homeOf(k, T.nb);     // else: resume at bucket b
-  probeInit(pr);
-  tileProbeFrom<RO>(tile, T, k, pr, b);
-}
-
-// Put k -> v in the first free slot that a CAS wins, scanning from bucket b
-// (k absent and owned by this tile).  Promises: one slot now holds k; returns
-// 1 if it was EMPTY (used grows), 0 if a tombstone, -1 if none was found in
-// two sweeps of the table (cannot happen while used < slots; a bug).
-__device__ int tileClaim(const Tile &tile, const Table T, ull k, ull v, ull b){
-  const int lane = tile.thread_rank();
-  for( ull step=0; step<2*T.nb; step++ ){
-    const ull sk = __ldcg(&T.b[b].s[lane].key);
-    unsigned fr = tile.ballot(isFree(sk));
-    while( fr ){
-      const int l = __ffs(fr)-1;
-      int ok = 0;
-      if( lane==l ){
-        if( atomicCAS(&T.b[b].s[l].key, sk, k)==sk ){
-          __stcg(&T.b[b].s[l].val, v);
-          ok = sk==kEmptyKey ? 2 : 1;
-        }
-      }
-      ok = tile.shfl(ok, l);
-      if( ok ) return ok-1;
-      fr &= fr-1;
-    }
-    b = nextB(b, T.nb);
-  }
-  return -1;
-}
-
-// Insert k -> v after a probe found k absent: CAS the free slot the probe
-// saw, else scan on from there.  Same promises as tileClaim.
-__device__ __forceinline__ int tileInsert(const Tile &tile, const Table T,
-                                          ull k, ull v, const Probe &pr){
-  const int lane = tile.thread_rank();
-  if( pr.freeB==NONE ) return tileClaim(tile, T, k, v, homeOf(k, T.nb));
-  int ok = 0;
-  if( lane==pr.freeL ){
-    Slot *s = &T.b[pr.freeB].s[lane];
-    if( atomicCAS(&s->key, pr.myExp, k)==pr.myExp ){
-      __stcg(&s->val, v);
-      ok = pr.myExp==kEmptyKey ? 2 : 1;
-    }
-  }
-  ok = tile.shfl(ok, pr.freeL);
-  if( ok ) return ok-1;
-  return tileClaim(tile, T, k, v, pr.freeB);
-}
-
-// State of one key during a run of operations on it (tile-uniform).
-struct KeyState {
-  ull key;
-  int side;        // -1: table key; 0/1: side slot
-  bool present0;   // present before the run
-  bool present;    // present after the ops applied so far
-  bool dirty;      // an upsert happened (value to write back)
-  ull val;         // current value
-  Probe pr;        // where the key is / could go (table keys)
-};
-
-// Read the state of key k (before a run of ops on it).
-template<bool RO>
-__device__ KeyState tileLoadState(const Tile &tile, const Table T,
-                                  const Meta *meta, ull k){
-  KeyState s;
-  s.key = k; s.side = sideOf(k); s.dirty = false; s.val = 0;
-  if( s.side>=0 ){
-    s.present0 = ld<RO>(&meta->sidePresent[s.side])!=0;
-    if( s.present0 ) s.val = ld<RO>(&meta->sideVal[s.side]);
-    s.pr.found = false; s.pr.freeB = NONE;
-  }else{
-    tileProbe<RO>(tile, T, k, s.pr);
-    s.present0 = s.pr.found;
-    s.val = s.pr.found ? s.pr.val : 0;
-  }
-  s.present = s.present0;
-  return s;
-}
-
-// Apply one operation to a key state in registers; report (found, old).
-__device__ __forceinline__ void applyOp(KeyState &s, int op, ull v,
-                                        uint8_t &f, ull &old){
-  f = s.present ? 1 : 0;
-  old = s.present ? s.val : 0;
-  if( op==GPUDS_OP_UPSERT ){ s.present = true; s.val = v; s.dirty = true; }
-  else if( op==GPUDS_OP_DELETE ){ s.present = false; s.val = 0; }
-}
-
-// Write a key's final state back to the table (or its side slot).  Promises:
-// afterwards the store holds exactly what s says; dC/dU (tile-uniform) get
-// the change in count/used; bad is set if no slot could be claimed.
-__device__ void tileFlush(const Tile &tile, const Table T, Meta *meta,
-                          const KeyState &s, long long &dC, long long &dU,
-                          int &bad){
-  const int lane = tile.thread_rank();
-  if( s.side>=0 ){
-    if( lane==0 && (s.present!=s.present0 || s.dirty) ){
-      __stcg(&meta->sidePresent[s.side], (ull)(s.present ? 1 : 0));
-      __stcg(&meta->sideVal[s.side], s.present ? s.val : 0ull);
-    }
-    dC += (int)s.present - (int)s.present0;
-    return;
-  }
-  if( s.present0 && s.present ){
-    if( s.dirty && lane==s.pr.l ) __stcg(&T.b[s.pr.b].s[lane].val, s.val);
-  }else if( s.present0 ){
-    if( lane==s.pr.l ) atomicExch(&T.b[s.pr.b].s[lane].key, kTombKey);
-    dC -= 1;
-  }else if( s.present ){
-    const int r = tileInsert(tile, T, s.key, s.val, s.pr);
-    if( r<0 ) bad = 1; else dU += r;
-    dC += 1;
-  }
-}
-
-// Apply a mutating op on table key k (not a sentinel) whose probe result is
-// pr: (f, old) = state before; the table updated; dC/dU/bad as in tileFlush.
-__device__ __forceinline__ void applyProbed(const Tile &tile, const Table T, int op,
-                                            ull k, ull v, const Probe &pr,
-                                            long long &dC, long long &dU, int &bad){
-  const int lane = tile.thread_rank();
-  if( op==GPUDS_OP_UPSERT ){
-    if( pr.found ){
-      if( lane==pr.l ) __stcg(&T.b[pr.b].s[lane].val, v);
-    }else{
-      const int r = tileInsert(tile, T, k, v, pr);
-      if( r<0 ) bad = 1; else dU += r;
-      dC += 1;
-    }
-  }else if( op==GPUDS_OP_DELETE && pr.found ){
-    if( lane==pr.l ) atomicExch(&T.b[pr.b].s[lane].key, kTombKey);
-    dC -= 1;
-  }
-}
-
-// Apply one operation on a key that no other tile touches in this kernel.
-// Promises: (f, old) = state of k before the op; the table updated;
-// dC/dU/bad as in tileFlush.
-template<int MODE>
-__device__ __forceinline__ void tileOp(const Tile &tile, const Table T, Meta *meta,
-                                       int op, ull k, ull v, uint8_t &f, ull &old,
-                                       long long &dC, long long &dU, int &bad){
-  constexpr bool RO = MODE==M_LOOKUP;
-  if( sideOf(k)>=0 ){           // rare: user key equal to a sentinel
-    KeyState s = tileLoadState<RO>(tile, T, meta, k);
-    applyOp(s, op, v, f, old);
-    if( !RO ) tileFlush(tile, T, meta, s, dC, dU, bad);
-    return;
-  }
-  Probe pr;
-  tileProbe<RO>(tile, T, k, pr);
-  f = pr.found ? 1 : 0;
-  old = pr.found ? pr.val : 0;
-  if constexpr( MODE==M_MIXED ) applyProbed(tile, T, op, k, v, pr, dC, dU, bad);
-}
-
-// Add the per-tile deltas (held by tile lane 0) of a warp to Meta.
-__device__ void finishCounters(Meta *meta, int lane, long long dC,
-                               long long dU, int bad){
-  long long c = lane==0 ? dC : 0, u = lane==0 ? dU : 0;
-#pragma unroll
-  for( int o=16; o>0; o>>=1 ){
-    c += __shfl_xor_sync(0xffffffffu, c, o);
-    u += __shfl_xor_sync(0xffffffffu, u, o);
-    bad |= __shfl_xor_sync(0xffffffffu, bad, o);
-  }
-  if( (threadIdx.x&31)==0 ){
-    if( c ) atomicAdd(&meta->count, (ull)c);
-    if( u ) atomicAdd(&meta->used, (ull)u);
-    if( bad ) atomicExch(&meta->err, 1ull);
-  }
-}
-
-// Apply ops i = list[j] for j in [0,n) (i = j if list is NULL), one per
-// tile, whose keys are distinct among the ops not skipped (skip[i] != 0
-// skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals NULL:
-// values 0.  found/old may be NULL.
-template<int MODE>
-__global__ void __launch_bounds__(BLOCK)
-kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
-     int defOp, const ull *keys, const ull *vals, const uint8_t *skip,
-     uint8_t *found, ull *old){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  long long dC = 0, dU = 0; int bad = 0;
-  for( size_t j=tileId; j<n; j+=nTiles ){
-    const size_t i = list ? list[j] : j;
-    if( skip && skip[i] ) continue;
-    const int op = ops ? ops[i] : defOp;
-    const ull k = keys[i];
-    const ull v = vals ? vals[i] : 0;
-    uint8_t f; ull o;
-    tileOp<MODE>(tile, T, meta, op, k, v, f, o, dC, dU, bad);
-    if( lane==0 ){
-      if( found ) found[i] = f;
-      if( old ) old[i] = o;
-    }
-  }
-  if( MODE!=M_LOOKUP ) finishCounters(meta, lane, dC, dU, bad);
-}
-
-// Finish a lookup of k whose home-bucket slot (this lane's) was already
-// loaded as (sk, sv).  Promises (f, old) as tileOp<M_LOOKUP>.
-__device__ __forceinline__ void tileLookupFrom(const Tile &tile, const Table T,
-                                               const Meta *meta, ull k, ull sk,
-                                               ull sv, uint8_t &f, ull &old){
-  long long dC = 0, dU = 0; int bad = 0;
-  if( sideOf(k)>=0 ){
-    tileOp<M_LOOKUP>(tile, T, (Meta*)meta, GPUDS_OP_LOOKUP, k, 0, f, old, dC, dU, bad);
-    return;
-  }
-  const unsigned hm = tile.ballot(sk==k);
-  if( hm ){
-    f = 1; old = tile.shfl(sv, __ffs(hm)-1);
-    return;
-  }
-  if( tile.any(sk==kEmptyKey) ){ f = 0; old = 0; return; }
-  Probe pr;
-  tileProbe<true>(tile, T, k, pr, nextB(homeOf(k, T.nb), T.nb));
-  f = pr.found ? 1 : 0;
-  old = pr.found ? pr.val : 0;
-}
-
-// Lookups with two operations per tile: both home-bucket loads are issued
-// before either is used (more memory-level parallelism than kRun<M_LOOKUP>).
-__global__ void __launch_bounds__(BLOCK)
-kLookup2(Table T, const Meta *meta, size_t n, const ull *keys, uint8_t *found,
-         ull *vals){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  for( size_t i=2*tileId; i<n; i+=2*nTiles ){
-    const bool two = i+1<n;
-    const ull k0 = keys[i];
-    const ull k1 = two ? keys[i+1] : k0;
-    ull a0, b0, a1, b1;
-    ldSlot<true>(&T.b[homeOf(k0, T.nb)].s[lane], a0, b0);
-    ldSlot<true>(&T.b[homeOf(k1, T.nb)].s[lane], a1, b1);
-    uint8_t f0, f1; ull o0, o1;
-    tileLookupFrom(tile, T, meta, k0, a0, b0, f0, o0);
-    tileLookupFrom(tile, T, meta, k1, a1, b1, f1, o1);
-    if( lane==0 ){
-      if( found ){ found[i] = f0; if( two ) found[i+1] = f1; }
-      if( vals ){ vals[i] = o0; if( two ) vals[i+1] = o1; }
-    }
-  }
-}
-
-// Apply the group of ops starting at sorted position g (all positions with
-// the same hash bits sh[g]) sequentially in array order; a run of ops on one
-// key is applied in registers and written back once.
-__device__ void runGroup(const Tile &tile, const Table T, Meta *meta, size_t n,
-                         size_t g, const uint32_t *sh, const uint32_t *sidx,
-                         const uint8_t *ops, int defOp, const ull *keys,
-                         const ull *vals, uint8_t *found, ull *old,
-                         long long &dC, long long &dU, int &bad){
-  const int lane = tile.thread_rank();
-  const uint32_t x = sh[g];
-  KeyState s;
-  bool have = false;
-  for( size_t q=g; ; q+=TS ){
-    const size_t j = q+lane;
-    const bool in = j<n && sh[j]==x;     // a prefix of the tile
-    const int cnt = __popc(tile.ballot(in));
-    uint32_t i = 0; int op = defOp; ull k = 0, v = 0;
-    if( in ){
-      i = sidx[j];
-      if( ops ) op = ops[i];
-      k = keys[i];
-      if( vals ) v = vals[i];
-    }
-    uint8_t myF = 0; ull myO = 0;
-    for( int t=0; t<cnt; t++ ){
-      const int ot = tile.shfl(op, t);
-      const ull kt = tile.shfl(k, t);
-      const ull vt = tile.shfl(v, t);
-      if( !have || s.key!=kt ){
-        if( have ){ tileFlush(tile, T, meta, s, dC, dU, bad); tile.sync(); }
-        s = tileLoadState<false>(tile, T, meta, kt);
-        have = true;
-      }
-      uint8_t f; ull o;
-      applyOp(s, ot, vt, f, o);
-      if( lane==t ){ myF = f; myO = o; }
-    }
-    if( in ){
-      if( found ) found[i] = myF;
-      if( old ) old[i] = myO;
-    }
-    if( cnt<TS ) break;
-  }
-  if( have ) tileFlush(tile, T, meta, s, dC, dU, bad);
-}
-
-// Apply every group of >= 2 ops sharing hash bits (sorted order sh/sidx).
-__global__ void __launch_bounds__(BLOCK)
-kGroups(Table T, Meta *meta, size_t n, const uint32_t *sh,
-        const uint32_t *sidx, const uint8_t *ops, int defOp, const ull *keys,
-        const ull *vals, uint8_t *found, ull *old){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  long long dC = 0, dU = 0; int bad = 0;
-  for( size_t base=tileId*TS; base<n; base+=nTiles*TS ){
-    const size_t p = base+lane;
-    bool head = false;
-    if( p<n ){
-      const uint32_t x = sh[p];
-      head = (p==0 || sh[p-1]!=x) && (p+1<n && sh[p+1]==x);
-    }
-    unsigned hm = tile.ballot(head);
-    while( hm ){
-      const int t = __ffs(hm)-1;
-      hm &= hm-1;
-      runGroup(tile, T, meta, n, base+t, sh, sidx, ops, defOp, keys, vals,
-               found, old, dC, dU, bad);
-    }
-  }
-  finishCounters(meta, lane, dC, dU, bad);
-}
-
-// For j in [0,m), op i = list[j] (i = j if list is NULL): h[j] = top bits
-// of fmix64(key[i]) (64-shift of them), idx[j] = i.
-__global__ void kHashBits(size_t m, const uint32_t *list, const ull *keys,
-                          uint32_t *h, uint32_t *idx, int shift){
-  for( size_t j=size_t(blockIdx.x)*blockDim.x+threadIdx.x; j<m;
-       j+=size_t(gridDim.x)*blockDim.x ){
-    const uint32_t i = list ? list[j] : (uint32_t)j;
-    h[j] = (uint32_t)(mix64(keys[i]) >> shift);
-    idx[j] = i;
-  }
-}
-
-// Bit of key k in the mutation filter (bmMask+1 bits, a power of two).
-__device__ __forceinline__ bool filterHas(const uint32_t *bm, ull bmMask, ull k){
-  const ull x = mix64(k) & bmMask;
-  return (__ldg(&bm[x>>5]) >> (x&31)) & 1u;
-}
-
-// Set the filter bit of every upsert/delete.
-__global__ void kFilter(size_t n, const uint8_t *ops, const ull *keys,
-                        uint32_t *bm, ull bmMask){
-  for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<n;
-       i+=size_t(gridDim.x)*blockDim.x ){
-    if( ops[i]!=GPUDS_OP_LOOKUP ){
-      const ull x = mix64(keys[i]) & bmMask;
-      atomicOr(&bm[x>>5], 1u << (x&31));
-    }
-  }
-}
-
-// First pass of a mixed batch, before any change to the table: every lookup
-// whose key is not in the mutation filter cannot see an upsert or delete of
-// the batch, so its result is the pre-batch state: done here (two per tile,
-// as kLookup2).  inS[i] = 1 for every other op (the ops that must be ordered:
-// all upserts/deletes and the lookups that may share a key with one).
-__global__ void __launch_bounds__(BLOCK)
-kLookupPass(Table T, const Meta *meta, size_t n, const uint8_t *ops,
-            const ull *keys, const uint32_t *bm, ull bmMask, uint8_t *inS,
-            uint8_t *found, ull *old){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  for( size_t i=2*tileId; i<n; i+=2*nTiles ){
-    const bool two = i+1<n;
-    const ull k0 = keys[i];
-    const ull k1 = two ? keys[i+1] : k0;
-    const bool s0 = ops[i]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k0);
-    const bool s1 = !two || ops[i+1]!=GPUDS_OP_LOOKUP || filterHas(bm, bmMask, k1);
-    ull a0 = 0, b0 = 0, a1 = 0, b1 = 0;
-    if( !s0 ) ldSlot<true>(&T.b[homeOf(k0, T.nb)].s[lane], a0, b0);
-    if( !s1 ) ldSlot<true>(&T.b[homeOf(k1, T.nb)].s[lane], a1, b1);
-    uint8_t f0 = 0, f1 = 0; ull o0 = 0, o1 = 0;
-    if( !s0 ) tileLookupFrom(tile, T, meta, k0, a0, b0, f0, o0);
-    if( !s1 ) tileLookupFrom(tile, T, meta, k1, a1, b1, f1, o1);
-    if( lane==0 ){
-      inS[i] = s0;
-      if( !s0 ){ if( found ) found[i] = f0; if( old ) old[i] = o0; }
-      if( two ){
-        inS[i+1] = s1;
-        if( !s1 ){ if( found ) found[i+1] = f1; if( old ) old[i+1] = o1; }
-      }
-    }
-  }
-}
-
-// skip[sidx[p]] = 1 for every sorted position p whose hash bits occur twice+.
-__global__ void kMark(size_t n, const uint32_t *sh, const uint32_t *sidx,
-                      uint8_t *skip){
-  for( size_t p=size_t(blockIdx.x)*blockDim.x+threadIdx.x; p<n;
-       p+=size_t(gridDim.x)*blockDim.x ){
-    const uint32_t x = sh[p];
-    if( (p>0 && sh[p-1]==x) || (p+1<n && sh[p+1]==x) ) skip[sidx[p]] = 1;
-  }
-}
-
-// The sum of x over the 32 lanes of a full warp, in every lane
-// (__reduce_add_sync where the hardware has it, sm_80 on; shuffles before).
-__device__ __forceinline__ unsigned warpSum(unsigned x){
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_add_sync(0xffffffffu, x);
-#else
-  for( int o=16; o>0; o>>=1 ) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-#endif
-}
-
-// out[0] += upserts, out[1] += deletes, out[2] += invalid op codes.
-__global__ void kCountOps(size_t n, const uint8_t *ops, ull *out){
-  unsigned u = 0, d = 0, bad = 0;
-  for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<n;
-       i+=size_t(gridDim.x)*blockDim.x ){
-    const uint8_t o = ops[i];
-    u += o==GPUDS_OP_UPSERT; d += o==GPUDS_OP_DELETE; bad += o>GPUDS_OP_DELETE;
-  }
-  u = warpSum(u);
-  d = warpSum(d);
-  bad = warpSum(bad);
-  if( (threadIdx.x&31)==0 ){
-    if( u ) atomicAdd(&out[0], (ull)u);
-    if( d ) atomicAdd(&out[1], (ull)d);
-    if( bad ) atomicAdd(&out[2], (ull)bad);
-  }
-}
-
-// Insert every live key of the old table (one slot per tile) into the fresh
-// table T (no tombstones there; keys distinct, so no probe for presence).
-__global__ void __launch_bounds__(BLOCK)
-kRehash(const Bucket *oldB, ull oldNb, Table T, Meta *meta){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  const ull nSlots = oldNb*TS;
-  int bad = 0;
-  for( ull j=tileId; j<nSlots; j+=nTiles ){
-    ull k, v;
-    ldSlot<true>(&oldB[j/TS].s[j%TS], k, v);
-    if( !isFree(k) && tileClaim(tile, T, k, v, homeOf(k, T.nb))<0 ) bad = 1;
-  }
-  finishCounters(meta, lane, 0, 0, bad);
-}
-
-// Invariant check: out[0] += live slots, out[1] += non-EMPTY slots, out[2] +=
-// live keys the probe rule does not find at their own slot (misplaced or
-// duplicated), out[3] = min such slot.
-__global__ void __launch_bounds__(BLOCK)
-kCheck(Table T, ull *out){
-  Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
-  const int lane = tile.thread_rank();
-  const size_t tileId = (size_t(blockIdx.x)*blockDim.x + threadIdx.x)/TS;
-  const size_t nTiles = size_t(gridDim.x)*blockDim.x/TS;
-  ull live = 0, nonEmpty = 0, nBad = 0;
-  for( ull b=tileId; b<T.nb; b+=nTiles ){
-    const ull k = __ldg(&T.b[b].s[lane].key);
-    live += !isFree(k);
-    nonEmpty += k!=kEmptyKey;
-    unsigned lm = tile.ballot(!isFree(k));
-    while( lm ){
-      const int t = __ffs(lm)-1;
-      lm &= lm-1;
-      const ull kt = tile.shfl(k, t);
-      Probe pr;
-      tileProbe<true>(tile, T, kt, pr);
-      if( !pr.found || pr.b!=b || pr.l!=t ){
-        if( lane==0 ){ nBad++; atomicMin(&out[3], b*TS+t); }
-      }
-    }
-  }
-#pragma unroll
-  for( int o=16; o>0; o>>=1 ){
-    live += __shfl_xor_sync(0xffffffffu, live, o);
-    nonEmpty += __shfl_xor_sync(0xffffffffu, nonEmpty, o);
-    nBad += __shfl_xor_sync(0xffffffffu, nBad, o);
-  }
-  if( (threadIdx.x&31)==0 ){
-    atomicAdd(&out[0], live);
-    atomicAdd(&out[1], nonEmpty);
-    if( nBad ) atomicAdd(&out[2], nBad);
-  }
-}
-
-// Scan predicate: slot s holds a live key within [lo, hi].
-struct ScanPred {
-  const Bucket *b;
-  long long lo, hi;
-  __device__ bool operator()(const ull &s) const {
-    const ull k = b[s/TS].s[s%TS].key;
-    if( isFree(k) ) return false;
-    const long long x = (long long)k;
-    return x>=lo && x<=hi;
-  }
-};
-
-// key[i], val[i] = contents of slot sel[i].
-__global__ void kGather(const Bucket *B, size_t m, const ull *sel,
-                        ull *key, ull *val){
-  for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<m;
-       i+=size_t(gridDim.x)*blockDim.x ){
-    const ull s = sel[i];
-    key[i] = B[s/TS].s[s%TS].key;
-    val[i] = B[s/TS].s[s%TS].val;
-  }
-}
-
-}  // namespace
+#include "hash/layout.cuh"
+#include "hash/device_ops.cuh"
+#include "hash/kernels.cuh"
 
 // ------------------------------------------------------------------ host --
 
-struct gpuds_store {
+struct GpuHashStore {
   Table T;               // the table (device)
   Meta *dMeta;           // device counters
   Meta h;                // host mirror of *dMeta, valid between calls
@@ -755,7 +115,7 @@ struct gpuds_store {
 namespace {
 
 // Allocate device memory, counted in p->devBytes (and held to p->devLimit).
-cudaError_t devAlloc(gpuds_store *p, void **pp, size_t n){
+cudaError_t devAlloc(GpuHashStore *p, void **pp, size_t n){
   *pp = nullptr;
   if( p->devLimit && p->devBytes+n > p->devLimit ) return cudaErrorMemoryAllocation;
   cudaError_t e = cudaMalloc(pp, n);
@@ -764,11 +124,11 @@ cudaError_t devAlloc(gpuds_store *p, void **pp, size_t n){
 }
 
 // Free memory from devAlloc (NULL is a no-op).
-void devFree(gpuds_store *p, void *ptr, size_t n){
+void devFree(GpuHashStore *p, void *ptr, size_t n){
   if( ptr ){ cudaFree(ptr); p->devBytes -= n; }
 }
 
-int setErr(gpuds_store *p, int rc, const char *zMsg){
+int setErr(GpuHashStore *p, int rc, const char *zMsg){
   snprintf(p->zErr, sizeof(p->zErr), "gpuhash: %s", zMsg);
   return rc;
 }
@@ -776,7 +136,7 @@ int setErr(gpuds_store *p, int rc, const char *zMsg){
 // Blocks for a grid-stride kernel over `threads` threads: no more than
 // fit on the GPU at once (so the grid-stride loop, not the block scheduler,
 // spreads the work).
-unsigned gridFor(const gpuds_store *p, size_t threads, const void *kernel=nullptr){
+unsigned gridFor(const GpuHashStore *p, size_t threads, const void *kernel=nullptr){
   int perSM = 2048/BLOCK;
   if( kernel ){
     int occ = 0;
@@ -798,13 +158,13 @@ ull bucketsFor(ull nKeys, double load){
   return r<kMinBuckets ? kMinBuckets : r;
 }
 
-ull sidesPresent(const gpuds_store *p){
+ull sidesPresent(const GpuHashStore *p){
   return (p->h.sidePresent[0]?1:0) + (p->h.sidePresent[1]?1:0);
 }
 
 // Make the scratch buffer at least n bytes (contents not kept).  On failure
 // the store is unchanged apart from having no scratch.
-int ensureScratch(gpuds_store *p, size_t n){
+int ensureScratch(GpuHashStore *p, size_t n){
   int rc = GPUDS_OK;
   if( p->nScratch>=n ) return GPUDS_OK;
   devFree(p, p->dScratch, p->nScratch);
@@ -819,7 +179,7 @@ fail:
 
 // A pinned staging buffer of at least n bytes, or NULL (then the caller
 // copies from pageable memory directly).
-void *stage(gpuds_store *p, size_t n){
+void *stage(GpuHashStore *p, size_t n){
   if( p->nStage>=n ) return p->hStage;
   if( p->hStage ){ cudaFreeHost(p->hStage); p->hStage = nullptr; p->nStage = 0; }
   if( cudaMallocHost(&p->hStage, n)!=cudaSuccess ){
@@ -833,7 +193,7 @@ void *stage(gpuds_store *p, size_t n){
 
 // Copy *dMeta to the host mirror (synchronises the stream).  Promises
 // GPUDS_ERROR if a kernel reported it could not place a key.
-int readMeta(gpuds_store *p){
+int readMeta(GpuHashStore *p){
   int rc = GPUDS_OK;
   HASH_CK(p, cudaMemcpyAsync(&p->h, p->dMeta, sizeof(Meta), cudaMemcpyDeviceToHost, p->st));
   HASH_CK(p, cudaStreamSynchronize(p->st));
@@ -846,7 +206,7 @@ fail:
 // Rebuild the table with newNb buckets (drops tombstones).  Promises: on
 // success the table holds the same keys; on failure (GPUDS_NOMEM when the new
 // table does not fit) the old table is untouched and still in use.
-int rehash(gpuds_store *p, ull newNb){
+int rehash(GpuHashStore *p, ull newNb){
   int rc = GPUDS_OK;
   Bucket *nb = nullptr;
   const size_t bytes = (size_t)newNb*sizeof(Bucket);
@@ -875,7 +235,7 @@ fail:
 // Make room for `extra` more keys before a batch (see kMaxLoad).  Promises:
 // afterwards used + extra <= kMaxLoad * slots, or an error with the table
 // unchanged.
-int ensureRoom(gpuds_store *p, ull extra){
+int ensureRoom(GpuHashStore *p, ull extra){
   const ull slots = p->T.nb*TS;
   if( (double)(p->h.used+extra) <= kMaxLoad*(double)slots ) return GPUDS_OK;
   const ull need = p->h.count - sidesPresent(p) + extra;
@@ -886,7 +246,7 @@ int ensureRoom(gpuds_store *p, ull extra){
 
 // After a batch with deletes: shrink when the table is nearly empty.  A
 // failure is ignored (the table is just bigger than needed).
-void maybeShrink(gpuds_store *p){
+void maybeShrink(GpuHashStore *p){
   const ull keys = p->h.count - sidesPresent(p);
   if( p->T.nb<=kMinBuckets || (double)keys>=kShrinkLoad*(double)(p->T.nb*TS) ) return;
   const ull nb = bucketsFor(keys, kGrowLoad);
@@ -901,22 +261,15 @@ int gLookupIlp = 2;
 
 size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
 
-// Scratch layout of a batch of n ops: optional device copies of the inputs and
-// outputs (host calls) and the duplicate-detection sort buffers.
+// Scratch layout of a batch of n ops: device copies of the inputs and
+// outputs (host calls).
 struct Layout {
-  size_t oKey, oVal, oOp, oOld, oFound;   // I/O (host calls)
-  size_t oH, oIdx, oH2, oIdx2, oSkip, oTemp, nTemp;  // sort
-  size_t oBm, oInS, oList, oNum;          // lookup pre-pass (bmBits != 0)
-  ull bmBits;                             // mutation filter size, 0: no pre-pass
+  size_t oKey, oVal, oOp, oOld, oFound;
   size_t total;
-  int bits;                               // hash bits sorted
 };
 
-// Compute the layout; `io`: include I/O arrays; `sort`: include sort
-// buffers; nMut: upserts + deletes (a lookup pre-pass is planned when at
-// least a quarter of the ops are lookups).
-int layoutBatch(gpuds_store *p, size_t n, bool io, bool sort, ull nMut, Layout *L){
-  int rc = GPUDS_OK;
+// Compute the layout; `io`: include I/O arrays (else only the minimum).
+void layoutBatch(size_t n, bool io, Layout *L){
   size_t o = 0;
   memset(L, 0, sizeof(*L));
   if( io ){
@@ -926,52 +279,17 @@ int layoutBatch(gpuds_store *p, size_t n, bool io, bool sort, ull nMut, Layout *
     L->oOld = o;   o = alignUp(o+8*n);
     L->oFound = o; o = alignUp(o+n);
   }
-  if( sort ){
-    int lg = 0;
-    while( lg<40 && ((size_t)1<<lg)<n ) lg++;
-    L->bits = lg+10<16 ? 16 : (lg+10>32 ? 32 : lg+10);
-    L->oH = o;    o = alignUp(o+4*n);
-    L->oIdx = o;  o = alignUp(o+4*n);
-    L->oH2 = o;   o = alignUp(o+4*n);
-    L->oIdx2 = o; o = alignUp(o+4*n);
-    L->oSkip = o; o = alignUp(o+n);
-    cub::DoubleBuffer<uint32_t> dk(nullptr, nullptr), dv(nullptr, nullptr);
-    size_t tb = 0, tb2 = 0;
-    HASH_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int)n, 0, L->bits, p->st));
-    if( n-nMut>=n/4 ){
-      // Filter of >= 16 bits per mutation (false positives ~ 1/16 of the
-      // lookups go through the sort), 2^12 .. 2^28 bits.
-      ull bits = (ull)1<<12;
-      while( bits<(ull)1<<28 && bits<16*nMut ) bits <<= 1;
-      L->bmBits = bits;
-      L->oBm = o;   o = alignUp(o+bits/8);
-      L->oInS = o;  o = alignUp(o+n);
-      L->oList = o; o = alignUp(o+4*n);
-      L->oNum = o;  o = alignUp(o+8);
-      HASH_CK(p, cub::DeviceSelect::Flagged(nullptr, tb2, thrust::counting_iterator<uint32_t>(0),
-                                            (const uint8_t*)nullptr, (uint32_t*)nullptr,
-                                            (ull*)nullptr, (int64_t)n, p->st));
-      if( tb2>tb ) tb = tb2;
-    }
-    L->oTemp = o; L->nTemp = tb; o = alignUp(o+tb);
-  }
   L->total = o<256 ? 256 : o;
-  return GPUDS_OK;
-fail:
-  return rc;
 }
 
-// Apply a batch whose arrays are on the device (scratch already sized by
-// layout L).  nUps/nDel: number of upserts/deletes; `distinct`: the caller
-// guarantees distinct keys (no sort).  Promises the xBatch semantics; on
-// error before any kernel ran the store is unchanged.
-int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
+// Apply a batch of distinct keys whose arrays are on the device.  nUps/nDel:
+// number of upserts/deletes.  Promises the xBatch semantics; on error before
+// any kernel ran the store is unchanged.
+int applyBatch(GpuHashStore *p, size_t n, const uint8_t *dOp, int defOp,
                const ull *dKey, const ull *dVal, uint8_t *dFound, ull *dOld,
-               ull nUps, ull nDel, bool distinct, const Layout &L){
+               ull nUps, ull nDel){
   int rc = GPUDS_OK;
-  char *S = (char*)p->dScratch;
   const bool pure = nUps==0 && nDel==0;
-  const unsigned gFlat = gridFor(p, n);
   Table T;
   if( !pure ){
     rc = ensureRoom(p, nUps);
@@ -988,52 +306,10 @@ int applyBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
           T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
       HASH_CK_LAUNCH(p, "kRun<lookup>");
     }
-  }else if( distinct || n==1 ){
+  }else{
     kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
         T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
     HASH_CK_LAUNCH(p, "kRun<mixed>");
-  }else{
-    uint32_t *h = (uint32_t*)(S+L.oH), *idx = (uint32_t*)(S+L.oIdx);
-    uint32_t *h2 = (uint32_t*)(S+L.oH2), *idx2 = (uint32_t*)(S+L.oIdx2);
-    uint8_t *skip = (uint8_t*)(S+L.oSkip);
-    uint32_t *list = nullptr;
-    size_t m = n, tb = L.nTemp;
-    if( L.bmBits ){
-      // Lookups that share no key with an upsert/delete of the batch are
-      // answered first (pre-batch state); only the rest is sorted.
-      uint32_t *bm = (uint32_t*)(S+L.oBm);
-      uint8_t *inS = (uint8_t*)(S+L.oInS);
-      ull *dNum = (ull*)(S+L.oNum), nS = 0;
-      list = (uint32_t*)(S+L.oList);
-      HASH_CK(p, cudaMemsetAsync(bm, 0, L.bmBits/8, p->st));
-      kFilter<<<gFlat, BLOCK, 0, p->st>>>(n, dOp, dKey, bm, L.bmBits-1);
-      HASH_CK_LAUNCH(p, "kFilter");
-      kLookupPass<<<gridFor(p, (n+1)/2*TS, (const void*)kLookupPass), BLOCK, 0, p->st>>>(
-          T, p->dMeta, n, dOp, dKey, bm, L.bmBits-1, inS, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kLookupPass");
-      HASH_CK(p, cub::DeviceSelect::Flagged(S+L.oTemp, tb, thrust::counting_iterator<uint32_t>(0),
-                                            inS, list, dNum, (int64_t)n, p->st));
-      HASH_CK(p, cudaMemcpyAsync(&nS, dNum, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
-      HASH_CK(p, cudaStreamSynchronize(p->st));
-      m = (size_t)nS;
-      tb = L.nTemp;
-    }
-    if( m>0 ){
-      cub::DoubleBuffer<uint32_t> dk(h, h2), dv(idx, idx2);
-      const unsigned gM = gridFor(p, m);
-      kHashBits<<<gM, BLOCK, 0, p->st>>>(m, list, dKey, h, idx, 64-L.bits);
-      HASH_CK_LAUNCH(p, "kHashBits");
-      HASH_CK(p, cub::DeviceRadixSort::SortPairs(S+L.oTemp, tb, dk, dv, (int)m, 0, L.bits, p->st));
-      HASH_CK(p, cudaMemsetAsync(skip, 0, n, p->st));
-      kMark<<<gM, BLOCK, 0, p->st>>>(m, dk.Current(), dv.Current(), skip);
-      HASH_CK_LAUNCH(p, "kMark");
-      kRun<M_MIXED><<<gridFor(p, m*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
-          T, p->dMeta, m, list, dOp, defOp, dKey, dVal, skip, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kRun<mixed>");
-      kGroups<<<gridFor(p, m, (const void*)kGroups), BLOCK, 0, p->st>>>(T, p->dMeta, m,
-          dk.Current(), dv.Current(), dOp, defOp, dKey, dVal, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kGroups");
-    }
   }
   rc = readMeta(p);
   if( rc ) return rc;
@@ -1044,7 +320,7 @@ fail:
 }
 
 // Count op codes on the host.  Promises GPUDS_MISUSE for an invalid code.
-int countOps(gpuds_store *p, size_t n, const uint8_t *aOp, ull *pUps, ull *pDel){
+int countOps(GpuHashStore *p, size_t n, const uint8_t *aOp, ull *pUps, ull *pDel){
   ull u = 0, d = 0;
   for( size_t i=0; i<n; i++ ){
     const uint8_t o = aOp[i];
@@ -1063,7 +339,7 @@ int countOps(gpuds_store *p, size_t n, const uint8_t *aOp, ull *pUps, ull *pDel)
 // Make the store's pipe ready for its chunk size.  Returns false (and clears
 // the error) when it cannot be had, e.g. no pinned memory: the caller then
 // takes the single-shot path, which needs none.
-bool pipeReady(gpuds_store *p){
+bool pipeReady(GpuHashStore *p){
   const char *zWhat;
   if( p->chunk==0 ) return false;
   if( gpuds_pipe::prepare(p->pipe, p->chunk, &zWhat)!=cudaSuccess ){
@@ -1082,22 +358,22 @@ bool pipeReady(gpuds_store *p){
 // chunk 0) go single-shot: all inputs memcpy'd into one pinned buffer of the
 // batch's size, one copy in, one copy out.  Unlike xLookup, these batches
 // cannot overlap their kernels with the transfers: all-or-nothing needs the
-// whole batch on the device before ensureRoom/the sort, and the results exist
+// whole batch on the device before ensureRoom, and the results exist
 // only once the whole batch is applied.  The staged path also keeps the pinned
 // memory at two chunk buffers instead of one buffer as big as the biggest
-// batch.  Measured on H200 (bench_hash host-upsert rows: xBatchDistinct of
+// batch.  Measured on H200 (bench_hash host-upsert rows: xBatch of
 // fresh upserts from host arrays, found/old wanted, transfers included;
 // bench/results/bench_hash-h200-host.log): 2^20 ops 5.05 -> 4.48 ms, 2^22
 // 22.6 -> 18.7, 2^24 93.2 -> 68.8 (run 1, chunks of 2^20: 4.08 -> 3.62,
 // 19.5 -> 15.4, 82.9 -> 65.1).
-int hostBatch(gpuds_store *p, size_t n, const uint8_t *aOp, int defOp,
+int hostBatch(GpuHashStore *p, size_t n, const uint8_t *aOp, int defOp,
               const int64_t *aKey, const uint64_t *aVal, uint8_t *aFound,
-              uint64_t *aOld, bool distinct){
+              uint64_t *aOld){
   int rc = GPUDS_OK;
   ull nUps = 0, nDel = 0;
   Layout L;
   char *S, *H = nullptr;
-  bool pure, sort, staged;
+  bool staged;
   const char *zWhat = "";
   cudaError_t e;
   if( !p ) return GPUDS_MISUSE;
@@ -1111,10 +387,7 @@ int hostBatch(gpuds_store *p, size_t n, const uint8_t *aOp, int defOp,
     nUps = defOp==GPUDS_OP_UPSERT ? n : 0;
     nDel = defOp==GPUDS_OP_DELETE ? n : 0;
   }
-  pure = nUps==0 && nDel==0;
-  sort = !pure && !distinct && n>1;
-  rc = layoutBatch(p, n, true, sort, nUps+nDel, &L);
-  if( rc ) return rc;
+  layoutBatch(n, true, &L);
   rc = ensureScratch(p, L.total);
   if( rc ) return rc;
   S = (char*)p->dScratch;
@@ -1147,7 +420,7 @@ int hostBatch(gpuds_store *p, size_t n, const uint8_t *aOp, int defOp,
   }
   rc = applyBatch(p, n, (const uint8_t*)(S+L.oOp), defOp, (const ull*)(S+L.oKey),
                   (const ull*)(S+L.oVal), (uint8_t*)(S+L.oFound), (ull*)(S+L.oOld),
-                  nUps, nDel, distinct, L);
+                  nUps, nDel);
   if( rc ) goto fail;
   if( aFound || aOld ){
     if( staged ){
@@ -1184,7 +457,7 @@ fail:
 }
 
 // Lookup kernel for m keys on stream st (one of the pipe's).
-int enqueueLookup(gpuds_store *p, cudaStream_t st, size_t m, const ull *dKey,
+int enqueueLookup(GpuHashStore *p, cudaStream_t st, size_t m, const ull *dKey,
                   uint8_t *dFound, ull *dVal){
   int rc = GPUDS_OK;
   if( gLookupIlp==2 ){
@@ -1205,12 +478,12 @@ fail:
 // More: the chunked, double-buffered pipeline of hostpipe.cuh (lookups change
 // nothing, so chunks are independent and may overlap): per slot a device area
 // of keys | values | found flags in the scratch.
-int hostLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound,
+int hostLookup(GpuHashStore *p, size_t n, const int64_t *aKey, uint8_t *aFound,
                uint64_t *aVal){
   int rc = GPUDS_OK;
   if( !p ) return GPUDS_MISUSE;
   if( n<=p->chunk || p->chunk==0 || !aKey || n>kMaxBatch || !pipeReady(p) ){
-    return hostBatch(p, n, nullptr, GPUDS_OP_LOOKUP, aKey, nullptr, aFound, aVal, false);
+    return hostBatch(p, n, nullptr, GPUDS_OP_LOOKUP, aKey, nullptr, aFound, aVal);
   }
   const size_t C = p->pipe.chunk;
   const size_t oVal = alignUp(8*C), oFound = oVal + alignUp(8*C), slot = alignUp(oFound + C);
@@ -1230,245 +503,11 @@ int hostLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound,
       });
 }
 
-// ------------------------------------------------------------ the ops ----
-
-void hashDestroy(gpuds_store *p);
-
-// Create an empty store: kMinBuckets buckets, a stream, the counters.
-int hashCreate(gpuds_store **pp, char **pzErr){
-  int rc = GPUDS_OK;
-  char zDev[256];
-  const size_t tb = kMinBuckets*sizeof(Bucket);
-  gpuds_store *p = nullptr;
-  *pp = nullptr;
-  if( pzErr ) *pzErr = nullptr;
-  if( !gpudsCudaDevice(zDev, sizeof(zDev), 0, 0) ){
-    if( pzErr ){
-      *pzErr = (char*)malloc(300);
-      if( *pzErr ) snprintf(*pzErr, 300, "gpuhash: no usable CUDA device: %s", zDev);
-    }
-    return GPUDS_ERROR;
-  }
-  p = (gpuds_store*)calloc(1, sizeof(gpuds_store));
-  if( !p ){
-    if( pzErr ) *pzErr = strdup("gpuhash: out of host memory");
-    return GPUDS_NOMEM;
-  }
-  HASH_CK(p, cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
-  HASH_CK(p, cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
-  p->chunk = gpuds_pipe::defaultChunk();
-  HASH_CK(p, devAlloc(p, (void**)&p->dMeta, sizeof(Meta)));
-  HASH_CK(p, cudaMemsetAsync(p->dMeta, 0, sizeof(Meta), p->st));
-  HASH_CK(p, devAlloc(p, (void**)&p->T.b, tb));
-  p->T.nb = kMinBuckets;
-  HASH_CK(p, cudaMemsetAsync(p->T.b, 0xFE, tb, p->st));
-  HASH_CK(p, cudaStreamSynchronize(p->st));
-  *pp = p;
-  return GPUDS_OK;
-fail:
-  if( pzErr ) *pzErr = strdup(p->zErr);
-  hashDestroy(p);
-  return rc;
-}
-
-// Free the store and everything it holds; NULL is a no-op.
-void hashDestroy(gpuds_store *p){
-  if( !p ) return;
-  if( p->st ) cudaStreamSynchronize(p->st);
-  devFree(p, p->T.b, (size_t)p->T.nb*sizeof(Bucket));
-  devFree(p, p->dMeta, sizeof(Meta));
-  devFree(p, p->dScratch, p->nScratch);
-  if( p->hStage ) cudaFreeHost(p->hStage);
-  gpuds_pipe::release(p->pipe);
-  if( p->st ) cudaStreamDestroy(p->st);
-  (void)cudaGetLastError();
-  free(p);
-}
-
-int hashBatch(gpuds_store *p, size_t n, const uint8_t *aOp, const int64_t *aKey,
-              const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
-  if( p && n && !aOp ) return setErr(p, GPUDS_MISUSE, "NULL op array");
-  return hostBatch(p, n, aOp, GPUDS_OP_LOOKUP, aKey, aVal, aFound, aOld, false);
-}
-
-// xBatchDistinct: the keys are distinct (the caller's promise), so no op
-// needs ordering: one kernel applies all of them (no sort, no lookup pass).
-int hashBatchDistinct(gpuds_store *p, size_t n, const uint8_t *aOp, const int64_t *aKey,
-                      const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
-  if( p && n && !aOp ) return setErr(p, GPUDS_MISUSE, "NULL op array");
-  return hostBatch(p, n, aOp, GPUDS_OP_LOOKUP, aKey, aVal, aFound, aOld, true);
-}
-
-int hashLookup(gpuds_store *p, size_t n, const int64_t *aKey, uint8_t *aFound,
-               uint64_t *aVal){
-  return hostLookup(p, n, aKey, aFound, aVal);
-}
-
-// Sorted bulk load: verified strictly ascending (so distinct), then upserted
-// without the duplicate-detection sort.
-int hashBulkLoad(gpuds_store *p, size_t n, const int64_t *aKey,
-                 const uint64_t *aVal){
-  if( !p ) return GPUDS_MISUSE;
-  if( n && !aKey ) return setErr(p, GPUDS_MISUSE, "NULL key array");
-  for( size_t i=1; i<n; i++ ){
-    if( aKey[i]<=aKey[i-1] ){
-      char z[96];
-      snprintf(z, sizeof(z), "xBulkLoad: keys not strictly ascending at index %zu", i);
-      return setErr(p, GPUDS_MISUSE, z);
-    }
-  }
-  return hostBatch(p, n, nullptr, GPUDS_OP_UPSERT, aKey, aVal, nullptr, nullptr, true);
-}
-
-// Next page of a scan: slots from pScan->pos in order (table slots, then the
-// two side slots), entries with lo <= key <= hi.
-int hashScan(gpuds_store *p, gpuds_scan *pScan, size_t nMax, int64_t *aKey,
-             uint64_t *aVal, size_t *pnOut){
-  int rc = GPUDS_OK;
-  const ull total = p ? p->T.nb*TS : 0;
-  ull pos = pScan->pos;
-  size_t out = 0;
-  size_t nTemp = 0;
-  ull W = 0, nSel = 0, *dSel, *dNum, *dK, *dV;
-  char *S;
-  *pnOut = 0;
-  if( !p ) return GPUDS_MISUSE;
-  if( pScan->done ) return GPUDS_OK;
-  if( pScan->lo>pScan->hi ){ pScan->done = 1; return GPUDS_OK; }
-  if( nMax==0 ) return GPUDS_OK;
-  if( !aKey ) return setErr(p, GPUDS_MISUSE, "xScan: NULL key array");
-  {
-    // Window of slots expected to yield about nMax entries, within limits.
-    const ull keys = p->h.count ? p->h.count : 1;
-    double w = (double)nMax*(double)total/(double)keys*1.25;
-    W = w<4096 ? 4096 : (w>(double)(1ull<<24) ? (1ull<<24) : (ull)w);
-  }
-  while( out<nMax && pos<total ){
-    const ull room = nMax-out;
-    const ull win = total-pos<W ? total-pos : W;
-    const ull nGather = room<win ? room : win;
-    ScanPred pred{p->T.b, pScan->lo, pScan->hi};
-    thrust::counting_iterator<ull> it(pos);
-    nTemp = 0;
-    HASH_CK(p, cub::DeviceSelect::If(nullptr, nTemp, it, (ull*)nullptr, (ull*)nullptr,
-                                     (int64_t)win, pred, p->st));
-    rc = ensureScratch(p, alignUp(8*win)+alignUp(16*nGather)+256+alignUp(nTemp));
-    if( rc ) return rc;
-    S = (char*)p->dScratch;
-    dSel = (ull*)S;
-    dK = (ull*)(S+alignUp(8*win));
-    dV = dK+nGather;
-    dNum = (ull*)(S+alignUp(8*win)+alignUp(16*nGather));
-    HASH_CK(p, cub::DeviceSelect::If(S+alignUp(8*win)+alignUp(16*nGather)+256, nTemp, it,
-                                     dSel, dNum, (int64_t)win, pred, p->st));
-    HASH_CK(p, cudaMemcpyAsync(&nSel, dNum, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
-    HASH_CK(p, cudaStreamSynchronize(p->st));
-    {
-      const ull take = nSel<room ? nSel : room;
-      if( take ){
-        kGather<<<gridFor(p, take), BLOCK, 0, p->st>>>(p->T.b, take, dSel, dK, dV);
-        HASH_CK_LAUNCH(p, "kGather");
-        HASH_CK(p, cudaMemcpyAsync(aKey+out, dK, 8*take, cudaMemcpyDeviceToHost, p->st));
-        if( aVal ) HASH_CK(p, cudaMemcpyAsync(aVal+out, dV, 8*take, cudaMemcpyDeviceToHost, p->st));
-      }
-      if( nSel>room ){
-        ull last = 0;
-        HASH_CK(p, cudaMemcpyAsync(&last, dSel+take-1, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
-        HASH_CK(p, cudaStreamSynchronize(p->st));
-        pos = last+1;
-      }else{
-        HASH_CK(p, cudaStreamSynchronize(p->st));
-        pos += win;
-      }
-      out += take;
-    }
-    if( out<nMax && W<(1ull<<24) ) W *= 2;   // sparse range: widen the window
-  }
-  while( out<nMax && pos>=total && pos<total+2 ){
-    const int s = (int)(pos-total);
-    const long long k = (long long)(s==0 ? kEmptyKey : kTombKey);
-    if( p->h.sidePresent[s] && k>=pScan->lo && k<=pScan->hi ){
-      aKey[out] = k;
-      if( aVal ) aVal[out] = p->h.sideVal[s];
-      out++;
-    }
-    pos++;
-  }
-  pScan->pos = pos;
-  pScan->done = pos>=total+2;
-  *pnOut = out;
-  return GPUDS_OK;
-fail:
-  return rc;
-}
-
-int64_t hashCount(gpuds_store *p){ return p ? (int64_t)p->h.count : 0; }
-
-void hashInfo(gpuds_store *p, char *zBuf, size_t nBuf){
-  if( !zBuf || nBuf==0 ) return;
-  if( !p ){ snprintf(zBuf, nBuf, "{}"); return; }
-  const ull slots = p->T.nb*TS;
-  const ull keys = p->h.count - sidesPresent(p);
-  snprintf(zBuf, nBuf,
-    "{\"structure\":\"cuda-hash: bucketed linear probing, 4 slots per 64-byte bucket\","
-    "\"keys\":%llu,\"buckets\":%llu,\"slots\":%llu,\"load\":%.4f,"
-    "\"tombstones\":%llu,\"device_bytes\":%llu,\"rehashes\":%llu}",
-    (ull)p->h.count, (ull)p->T.nb, slots, slots ? (double)keys/(double)slots : 0.0,
-    (ull)(p->h.used-keys), (ull)p->devBytes, (ull)p->nRehash);
-}
-
-// Check: every live key is found by the probe rule at its own slot (so no
-// duplicates and no key behind an EMPTY slot), counts match the counters.
-int hashCheck(gpuds_store *p){
-  int rc = GPUDS_OK;
-  ull res[4] = {0, 0, 0, ~0ull};
-  ull *d;
-  char z[300];
-  if( !p ) return GPUDS_MISUSE;
-  rc = ensureScratch(p, 256);
-  if( rc ) return rc;
-  d = (ull*)p->dScratch;
-  HASH_CK(p, cudaMemcpyAsync(d, res, sizeof(res), cudaMemcpyHostToDevice, p->st));
-  kCheck<<<gridFor(p, (size_t)p->T.nb*TS, (const void*)kCheck), BLOCK, 0, p->st>>>(p->T, d);
-  HASH_CK_LAUNCH(p, "kCheck");
-  HASH_CK(p, cudaMemcpyAsync(res, d, sizeof(res), cudaMemcpyDeviceToHost, p->st));
-  rc = readMeta(p);   // synchronises
-  if( rc ) return rc;
-  if( res[2] ){
-    snprintf(z, sizeof(z), "check: %llu keys not found at their slot by the probe rule "
-             "(duplicate or misplaced), first at slot %llu", res[2], res[3]);
-    return setErr(p, GPUDS_ERROR, z);
-  }
-  if( p->h.sidePresent[0]>1 || p->h.sidePresent[1]>1 )
-    return setErr(p, GPUDS_ERROR, "check: side slot flag is not 0/1");
-  if( res[0]+sidesPresent(p)!=p->h.count ){
-    snprintf(z, sizeof(z), "check: %llu keys in slots + %llu side keys != count %llu",
-             res[0], sidesPresent(p), p->h.count);
-    return setErr(p, GPUDS_ERROR, z);
-  }
-  if( res[1]!=p->h.used ){
-    snprintf(z, sizeof(z), "check: %llu non-empty slots != used counter %llu",
-             res[1], p->h.used);
-    return setErr(p, GPUDS_ERROR, z);
-  }
-  if( (double)p->h.used > (double)(p->T.nb*TS) ){
-    return setErr(p, GPUDS_ERROR, "check: used slots exceed the table");
-  }
-  return GPUDS_OK;
-fail:
-  return rc;
-}
-
-const char *hashErrmsg(gpuds_store *p){ return p ? p->zErr : ""; }
-
 // Device-array variant of the batch entry points (see hash.cuh).
-int deviceBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
-                const ull *dKey, const ull *dVal, uint8_t *dFound, ull *dOld,
-                bool distinct){
+int deviceBatch(GpuHashStore *p, size_t n, const uint8_t *dOp, int defOp,
+                const ull *dKey, const ull *dVal, uint8_t *dFound, ull *dOld){
   int rc = GPUDS_OK;
   ull cnt[3] = {0, 0, 0};
-  Layout L;
-  bool pure, sort;
   if( !p ) return GPUDS_MISUSE;
   if( n==0 ) return GPUDS_OK;
   if( n>kMaxBatch ) return setErr(p, GPUDS_MISUSE, "batch too large (more than 2^31-1 ops)");
@@ -1485,81 +524,12 @@ int deviceBatch(gpuds_store *p, size_t n, const uint8_t *dOp, int defOp,
     cnt[0] = defOp==GPUDS_OP_UPSERT ? n : 0;
     cnt[1] = defOp==GPUDS_OP_DELETE ? n : 0;
   }
-  pure = cnt[0]==0 && cnt[1]==0;
-  sort = !pure && !distinct && n>1;
-  rc = layoutBatch(p, n, false, sort, cnt[0]+cnt[1], &L);
-  if( rc ) return rc;
-  rc = ensureScratch(p, L.total);
-  if( rc ) return rc;
-  return applyBatch(p, n, dOp, defOp, dKey, dVal, dFound, dOld, cnt[0], cnt[1],
-                    distinct, L);
+  return applyBatch(p, n, dOp, defOp, dKey, dVal, dFound, dOld, cnt[0], cnt[1]);
 fail:
   return rc;
 }
 
 }  // namespace
 
-// ------------------------------------------------- C++ internal interface --
-
-namespace gpuds_hash {
-
-int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp, const int64_t *dKey,
-                const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
-  if( p && n && (!dOp || !dKey) ) return setErr(p, GPUDS_MISUSE, "NULL array");
-  return deviceBatch(p, n, dOp, GPUDS_OP_LOOKUP, (const ull*)dKey, (const ull*)dVal,
-                     dFound, (ull*)dOld, false);
-}
-
-int batchDistinctDevice(gpuds_store *p, size_t n, const uint8_t *dOp, const int64_t *dKey,
-                        const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
-  if( p && n && (!dOp || !dKey) ) return setErr(p, GPUDS_MISUSE, "NULL array");
-  return deviceBatch(p, n, dOp, GPUDS_OP_LOOKUP, (const ull*)dKey, (const ull*)dVal,
-                     dFound, (ull*)dOld, true);
-}
-
-int lookupDevice(gpuds_store *p, size_t n, const int64_t *dKey, uint8_t *dFound,
-                 uint64_t *dVal){
-  return deviceBatch(p, n, nullptr, GPUDS_OP_LOOKUP, (const ull*)dKey, nullptr,
-                     dFound, (ull*)dVal, false);
-}
-
-int upsertDistinctDevice(gpuds_store *p, size_t n, const int64_t *dKey,
-                         const uint64_t *dVal, uint8_t *dFound, uint64_t *dOld){
-  return deviceBatch(p, n, nullptr, GPUDS_OP_UPSERT, (const ull*)dKey,
-                     (const ull*)dVal, dFound, (ull*)dOld, true);
-}
-
-int reserve(gpuds_store *p, uint64_t nKeys, double load){
-  if( !p ) return GPUDS_MISUSE;
-  if( !(load>0.0 && load<=kMaxLoad) ) return setErr(p, GPUDS_MISUSE, "reserve: load out of (0, kMaxLoad]");
-  const ull nb = bucketsFor(nKeys, load);
-  if( nb<=p->T.nb ) return GPUDS_OK;
-  return rehash(p, nb);
-}
-
-uint64_t buckets(gpuds_store *p){ return p ? p->T.nb : 0; }
-void setLookupIlp(int nOps){ gLookupIlp = nOps==1 ? 1 : 2; }
-uint64_t rehashCount(gpuds_store *p){ return p ? p->nRehash : 0; }
-void setDeviceLimit(gpuds_store *p, uint64_t bytes){ if( p ) p->devLimit = bytes; }
-cudaStream_t stream(gpuds_store *p){ return p ? p->st : nullptr; }
-void setHostChunk(gpuds_store *p, size_t nKeys){
-  if( p ) p->chunk = nKeys>gpuds_pipe::kMaxChunk ? gpuds_pipe::kMaxChunk : nKeys;
-}
-
-}  // namespace gpuds_hash
-
-extern "C" const gpuds_store_ops gpudsCudaHashOps = {
-  "cuda",
-  GPUDS_HASH,
-  hashCreate,
-  hashDestroy,
-  hashBatch,
-  hashLookup,
-  hashScan,
-  hashBulkLoad,
-  hashCount,
-  hashInfo,
-  hashCheck,
-  hashErrmsg,
-  hashBatchDistinct,
-};
+#include "hash/ops.cuh"
+#include "hash/hooks.cuh"

@@ -36,26 +36,19 @@ constexpr double   kGrowLoad   = 0.5;
 constexpr double   kShrinkLoad = 0.125;
 constexpr uint64_t kMinBuckets = 128;
 
-// Mixed batch on device arrays (same semantics as xBatch).  dVal may be NULL
-// (all values 0); dFound/dOld may be NULL.
+// Mixed batch of distinct keys on device arrays (same semantics and contract
+// as xBatch): one kernel.  dVal may be NULL (all values 0); dFound/dOld may be
+// NULL.
 int batchDevice(gpuds_store *p, size_t n, const uint8_t *dOp,
                 const int64_t *dKey, const uint64_t *dVal,
                 uint8_t *dFound, uint64_t *dOld);
 
-// Mixed batch of DISTINCT keys on device arrays (same semantics as
-// xBatchDistinct: the caller promises that no key repeats): no sort, one
-// kernel.  dVal may be NULL (all values 0); dFound/dOld may be NULL.
-int batchDistinctDevice(gpuds_store *p, size_t n, const uint8_t *dOp,
-                        const int64_t *dKey, const uint64_t *dVal,
-                        uint8_t *dFound, uint64_t *dOld);
-
-// Lookups on device arrays (same semantics as xLookup): no sort needed.
+// Lookups on device arrays (same semantics as xLookup).
 int lookupDevice(gpuds_store *p, size_t n, const int64_t *dKey,
                  uint8_t *dFound, uint64_t *dVal);
 
-// Upserts of n DISTINCT keys (the caller promises no key repeats within the
-// call; keys may or may not be present already): skips the duplicate
-// detection sort.  dFound/dOld may be NULL.  xBulkLoad uses this.
+// Upserts of n distinct keys (keys may or may not be present already), as
+// xBulkLoad does them.  dFound/dOld may be NULL.
 int upsertDistinctDevice(gpuds_store *p, size_t n, const int64_t *dKey,
                          const uint64_t *dVal, uint8_t *dFound,
                          uint64_t *dOld);
@@ -83,8 +76,8 @@ cudaStream_t stream(gpuds_store *p);
 
 // Host-array batches of more than nKeys keys move in chunks of nKeys through
 // two pinned buffers (kernels/hostpipe.cuh): xLookup as a pipeline (copy-in,
-// kernel and copy-out of successive chunks overlap), xBatch/xBatchDistinct/
-// xBulkLoad with staged copies (memcpy of one piece overlapping the DMA of
+// kernel and copy-out of successive chunks overlap), xBatch/xBulkLoad
+// with staged copies (memcpy of one piece overlapping the DMA of
 // the other).  0: every batch single-shot (the path before chunking).  The
 // default is GPUDS_HOST_CHUNK from the environment at xCreate, else 2^19;
 // at most 2^24.  Results never depend on it.

@@ -374,7 +374,7 @@ static void tGenBatch(T *t, size_t n, int pctLookup, int pctUpsert){
       case 1:  idx = (start + i) % r->nDom; break;                /* ascending */
       case 2:  idx = (start + r->nDom - i%r->nDom) % r->nDom; break; /* desc. */
       case 3:  idx = (start + rndN(w)) % r->nDom; break;          /* cluster */
-      case 4:  idx = aHot[rndN(5)]; break;                        /* duplicates */
+      case 4:  idx = aHot[rndN(5)]; break;                        /* hot keys */
       case 5: {                                                   /* edges */
         size_t e = rndN(8);
         switch( rndN(3) ){
@@ -393,12 +393,42 @@ static void tGenBatch(T *t, size_t n, int pctLookup, int pctUpsert){
   }
 }
 
-/* Apply the n operations in the buffers to the store and the reference and
-** compare every per-operation result, the structure and the count. */
+/* Key and position of an operation, for tKeepFirst. */
+typedef struct KeyPos { int64_t k; size_t i; } KeyPos;
+static int cmpKeyPos(const void *a, const void *b){
+  const KeyPos *x = (const KeyPos*)a, *y = (const KeyPos*)b;
+  if( x->k!=y->k ) return x->k<y->k ? -1 : 1;
+  return x->i<y->i ? -1 : x->i>y->i;
+}
+
+/* Drop every operation of the n in the buffers whose key occurred earlier
+** (keep the first), so the batch keeps the backend contract of xBatch:
+** distinct keys.  Returns the number of operations left. */
+static size_t tKeepFirst(T *t, size_t n){
+  KeyPos *a = (KeyPos*)xmalloc((n ? n : 1)*sizeof(KeyPos));
+  uint8_t *aDrop = (uint8_t*)xmalloc(n ? n : 1);
+  size_t i, j;
+  for(i=0; i<n; i++){ a[i].k = t->aKey[i]; a[i].i = i; aDrop[i] = 0; }
+  qsort(a, n, sizeof(KeyPos), cmpKeyPos);
+  for(i=1; i<n; i++) if( a[i].k==a[i-1].k ) aDrop[a[i].i] = 1;
+  for(i=j=0; i<n; i++){
+    if( aDrop[i] ) continue;
+    t->aOp[j] = t->aOp[i]; t->aKey[j] = t->aKey[i]; t->aVal[j] = t->aVal[i];
+    j++;
+  }
+  free(a);
+  free(aDrop);
+  return j;
+}
+
+/* Apply the n operations in the buffers, less the later occurrences of a
+** repeated key (tKeepFirst), to the store and the reference and compare
+** every per-operation result, the structure and the count. */
 static void tRunBatch(T *t, size_t n){
   int bWant = rndN(8)!=0;
   int bUpsert = 0, rc;
   size_t i;
+  n = tKeepFirst(t, n);
   for(i=0; i<n; i++) if( t->aOp[i]==GPUDS_OP_UPSERT ) bUpsert = 1;
   memset(t->aFound, 0xAA, n);
   rc = t->pOps->xBatch(t->pS, n, t->aOp, t->aKey,
@@ -701,6 +731,7 @@ static void tMisuse(T *t){
 
   /* A bad operation code anywhere in a batch. */
   tGenBatch(t, n, 20, 60);
+  n = tKeepFirst(t, n);
   j = rndN(n);
   t->aOp[j] = (uint8_t)(rndN(2) ? 3 : 3 + rndN(253));
   rc = t->pOps->xBatch(t->pS, n, t->aOp, t->aKey, t->aVal, t->aFound, t->aOld);
@@ -794,6 +825,7 @@ static void tFaultOne(T *t, int bBulk){
   }else{
     n = 1 + rndN(300);
     tGenBatch(t, n, 10, 30 + (int)rndN(60));
+    n = tKeepFirst(t, n);
   }
   for(k=0; rc!=GPUDS_OK; k++){
     faultArm(k, (int)rndN(2));

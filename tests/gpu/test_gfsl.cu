@@ -14,6 +14,7 @@
 ** from one run to the next is a bug (a race).
 */
 #include "gpuds_backend.h"
+#include "distinct_keys.h"
 #include "gfsl.cuh"
 
 #include <algorithm>
@@ -65,9 +66,12 @@ static void freePair(Pair &P){
   P.g = P.h = nullptr; P.m = nullptr;
 }
 
-/* Run one batch on every member of the pair and compare all results. */
-static bool batch(Pair &P, const std::vector<uint8_t> &op, const std::vector<int64_t> &key,
-                  const std::vector<uint64_t> &val, const char *zWhat){
+/* Run one batch, less the later occurrences of a repeated key (keepFirst),
+** on every member of the pair and compare all results. */
+static bool batch(Pair &P, const std::vector<uint8_t> &op0, const std::vector<int64_t> &key0,
+                  const std::vector<uint64_t> &val0, const char *zWhat){
+  std::vector<uint8_t> op(op0); std::vector<int64_t> key(key0); std::vector<uint64_t> val(val0);
+  keepFirst(op, key, val);
   size_t n = op.size();
   std::vector<uint8_t> fg(n, 7), fh(n, 9);
   std::vector<uint64_t> og(n, 77), oh(n, 99);
@@ -173,7 +177,8 @@ static int64_t genKey(Rng &r, uint64_t space, int64_t base, int dist){
   return (int64_t)((uint64_t)base + off);
 }
 
-/* A random mixed batch: pU upserts, pD deletes, rest lookups (percent). */
+/* A random mixed batch of at most n ops on distinct keys: pU upserts, pD
+** deletes, rest lookups (percent). */
 static void genBatch(Rng &r, size_t n, uint64_t space, int64_t base, int dist, int pU, int pD,
                      std::vector<uint8_t> &op, std::vector<int64_t> &key, std::vector<uint64_t> &val){
   op.resize(n); key.resize(n); val.resize(n);
@@ -183,6 +188,7 @@ static void genBatch(Rng &r, size_t n, uint64_t space, int64_t base, int dist, i
     key[i] = genKey(r, space, base, dist);
     val[i] = r();
   }
+  keepFirst(op, key, val);
 }
 
 /*------------------------------------------------------------------------*/
@@ -252,7 +258,7 @@ static void testExtremes(){
   }
 }
 
-/* Random mixed batches with duplicates, several key spaces and sizes. */
+/* Random mixed batches (keys repeat across batches), several key spaces and sizes. */
 static void testMixed(int mode, uint64_t seed){
   char zT[80]; snprintf(zT, sizeof(zT), "random mixed batches, rebuild mode %d", mode);
   section(zT);
@@ -487,6 +493,7 @@ static void testNoMem(uint64_t seed){
     batch(P, op0, key0, val0, "workspace");
     genBatch(r, n, 0, 0, 0, 60, 20, op, key, val);
     for( size_t i=0; i<key.size(); i+=3 ) key[i] = key[(i*7)%key.size()];
+    keepFirst(op, key, val);
     for( int lim=0; lim<2; lim++ ){
       char zInfo[512]; G->xInfo(P.g, zInfo, sizeof(zInfo));
       const char *z = strstr(zInfo, "\"device_bytes\":");

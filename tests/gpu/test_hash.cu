@@ -6,10 +6,11 @@
 // Argument "small": smaller sizes (for compute-sanitizer runs).
 // testChunked covers the chunked host transfers (xLookup pipeline, staged
 // batch copies) with a small chunk, so the small size crosses many chunks.
-// xBatchDistinct (batches of distinct keys) is tested like xBatch: against
-// the model and the host store's xBatch, through growth, steady mixes and
-// mass deletes.
+// Every batch the stores get holds distinct keys (the backend contract of
+// xBatch): Harness::batch drops a key's later occurrences (keepFirst) before
+// it hands a batch to the GPU store, the host store and the model.
 #include "gpuds_backend.h"
+#include "distinct_keys.h"
 #include "hash.cuh"
 
 #include <cuda_runtime.h>
@@ -22,7 +23,6 @@
 #include <random>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -104,22 +104,22 @@ struct Harness {
 #endif
   }
 
-  // Apply a batch to all three; compare every op's (found, old) and counts.
-  // Returns the GPU results in *pF/*pO when given.
-  // distinct: the keys of the batch are distinct; the GPU store gets it
-  // through xBatchDistinct (the host store through its xBatchDistinct, or
-  // xBatch where it has none).
-  void batch(const std::vector<uint8_t> &op, const std::vector<int64_t> &key,
-             const std::vector<uint64_t> &val, bool check=true,
-             std::vector<uint8_t> *pF=nullptr, std::vector<uint64_t> *pO=nullptr,
-             bool distinct=false){
+  // Apply the batch, less the later occurrences of a repeated key (keepFirst:
+  // the stores get distinct keys, their contract), to all three; compare
+  // every op's (found, old) and counts.  Returns the GPU results (of the
+  // ops kept) in *pF/*pO when given.
+  void batch(const std::vector<uint8_t> &op0, const std::vector<int64_t> &key0,
+             const std::vector<uint64_t> &val0, bool check=true,
+             std::vector<uint8_t> *pF=nullptr, std::vector<uint64_t> *pO=nullptr){
+    std::vector<uint8_t> op(op0);
+    std::vector<int64_t> key(key0);
+    std::vector<uint64_t> val(val0);
+    keepFirst(op, key, val);
     size_t n = op.size();
     std::vector<uint8_t> fG(n, 7), fR(n);
     std::vector<uint64_t> oG(n, 7), oR(n);
-    int rc = (distinct ? G->xBatchDistinct : G->xBatch)(g, n, op.data(), key.data(), val.data(),
-                                                         fG.data(), oG.data());
-    CHECK(rc==GPUDS_OK, "[%s] %s rc=%d %s", name.c_str(), distinct ? "xBatchDistinct" : "xBatch",
-          rc, G->xErrmsg(g));
+    int rc = G->xBatch(g, n, op.data(), key.data(), val.data(), fG.data(), oG.data());
+    CHECK(rc==GPUDS_OK, "[%s] xBatch rc=%d %s", name.c_str(), rc, G->xErrmsg(g));
     if( rc!=GPUDS_OK ) return;
     ref.apply(n, op.data(), key.data(), val.data(), fR.data(), oR.data());
     size_t bad = 0;
@@ -137,8 +137,7 @@ struct Harness {
       std::vector<uint8_t> fH(n);
       std::vector<uint64_t> oH(n);
       const gpuds_store_ops &HO = gpudsHostHashOps;
-      rc = (distinct && HO.xBatchDistinct ? HO.xBatchDistinct : HO.xBatch)(
-          h, n, op.data(), key.data(), val.data(), fH.data(), oH.data());
+      rc = HO.xBatch(h, n, op.data(), key.data(), val.data(), fH.data(), oH.data());
       CHECK(rc==GPUDS_OK, "[%s] host xBatch rc=%d", name.c_str(), rc);
       size_t badH = 0;
       for( size_t i=0; i<n; i++ ) badH += fH[i]!=fG[i] || oH[i]!=oG[i];
@@ -219,7 +218,8 @@ static int64_t pickKey(std::mt19937_64 &r, int64_t K){
   return (int64_t)(r()%(uint64_t)(2*K)) - K;
 }
 
-// Random batch: pU/pD percent upserts/deletes, rest lookups.
+// Random batch of at most n ops on distinct keys: pU/pD percent
+// upserts/deletes, rest lookups.
 static void randomBatch(std::mt19937_64 &r, size_t n, int64_t K, int pU, int pD,
                         std::vector<uint8_t> &op, std::vector<int64_t> &key,
                         std::vector<uint64_t> &val){
@@ -230,9 +230,10 @@ static void randomBatch(std::mt19937_64 &r, size_t n, int64_t K, int pU, int pD,
     key[i] = pickKey(r, K);
     val[i] = r();
   }
+  keepFirst(op, key, val);
 }
 
-// Sentinel patterns, extremes, duplicates of them within one batch.
+// Sentinel patterns, extremes.
 static void testSpecialKeys(){
   Harness H("special");
   std::vector<int64_t> k(kSpecial, kSpecial+nSpecial);
@@ -244,7 +245,7 @@ static void testSpecialKeys(){
   H.scan(INT64_MIN, INT64_MAX, 3);
   H.scan(-1, 0, 1);
   H.scan((int64_t)gpuds_hash::kTombKey, (int64_t)gpuds_hash::kEmptyKey, 2);
-  // Every op kind on every special key, several times in one batch.
+  // Every op kind on the special keys, batch after batch.
   std::mt19937_64 r(1);
   for( int it=0; it<20; it++ ){
     std::vector<uint8_t> o2; std::vector<int64_t> k2; std::vector<uint64_t> v2;
@@ -265,7 +266,7 @@ static void testSpecialKeys(){
   printf("special keys: ok\n");
 }
 
-// Small key space: many duplicates within and across batches.
+// Small key space: keys repeat across batches.
 static void testRandomMixed(){
   Harness H("mixed");
   std::mt19937_64 r(2);
@@ -283,16 +284,22 @@ static void testRandomMixed(){
   printf("random mixed batches: ok (count %lld)\n", (long long)G->xCount(H.g));
 }
 
-// One key repeated through a long batch (one long sequential run).
+// One key (then three, two of them sentinels) through many small batches.
 static void testSameKey(){
   Harness H("samekey");
   std::mt19937_64 r(3);
-  size_t n = gSmall ? 3000 : 50000;
-  std::vector<uint8_t> op(n); std::vector<int64_t> key(n, 42); std::vector<uint64_t> val(n);
-  for( size_t i=0; i<n; i++ ){ op[i] = (uint8_t)(r()%3); val[i] = r(); }
-  H.batch(op, key, val);
-  for( size_t i=0; i<n; i++ ) key[i] = (i%3==0) ? 42 : (i%3==1 ? -7 : (int64_t)gpuds_hash::kEmptyKey);
-  H.batch(op, key, val);
+  const int nRound = gSmall ? 100 : 1000;
+  for( int it=0; it<nRound; it++ ){
+    std::vector<uint8_t> op(1, (uint8_t)(r()%3)); std::vector<int64_t> key(1, 42);
+    std::vector<uint64_t> val(1, r());
+    H.batch(op, key, val, it%16==0);
+  }
+  for( int it=0; it<nRound; it++ ){
+    std::vector<uint8_t> op; std::vector<int64_t> key = { 42, -7, (int64_t)gpuds_hash::kEmptyKey };
+    std::vector<uint64_t> val;
+    for( int i=0; i<3; i++ ){ op.push_back((uint8_t)(r()%3)); val.push_back(r()); }
+    H.batch(op, key, val, it%16==0);
+  }
   printf("same key runs: ok\n");
 }
 
@@ -340,11 +347,10 @@ static void testGrowShrink(){
     H.lookup(odd);
   }
   gpuds_hash::setLookupIlp(2);
-  {  // the same through xBatch (pure lookup batch) with duplicates
+  {  // the same through xBatch (pure lookup batch of distinct keys)
     std::vector<uint8_t> op(hit.size()*2, GPUDS_OP_LOOKUP);
     std::vector<int64_t> k(hit); k.insert(k.end(), miss.begin(), miss.end());
     std::shuffle(k.begin(), k.end(), r);
-    for( size_t i=0; i<k.size(); i+=97 ) k[i] = k[0];
     std::vector<uint64_t> v(k.size());
     H.batch(op, k, v, false);
   }
@@ -538,14 +544,12 @@ static void distinctBatch(std::mt19937_64 &r, size_t n, int pU, int pD,
   }
 }
 
-// xBatchDistinct against the model and the host store: growth from empty
+// Batches of distinct keys against the model and the host store: growth from empty
 // through resizes, a steady mix (value updates, hits, misses, deletes), a
 // delete-heavy phase, then mass deletes that shrink the table; single-op
 // and odd-sized batches.
 static void testDistinct(){
   Harness H("distinct");
-  CHECK(G->xBatchDistinct!=nullptr, "gpudsCudaHashOps.xBatchDistinct is NULL");
-  if( !G->xBatchDistinct ) return;
   std::mt19937_64 r(10);
   const uint64_t re0 = gpuds_hash::rehashCount(H.g), nb0 = gpuds_hash::buckets(H.g);
   const int rounds = gSmall ? 24 : 48;
@@ -564,7 +568,7 @@ static void testDistinct(){
     present.clear();
     for( auto &e : H.ref.m ) present.push_back(e.first);
     distinctBatch(r, n, pU, pD, present, op, key, val);
-    H.batch(op, key, val, it%4==0 || it==rounds-1, nullptr, nullptr, true);
+    H.batch(op, key, val, it%4==0 || it==rounds-1);
     nOps += op.size();
   }
   const uint64_t nb1 = gpuds_hash::buckets(H.g), re1 = gpuds_hash::rehashCount(H.g);
@@ -593,7 +597,7 @@ static void testDistinct(){
       if( seen.insert(key[i]).second ){ op[w] = op[i]; key[w] = key[i]; val[w] = val[i]; w++; }
     }
     op.resize(w); key.resize(w); val.resize(w);
-    H.batch(op, key, val, b%3==0, nullptr, nullptr, true);
+    H.batch(op, key, val, b%3==0);
     nOps += w;
     s += n;
   }
@@ -604,7 +608,7 @@ static void testDistinct(){
   for( auto &e : H.ref.m ) present.push_back(e.first);
   H.lookup(present);
   H.scan(INT64_MIN, INT64_MAX, 4096);
-  printf("xBatchDistinct: ok (%zu ops; %llu -> %llu -> %llu buckets, %llu rehashes, %lld keys)\n",
+  printf("distinct batches: ok (%zu ops; %llu -> %llu -> %llu buckets, %llu rehashes, %lld keys)\n",
          nOps, (unsigned long long)nb0, (unsigned long long)nb1, (unsigned long long)nb2,
          (unsigned long long)(gpuds_hash::rehashCount(H.g)-re0), (long long)G->xCount(H.g));
 }
@@ -613,12 +617,13 @@ static void testDistinct(){
 static void testDeviceApi(){
   Harness H("device-api");
   std::mt19937_64 r(9);
-  const size_t n = gSmall ? 4096 : (1u<<18);
+  const size_t nMax = gSmall ? 4096 : (1u<<18);
   std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
-  randomBatch(r, n, (int64_t)n, 50, 20, op, key, val);
+  randomBatch(r, nMax, (int64_t)nMax, 50, 20, op, key, val);
+  const size_t n = op.size();
   uint8_t *dOp, *dF; int64_t *dK; uint64_t *dV, *dO;
-  cudaMalloc(&dOp, n); cudaMalloc(&dF, n); cudaMalloc(&dK, 8*n);
-  cudaMalloc(&dV, 8*n); cudaMalloc(&dO, 8*n);
+  cudaMalloc(&dOp, nMax); cudaMalloc(&dF, nMax); cudaMalloc(&dK, 8*nMax);
+  cudaMalloc(&dV, 8*nMax); cudaMalloc(&dO, 8*nMax);
   cudaMemcpy(dOp, op.data(), n, cudaMemcpyHostToDevice);
   cudaMemcpy(dK, key.data(), 8*n, cudaMemcpyHostToDevice);
   cudaMemcpy(dV, val.data(), 8*n, cudaMemcpyHostToDevice);
@@ -651,7 +656,7 @@ static void testDeviceApi(){
   CHECK(G->xCount(H.g)==(int64_t)H.ref.m.size(), "count after upsertDistinctDevice");
   CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck: %s", G->xErrmsg(H.g));
   H.lookup(key);
-  // batchDistinctDevice on a mixed batch of distinct keys
+  // batchDevice on a mixed batch of distinct keys over present and fresh keys
   {
     std::vector<int64_t> present;
     for( auto &e : H.ref.m ) present.push_back(e.first);
@@ -661,14 +666,14 @@ static void testDeviceApi(){
     cudaMemcpy(dOp, op.data(), m2, cudaMemcpyHostToDevice);
     cudaMemcpy(dK, key.data(), 8*m2, cudaMemcpyHostToDevice);
     cudaMemcpy(dV, val.data(), 8*m2, cudaMemcpyHostToDevice);
-    rc = gpuds_hash::batchDistinctDevice(H.g, m2, dOp, dK, dV, dF, dO);
-    CHECK(rc==GPUDS_OK, "batchDistinctDevice rc=%d %s", rc, G->xErrmsg(H.g));
+    rc = gpuds_hash::batchDevice(H.g, m2, dOp, dK, dV, dF, dO);
+    CHECK(rc==GPUDS_OK, "batchDevice (2) rc=%d %s", rc, G->xErrmsg(H.g));
     f.resize(m2); fR.resize(m2); o.resize(m2); oR.resize(m2);
     cudaMemcpy(f.data(), dF, m2, cudaMemcpyDeviceToHost);
     cudaMemcpy(o.data(), dO, 8*m2, cudaMemcpyDeviceToHost);
     H.ref.apply(m2, op.data(), key.data(), val.data(), fR.data(), oR.data());
-    CHECK(f==fR && o==oR, "batchDistinctDevice results differ from the model");
-    CHECK(G->xCount(H.g)==(int64_t)H.ref.m.size(), "count after batchDistinctDevice");
+    CHECK(f==fR && o==oR, "batchDevice (2) results differ from the model");
+    CHECK(G->xCount(H.g)==(int64_t)H.ref.m.size(), "count after batchDevice (2)");
     CHECK(G->xCheck(H.g)==GPUDS_OK, "xCheck: %s", G->xErrmsg(H.g));
   }
   cudaFree(dOp); cudaFree(dF); cudaFree(dK); cudaFree(dV); cudaFree(dO);
@@ -733,8 +738,8 @@ static std::vector<int64_t> lookupKeys(std::mt19937_64 &r, const Harness &H, siz
 }
 
 // Chunked host transfers (setHostChunk): xLookup as a pipeline over several
-// chunks, and the staged copies of xBatch/xBatchDistinct/xBulkLoad, against
-// the model and the host store: sizes around chunk boundaries, repeats,
+// chunks, and the staged copies of xBatch/xBulkLoad, against
+// the model and the host store: sizes around chunk boundaries, repeated lookups,
 // hits and misses, the full int64 range; chunk 1 and 0 (single-shot); the
 // default chunk on a batch of several chunks (full size); a NOMEM failure of
 // the pipeline that changes nothing.
@@ -744,20 +749,19 @@ static void testChunked(){
     std::mt19937_64 r(13);
     const size_t C = gSmall ? 97 : 1000;
     gpuds_hash::setHostChunk(H.g, C);
-    // fill through the staged paths: general batches (repeated keys), a
-    // distinct batch, a bulk load; keys over the full range
+    // fill through the staged paths: random batches, a batch over present
+    // and fresh keys, a bulk load; keys over the full range
     std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
     for( int it=0; it<3; it++ ){
       randomBatch(r, 5*C+it, INT64_MAX/2, 60, 15, op, key, val);
       for( size_t i=0; i<key.size(); i+=2 ) key[i] = (int64_t)r();
-      for( size_t i=1; i<key.size(); i+=17 ) key[i] = key[i-1];
       H.batch(op, key, val);
     }
     {
       std::vector<int64_t> present;
       for( auto &e : H.ref.m ) present.push_back(e.first);
       distinctBatch(r, 4*C+3, 40, 20, present, op, key, val);
-      H.batch(op, key, val, true, nullptr, nullptr, true);
+      H.batch(op, key, val);
     }
     {
       std::vector<int64_t> k;
