@@ -1,0 +1,378 @@
+/*
+** runfmt.c -- the run format of the shadow table <name>_run: the statement
+** helpers every persistence file uses, the chunk checksum, run readers
+** (validating every entry before use), the list of runs, the k-way merge
+** of runs ("newest wins"), and the run writer.  The format itself is
+** described in runfmt.h and ARCHITECTURE.md.
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include "runfmt.h"
+#include "gpuds_mix.h"
+#include <string.h>
+#include <stdlib.h>
+#include <stdarg.h>
+
+/* The checksum a format-2 chunk ends its vals with: a 64-bit hash of the
+** keys blob and of the vals entries before it.  It finds damage that leaves
+** every length and key order valid (a flipped byte inside a value); it is
+** no defence against deliberate forgery. */
+uint64_t gpudsChunkSum(const unsigned char *aK, size_t nK,
+                         const unsigned char *aV, size_t nV){
+  /* Four lanes, each a chain of (state ^ word) * odd: every step is a
+  ** bijection of the state, so a change to any one word always changes the
+  ** result; four independent chains keep the multiplier busy (the loader
+  ** checks every byte it reads). */
+  const unsigned char *aPart[2];
+  size_t anPart[2], i;
+  uint64_t h[4] = { 0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL,
+                    0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL };
+  const uint64_t P = 0x9e3779b97f4a7c15ULL;
+  int j;
+  aPart[0] = aK; anPart[0] = nK; aPart[1] = aV; anPart[1] = nV;
+  for(j=0; j<2; j++){
+    const unsigned char *a = aPart[j];
+    size_t n = anPart[j];
+    uint64_t w[4];
+    for(i=0; i+32<=n; i+=32){
+      memcpy(w, a+i, 32);
+      h[0] = (h[0] ^ w[0]) * P;  h[1] = (h[1] ^ w[1]) * P;
+      h[2] = (h[2] ^ w[2]) * P;  h[3] = (h[3] ^ w[3]) * P;
+    }
+    for(; i<n; i++) h[i&3] = (h[i&3] ^ a[i]) * P;
+    h[0] ^= (uint64_t)n << 1 | (uint64_t)j;      /* the lengths count too */
+  }
+  return gpudsMix64(gpudsMix64(h[0] ^ gpudsMix64(h[1])) ^ gpudsMix64(h[2] ^ gpudsMix64(h[3])));
+}
+
+/* Run (ppStmt==0) or prepare a printf-formatted SQL statement; on error the
+** table's message says why. */
+static int shadowSql(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, va_list ap){
+  char *zSql = sqlite3_vmprintf(zFmt, ap);
+  int rc;
+  if( ppStmt ) *ppStmt = 0;
+  if( zSql==0 ) return SQLITE_NOMEM;
+  rc = ppStmt ? sqlite3_prepare_v2(p->db, zSql, -1, ppStmt, 0)
+              : sqlite3_exec(p->db, zSql, 0, 0, 0);
+  sqlite3_free(zSql);
+  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  return rc;
+}
+
+/* Run a printf-formatted SQL statement that returns no rows. */
+int gpudsRunExec(GpudsTable *p, const char *zFmt, ...){
+  va_list ap;
+  int rc;
+  va_start(ap, zFmt);
+  rc = shadowSql(p, 0, zFmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Prepare a printf-formatted statement. */
+int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...){
+  va_list ap;
+  int rc;
+  va_start(ap, zFmt);
+  rc = shadowSql(p, ppStmt, zFmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* ------------------------------------------------------------ run readers */
+
+/* Streams one run's entries in key order, a chunk at a time, reading the
+** chunk's blobs where the statement holds them (valid until its next step).
+** Every entry is bounds-checked before use: a damaged chunk is reported as
+** SQLITE_CORRUPT_VTAB, never read past its end. */
+typedef struct RunReader {
+  sqlite3_stmt *pStmt;     /* SELECT n, keys, vals of the run's chunks */
+  int64_t iRun;
+  int n, i;                /* entries in the current chunk, next one */
+  const int64_t *aKey;     /* the chunk's keys */
+  int64_t *aKeyBuf;        /* an aligned copy of them, if the blob is not */
+  size_t nKeyBuf;          /* bytes of aKeyBuf */
+  const unsigned char *aVal;  /* the chunk's vals */
+  size_t nVal, iOff;       /* bytes of aVal, offset of entry i */
+  uint32_t nCur;           /* payload bytes of entry i (SHADOW_TOMB: none) */
+  int bEof;
+} RunReader;
+
+/* Report a damaged chunk of run r. */
+static int readerCorrupt(GpudsTable *p, RunReader *r, const char *zWhy){
+  return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
+                        p->zName, (long long)r->iRun, zWhy);
+}
+
+/* Validate entry i of the current chunk at offset iOff; cache its length. */
+static int readerCheckEntry(GpudsTable *p, RunReader *r){
+  uint32_t L;
+  if( r->iOff+4 > r->nVal ) return readerCorrupt(p, r, "entry past the end of vals");
+  memcpy(&L, r->aVal + r->iOff, 4);
+  if( L!=SHADOW_TOMB && (uint64_t)r->iOff+4+L > r->nVal ){
+    return readerCorrupt(p, r, "entry length past the end of vals");
+  }
+  if( r->i>0 && r->aKey[r->i]<=r->aKey[r->i-1] ) return readerCorrupt(p, r, "keys out of order");
+  r->nCur = L;
+  return SQLITE_OK;
+}
+
+/* Advance to the next chunk; sets bEof at the end. */
+static int readerChunk(GpudsTable *p, RunReader *r){
+  int rc = sqlite3_step(r->pStmt);
+  if( rc==SQLITE_DONE ){ r->bEof = 1; return SQLITE_OK; }
+  if( rc!=SQLITE_ROW ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  {
+    int n = sqlite3_column_int(r->pStmt, 0);
+    int nk, nv;
+    const void *pk, *pv;
+    if( sqlite3_column_type(r->pStmt, 1)!=SQLITE_BLOB
+     || sqlite3_column_type(r->pStmt, 2)!=SQLITE_BLOB ){
+      return readerCorrupt(p, r, "keys or vals is not a blob");
+    }
+    pk = sqlite3_column_blob(r->pStmt, 1);
+    nk = sqlite3_column_bytes(r->pStmt, 1);
+    pv = sqlite3_column_blob(r->pStmt, 2);
+    nv = sqlite3_column_bytes(r->pStmt, 2);
+    if( p->iFormat>=2 ){
+      uint64_t h;
+      if( nv<SHADOW_SUM ) return readerCorrupt(p, r, "bad chunk sizes");
+      nv -= SHADOW_SUM;
+      memcpy(&h, (const unsigned char*)pv + nv, SHADOW_SUM);
+      if( n<0 || nk!=n*8 ) return readerCorrupt(p, r, "bad chunk sizes");
+      if( h!=gpudsChunkSum((const unsigned char*)pk, (size_t)nk, (const unsigned char*)pv, (size_t)nv) ){
+        return readerCorrupt(p, r, "checksum mismatch");
+      }
+    }
+    if( n<0 || nk!=n*8 || (int64_t)nv < (int64_t)n*4 ) return readerCorrupt(p, r, "bad chunk sizes");
+    r->aKey = (const int64_t*)pk;
+    if( ((uintptr_t)pk & 7)!=0 ){           /* SQLite's buffers are aligned */
+      if( (size_t)nk > r->nKeyBuf ){
+        sqlite3_free(r->aKeyBuf);
+        r->nKeyBuf = 0;
+        r->aKeyBuf = sqlite3_malloc64((size_t)nk);
+        if( r->aKeyBuf==0 ) return SQLITE_NOMEM;
+        r->nKeyBuf = (size_t)nk;
+      }
+      memcpy(r->aKeyBuf, pk, (size_t)nk);
+      r->aKey = r->aKeyBuf;
+    }
+    r->aVal = (const unsigned char*)pv;
+    r->n = n; r->i = 0; r->nVal = (size_t)nv; r->iOff = 0;
+    if( n>0 ) return readerCheckEntry(p, r);
+  }
+  return SQLITE_OK;
+}
+
+/* Open a reader on run iRun, positioned on its first entry. */
+static int readerOpen(GpudsTable *p, int64_t iRun, RunReader *r){
+  int rc;
+  memset(r, 0, sizeof(*r));
+  r->iRun = iRun;
+  rc = gpudsRunPrepare(p, &r->pStmt,
+      "SELECT n, keys, vals FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld ORDER BY id",
+      p->zDb, p->zName, (long long)(iRun<<RUN_SHIFT),
+      (long long)((iRun<<RUN_SHIFT) | ((1<<RUN_SHIFT)-1)));
+  while( rc==SQLITE_OK && !r->bEof && r->i>=r->n ) rc = readerChunk(p, r);
+  return rc;
+}
+
+/* The current (validated) entry: key, and its record bytes (NULL for a
+** tombstone). */
+static void readerEntry(RunReader *r, int64_t *pKey,
+                        const unsigned char **paRec, uint32_t *pnRec){
+  *pKey = r->aKey[r->i];
+  if( r->nCur==SHADOW_TOMB ){ *paRec = 0; *pnRec = 0; return; }
+  *paRec = r->aVal + r->iOff + 4;
+  *pnRec = r->nCur;
+}
+
+/* Step past the current entry and validate the next one. */
+static int readerNext(GpudsTable *p, RunReader *r){
+  r->iOff += 4 + (r->nCur==SHADOW_TOMB ? 0 : r->nCur);
+  r->i++;
+  if( r->i<r->n ) return readerCheckEntry(p, r);
+  while( !r->bEof && r->i>=r->n ){
+    int rc = readerChunk(p, r);
+    if( rc ) return rc;
+  }
+  return SQLITE_OK;
+}
+
+static void readerClose(RunReader *r){
+  sqlite3_finalize(r->pStmt);
+  sqlite3_free(r->aKeyBuf);
+  memset(r, 0, sizeof(*r));
+}
+
+/* The run numbers present, oldest first, with their entry counts and, if
+** paCap is not NULL, the entries their keys blobs have room for (a load
+** sizes its arrays by the smaller: a damaged n cannot make it allocate more
+** than the blobs hold).  The rows are summed here, in id order, rather than
+** by GROUP BY: SQLite's GROUP BY sorter would copy every keys blob to find
+** its length. */
+int gpudsRunListCap(GpudsTable *p, int64_t **paRun, int64_t **paN, int64_t **paCap,
+                       int *pnRun){
+  sqlite3_stmt *pStmt;
+  int64_t *aRun = 0, *aN = 0, *aCap = 0;
+  int nRun = 0, nAlloc = 0;
+  int rc = gpudsRunPrepare(p, &pStmt,
+      paCap ? "SELECT id>>%d, n, length(keys)/8 FROM %Q.'%q_run' ORDER BY id"
+            : "SELECT id>>%d, n, 0 FROM %Q.'%q_run' ORDER BY id",
+      RUN_SHIFT, p->zDb, p->zName);
+  if( rc ) return rc;
+  while( sqlite3_step(pStmt)==SQLITE_ROW ){
+    int64_t iRun = sqlite3_column_int64(pStmt, 0);
+    if( nRun==0 || aRun[nRun-1]!=iRun ){
+      if( nRun==nAlloc ){
+        int64_t *a, *b, *c;
+        nAlloc = nAlloc ? nAlloc*2 : 16;
+        a = sqlite3_realloc64(aRun, nAlloc*8);
+        if( a ) aRun = a;
+        b = sqlite3_realloc64(aN, nAlloc*8);
+        if( b ) aN = b;
+        c = sqlite3_realloc64(aCap, nAlloc*8);
+        if( c ) aCap = c;
+        if( !a || !b || !c ){ rc = SQLITE_NOMEM; break; }
+      }
+      aRun[nRun] = iRun;
+      aN[nRun] = aCap[nRun] = 0;
+      nRun++;
+    }
+    aN[nRun-1] += sqlite3_column_int64(pStmt, 1);
+    aCap[nRun-1] += sqlite3_column_int64(pStmt, 2);
+  }
+  {
+    int rc2 = sqlite3_finalize(pStmt);
+    if( rc==SQLITE_OK && rc2 ) rc = gpudsVtabError(p, rc2, "%s", sqlite3_errmsg(p->db));
+  }
+  if( rc ){ sqlite3_free(aRun); sqlite3_free(aN); sqlite3_free(aCap); return rc; }
+  *paRun = aRun; *paN = aN; *pnRun = nRun;
+  if( paCap ) *paCap = aCap; else sqlite3_free(aCap);
+  return SQLITE_OK;
+}
+int gpudsRunList(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun){
+  return gpudsRunListCap(p, paRun, paN, 0, pnRun);
+}
+
+/* A k-way merge of runs aRun[0..nRun-1] (oldest first): each key once, with
+** the value of the newest run that holds it.  xOut is called for each
+** (key, record or NULL for a tombstone), in key order. */
+int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int bDropTomb,
+                     MergeOut xOut, void *pCtx){
+  RunReader *aR = sqlite3_malloc64(sizeof(RunReader)*(nRun ? nRun : 1));
+  int rc = SQLITE_OK, i;
+  if( aR==0 ) return SQLITE_NOMEM;
+  memset(aR, 0, sizeof(RunReader)*(nRun ? nRun : 1));
+  for(i=0; i<nRun && rc==SQLITE_OK; i++) rc = readerOpen(p, aRun[i], &aR[i]);
+  while( rc==SQLITE_OK ){
+    int64_t kMin = 0;
+    int iBest = -1;
+    const unsigned char *aRec = 0;
+    uint32_t nRec = 0;
+    /* Smallest current key; on ties the newest run (largest i) wins. */
+    for(i=0; i<nRun; i++){
+      if( aR[i].bEof ) continue;
+      if( iBest<0 || aR[i].aKey[aR[i].i]<=kMin ){
+        kMin = aR[i].aKey[aR[i].i];
+        iBest = i;
+      }
+    }
+    if( iBest<0 ) break;
+    readerEntry(&aR[iBest], &kMin, &aRec, &nRec);
+    if( aRec || !bDropTomb ) rc = xOut(p, pCtx, kMin, aRec, nRec);
+    for(i=0; i<nRun && rc==SQLITE_OK; i++){
+      if( !aR[i].bEof && aR[i].aKey[aR[i].i]==kMin ) rc = readerNext(p, &aR[i]);
+    }
+  }
+  for(i=0; i<nRun; i++) readerClose(&aR[i]);
+  sqlite3_free(aR);
+  return rc;
+}
+
+/* ------------------------------------------------------------ run writer */
+
+/* Accumulates entries into chunks and inserts them as run iRun. */
+
+int gpudsRunWriterOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
+  memset(w, 0, sizeof(*w));
+  w->iRun = iRun;
+  w->aKey = sqlite3_malloc64(SHADOW_CHUNK*8);
+  if( w->aKey==0 ) return SQLITE_NOMEM;
+  w->nLimit = sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1);
+  if( p->iFormat<SHADOW_FORMAT_MIN ){
+    return gpudsVtabError(p, SQLITE_INTERNAL, "%s: storage format not read", p->zName);
+  }
+  w->bSum = p->iFormat>=2;
+  if( w->bSum ) w->nLimit -= SHADOW_SUM;
+  return gpudsRunPrepare(p, &w->pIns, "INSERT INTO %Q.'%q_run'(id, n, keys, vals) VALUES(?,?,?,?)",
+                       p->zDb, p->zName);
+}
+
+/* Write the pending chunk, if any. */
+int gpudsRunWriterFlush(GpudsTable *p, RunWriter *w){
+  int rc;
+  if( w->n==0 ) return SQLITE_OK;
+  if( w->iChunk>=(1<<RUN_SHIFT) ) return gpudsVtabError(p, SQLITE_FULL, "run too large");
+  if( w->bSum ){
+    uint64_t h = gpudsChunkSum((const unsigned char*)w->aKey, (size_t)w->n*8, w->aVal, w->nVal);
+    memcpy(w->aVal + w->nVal, &h, SHADOW_SUM);   /* gpudsRunWriterAdd kept room */
+    w->nVal += SHADOW_SUM;
+  }
+  rc = sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
+  if( rc==SQLITE_OK ) rc = sqlite3_bind_int(w->pIns, 2, w->n);
+  if( rc==SQLITE_OK ) rc = sqlite3_bind_blob64(w->pIns, 3, w->aKey, (uint64_t)w->n*8, SQLITE_STATIC);
+  if( rc==SQLITE_OK ){
+    rc = sqlite3_bind_blob64(w->pIns, 4, w->aVal ? (const void*)w->aVal : (const void*)"",
+                             w->nVal, SQLITE_STATIC);
+  }
+  if( rc ){
+    return gpudsVtabError(p, rc, "%s_run: cannot store a chunk of %lld bytes: %s",
+                          p->zName, (long long)w->nVal, sqlite3_errstr(rc));
+  }
+  sqlite3_step(w->pIns);
+  rc = sqlite3_reset(w->pIns);
+  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  w->nVal = 0;
+  w->iChunk++;
+  w->n = 0;
+  return SQLITE_OK;
+}
+
+/* Append (key, record or NULL = tombstone); keys must ascend. */
+int gpudsRunWriterAdd(GpudsTable *p, RunWriter *w, int64_t k,
+                     const unsigned char *aRec, uint32_t nRec){
+  uint32_t L = aRec ? nRec : SHADOW_TOMB;
+  size_t nNeed = w->nVal + 4 + (aRec ? nRec : 0);
+  if( w->n>0 && ((int64_t)nNeed > w->nLimit || (int64_t)(w->n+1)*8 > w->nLimit) ){
+    /* Keep every chunk within SQLITE_LIMIT_LENGTH. */
+    int rc = gpudsRunWriterFlush(p, w);
+    if( rc ) return rc;
+    nNeed = 4 + (aRec ? nRec : 0);
+  }
+  if( nNeed+SHADOW_SUM>w->nValAlloc ){
+    size_t nNew = w->nValAlloc ? w->nValAlloc*2 : 65536;
+    unsigned char *a;
+    while( nNew<nNeed+SHADOW_SUM ) nNew *= 2;
+    a = sqlite3_realloc64(w->aVal, nNew);
+    if( a==0 ) return SQLITE_NOMEM;
+    w->aVal = a;
+    w->nValAlloc = nNew;
+  }
+  w->aKey[w->n++] = k;
+  memcpy(w->aVal + w->nVal, &L, 4);
+  if( aRec && nRec ) memcpy(w->aVal + w->nVal + 4, aRec, nRec);
+  w->nVal = nNeed;
+  w->nTotal++;
+  if( w->n==SHADOW_CHUNK || w->nVal>(64<<20) ) return gpudsRunWriterFlush(p, w);
+  return SQLITE_OK;
+}
+
+void gpudsRunWriterClose(RunWriter *w){
+  sqlite3_finalize(w->pIns);
+  sqlite3_free(w->aKey);
+  sqlite3_free(w->aVal);
+  memset(w, 0, sizeof(*w));
+}
+
+/* gpudsRunMerge() callback that appends to a RunWriter. */
