@@ -150,7 +150,8 @@ struct GpudsTable {
   int64_t nLoadEntries;       /* sum of t_run.n seen by the last load */
 };
 
-/* Error helper: set the vtab error message (printf-style), return rc. */
+/* Error helper (error.c): set the table's error message (printf-style),
+** return rc. */
 int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...);
 
 /* Write buffer (wbuf.c) */
@@ -215,7 +216,7 @@ int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,
 int gpudsMaxKey(GpudsTable *p, int *pbAny, int64_t *pMax);
 int gpudsKeyExists(GpudsTable *p, int64_t k, int *pbExists);
 
-/* Merged scans (scan.c): store + write buffer, one page at a time. */
+/* Merged scans (read.c): store + write buffer, one page at a time. */
 typedef struct GpudsMerge GpudsMerge;
 int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
                    int64_t nHint, GpudsMerge **pp);

@@ -1,10 +1,291 @@
 /*
-** read.c -- point reads through the write buffer: the overlay answers for
-** keys written in the open transaction, the store for the rest, in one batch.
+** read.c -- every read of a table as the open transaction sees it: point
+** reads through the write buffer (the overlay answers for keys written in
+** the open transaction, the store for the rest, in one batch), and merged
+** scans (the store's entries overlaid with the write buffer's, streamed a
+** page at a time so no query holds a big table in host memory).
+**
+** Ordered stores: a two-way merge of two key-ordered streams; on equal keys
+** the write buffer wins (a 0 value there hides the key).  Pages start small
+** (a LIMIT 10 query fetches little) and double up to MERGE_PAGE_MAX.
+** Hash stores: a snapshot of the keys (8 bytes each: the store's and the
+** write buffer's own), taken when the scan opens and radix-sorted, so a
+** hash table is visited in key order as an ordinary table is (multi-row
+** UPDATEs that move keys depend on it), read back a page at a time through
+** a batch lookup of the current contents.  Slots
+** move when the same connection commits during the scan (deletes shift
+** entries back, growth rehashes), so slot positions cannot be resumed; the
+** snapshot returns each row that is still there when its page is read,
+** once, as an ordinary table's cursor does.
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include <string.h>
+
+#define MERGE_PAGE_MAX 65536
+#define OVER_PAGE 1024
+
+typedef struct MergeSrc {
+  gpuds_scan s;
+  int64_t *aKey;
+  uint64_t *aVal;
+  size_t n, i, nAlloc;
+} MergeSrc;
+
+struct GpudsMerge {
+  GpudsTable *pTab;
+  int bOrdered;             /* store is ordered: merge by key */
+  int bDesc;
+  size_t nPage;             /* size of the next store page */
+  MergeSrc st;              /* the store */
+  MergeSrc ov;              /* the write buffer */
+  /* hash scans */
+  int64_t *aSnap;           /* the keys, as the scan opened */
+  int64_t nSnap, iSnap;     /* keys, next one to read */
+  uint8_t *aFound;          /* lookups of the current page */
+};
+
+static int srcReserve(MergeSrc *src, size_t nMax);
+
+/* Sort a[0..n-1] ascending: LSD radix sort on the keys with the sign bit
+** flipped, one byte a pass, skipping bytes that are the same in every key. */
+static int sortKeys(int64_t *a, int64_t n){
+  uint64_t diff = 0, first;
+  int64_t i, *aTmp;
+  int b;
+  if( n<2 ) return SQLITE_OK;
+  aTmp = sqlite3_malloc64(n*8);
+  if( aTmp==0 ) return SQLITE_NOMEM;
+  first = (uint64_t)a[0] ^ (1ULL<<63);
+  for(i=1; i<n; i++) diff |= ((uint64_t)a[i] ^ (1ULL<<63)) ^ first;
+  for(b=0; b<64; b+=8){
+    int64_t aCnt[256], j;
+    if( ((diff>>b) & 0xff)==0 ) continue;
+    memset(aCnt, 0, sizeof(aCnt));
+    for(i=0; i<n; i++) aCnt[(((uint64_t)a[i] ^ (1ULL<<63))>>b) & 0xff]++;
+    for(i=0, j=0; i<256; i++){ int64_t c = aCnt[i]; aCnt[i] = j; j += c; }
+    for(i=0; i<n; i++) aTmp[aCnt[(((uint64_t)a[i] ^ (1ULL<<63))>>b) & 0xff]++] = a[i];
+    memcpy(a, aTmp, n*8);
+  }
+  sqlite3_free(aTmp);
+  return SQLITE_OK;
+}
+
+/* Append key k to the hash scan's snapshot. */
+static int snapAdd(GpudsMerge *m, int64_t k, int64_t *pnAlloc){
+  if( m->nSnap==*pnAlloc ){
+    int64_t nNew = *pnAlloc ? *pnAlloc*2 : 1024;
+    int64_t *a = sqlite3_realloc64(m->aSnap, nNew*8);
+    if( a==0 ) return SQLITE_NOMEM;
+    m->aSnap = a;
+    *pnAlloc = nNew;
+  }
+  m->aSnap[m->nSnap++] = k;
+  return SQLITE_OK;
+}
+
+/* Hash scans: take the keys in [lo,hi] now, the store's and then those
+** only the write buffer has (live ones). */
+static int snapshotKeys(GpudsMerge *m){
+  GpudsTable *p = m->pTab;
+  int64_t nAlloc = 0;
+  int rc = SQLITE_OK;
+  size_t i;
+  while( rc==SQLITE_OK && !m->st.s.done ){
+    rc = srcReserve(&m->st, MERGE_PAGE_MAX);
+    if( rc ) break;
+    rc = gpudsStoreScan(p, &m->st.s, MERGE_PAGE_MAX, m->st.aKey, m->st.aVal, &m->st.n);
+    if( rc ) break;
+    for(i=0; i<m->st.n && rc==SQLITE_OK; i++){
+      uint64_t v;
+      int bHit = 0;
+      /* a key the write buffer also holds is taken from there, below */
+      if( p->wb.nOver ) gpudsWbufGet(p, m->st.aKey[i], &bHit, &v);
+      if( !bHit ) rc = snapAdd(m, m->st.aKey[i], &nAlloc);
+    }
+  }
+  while( rc==SQLITE_OK && !m->ov.s.done ){
+    rc = srcReserve(&m->ov, OVER_PAGE);
+    if( rc==SQLITE_OK ) rc = gpudsOverlayScan(p, &m->ov.s, OVER_PAGE, m->ov.aKey, m->ov.aVal, &m->ov.n);
+    for(i=0; i<m->ov.n && rc==SQLITE_OK; i++){
+      if( m->ov.aVal[i] ) rc = snapAdd(m, m->ov.aKey[i], &nAlloc);
+    }
+  }
+  m->st.n = m->st.i = 0;
+  m->ov.n = m->ov.i = 0;
+  if( rc==SQLITE_OK ) rc = sortKeys(m->aSnap, m->nSnap);
+  if( rc==SQLITE_OK && m->bDesc ){
+    int64_t i, j;
+    for(i=0, j=m->nSnap-1; i<j; i++, j--){
+      int64_t t = m->aSnap[i]; m->aSnap[i] = m->aSnap[j]; m->aSnap[j] = t;
+    }
+  }
+  return rc;
+}
+
+/* Hash scans: the next row of the snapshot that still exists. */
+static int snapshotNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow){
+  GpudsTable *p = m->pTab;
+  for(;;){
+    while( m->st.i<m->st.n ){
+      size_t i = m->st.i++;
+      if( m->aFound[i] ){
+        *pbEof = 0;
+        *pKey = m->st.aKey[i];
+        *pRow = m->st.aVal[i];
+        return SQLITE_OK;
+      }
+    }
+    if( m->iSnap>=m->nSnap ){ *pbEof = 1; return SQLITE_OK; }
+    {
+      /* Next page: look its keys up as the table is now. */
+      size_t n = m->nPage, i;
+      int rc;
+      if( (int64_t)n > m->nSnap - m->iSnap ) n = (size_t)(m->nSnap - m->iSnap);
+      rc = srcReserve(&m->st, n);
+      if( rc ) return rc;
+      sqlite3_free(m->aFound);
+      m->aFound = sqlite3_malloc64(n);
+      if( m->aFound==0 ) return SQLITE_NOMEM;
+      for(i=0; i<n; i++) m->st.aKey[i] = m->aSnap[m->iSnap+i];
+      rc = gpudsLookupMany(p, n, m->st.aKey, m->aFound, m->st.aVal);
+      if( rc ) return rc;
+      m->iSnap += n;
+      m->st.n = n;
+      m->st.i = 0;
+      if( m->nPage<MERGE_PAGE_MAX ) m->nPage *= 2;
+    }
+  }
+}
+
+/* Start a scan of [lo,hi].  nHint is the number of rows the caller expects
+** to need (-1 if unknown). */
+int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
+                   int64_t nHint, GpudsMerge **pp){
+  GpudsMerge *m = sqlite3_malloc64(sizeof(*m));
+  *pp = 0;
+  if( m==0 ) return SQLITE_NOMEM;
+  memset(m, 0, sizeof(*m));
+  m->pTab = p;
+  m->bOrdered = p->pOps->kind==GPUDS_ORDERED;
+  m->bDesc = bDesc;
+  if( nHint<=0 ) m->nPage = 256;
+  else m->nPage = nHint<16 ? 16 : (nHint>MERGE_PAGE_MAX ? MERGE_PAGE_MAX : (size_t)nHint);
+  m->st.s.lo = m->ov.s.lo = lo;
+  m->st.s.hi = m->ov.s.hi = hi;
+  m->st.s.desc = m->ov.s.desc = m->bOrdered ? m->bDesc : 0;
+  if( lo>hi ){ m->st.s.done = 1; m->ov.s.done = 1; }
+  if( p->wb.nOver==0 ) m->ov.s.done = 1;
+  p->nCursor++;
+  *pp = m;
+  if( !m->bOrdered && lo<=hi ){
+    int rc = snapshotKeys(m);
+    if( rc ){ gpudsMergeClose(m); *pp = 0; return rc; }
+  }
+  return SQLITE_OK;
+}
+
+/* Free the scan and let the table reclaim rows it was protecting. */
+void gpudsMergeClose(GpudsMerge *m){
+  if( m ){
+    GpudsTable *p = m->pTab;
+    sqlite3_free(m->st.aKey); sqlite3_free(m->st.aVal);
+    sqlite3_free(m->ov.aKey); sqlite3_free(m->ov.aVal);
+    sqlite3_free(m->aSnap); sqlite3_free(m->aFound);
+    sqlite3_free(m);
+    p->nCursor--;
+    gpudsCollectGarbage(p);
+  }
+}
+
+/* Make room for nMax entries in src. */
+static int srcReserve(MergeSrc *src, size_t nMax){
+  if( nMax>src->nAlloc ){
+    int64_t *aK = sqlite3_realloc64(src->aKey, nMax*8);
+    uint64_t *aV;
+    if( aK==0 ) return SQLITE_NOMEM;
+    src->aKey = aK;
+    aV = sqlite3_realloc64(src->aVal, nMax*8);
+    if( aV==0 ) return SQLITE_NOMEM;
+    src->aVal = aV;
+    src->nAlloc = nMax;
+  }
+  return SQLITE_OK;
+}
+
+/* Refill the store page if it is used up and more remains. */
+static int fillStore(GpudsMerge *m){
+  GpudsTable *p = m->pTab;
+  int rc;
+  while( m->st.i>=m->st.n && !m->st.s.done ){
+    size_t nMax = m->nPage;
+    rc = srcReserve(&m->st, nMax);
+    if( rc ) return rc;
+    rc = gpudsStoreScan(p, &m->st.s, nMax, m->st.aKey, m->st.aVal, &m->st.n);
+    if( rc ) return rc;
+    m->st.i = 0;
+    if( m->nPage<MERGE_PAGE_MAX ) m->nPage *= 2;
+  }
+  return SQLITE_OK;
+}
+
+/* Refill the write-buffer page if it is used up and more remains. */
+static int fillOver(GpudsMerge *m){
+  while( m->ov.i>=m->ov.n && !m->ov.s.done ){
+    int rc = srcReserve(&m->ov, OVER_PAGE);
+    if( rc ) return rc;
+    rc = gpudsOverlayScan(m->pTab, &m->ov.s, OVER_PAGE, m->ov.aKey, m->ov.aVal, &m->ov.n);
+    if( rc ) return rc;
+    m->ov.i = 0;
+  }
+  return SQLITE_OK;
+}
+
+/* Next entry of the merged scan: *pbEof, or *pKey and *pRow (never 0). */
+int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow){
+  int rc;
+  if( !m->bOrdered ) return snapshotNext(m, pbEof, pKey, pRow);
+  if( m->st.i<m->st.n && m->ov.s.done && m->ov.i>=m->ov.n ){
+    /* Nothing of the write buffer left in range (always so outside a
+    ** write transaction): the next entry of the store page. */
+    *pbEof = 0;
+    *pKey = m->st.aKey[m->st.i];
+    *pRow = m->st.aVal[m->st.i++];
+    return SQLITE_OK;
+  }
+  for(;;){
+    int bSt, bOv;
+    if( (rc = fillStore(m))!=SQLITE_OK ) return rc;
+    if( (rc = fillOver(m))!=SQLITE_OK ) return rc;
+    bSt = m->st.i<m->st.n;
+    bOv = m->ov.i<m->ov.n;
+    if( !bSt && !bOv ){ *pbEof = 1; return SQLITE_OK; }
+    *pbEof = 0;
+    {
+      int bTakeOv;
+      if( bSt && bOv ){
+        int64_t ks = m->st.aKey[m->st.i], ko = m->ov.aKey[m->ov.i];
+        if( ks==ko ){ m->st.i++; bTakeOv = 1; }
+        else bTakeOv = m->bDesc ? (ko>ks) : (ko<ks);
+      }else{
+        bTakeOv = bOv;
+      }
+      if( bTakeOv ){
+        size_t i = m->ov.i++;
+        if( m->ov.aVal[i]==0 ) continue;     /* deleted in this transaction */
+        *pKey = m->ov.aKey[i];
+        *pRow = m->ov.aVal[i];
+      }else{
+        size_t i = m->st.i++;
+        *pKey = m->st.aKey[i];
+        *pRow = m->st.aVal[i];
+      }
+      return SQLITE_OK;
+    }
+  }
+}
+
+/* ----------------------------------------------------------- point reads */
 
 /* Look up n keys; aFound[i]/aRow[i] describe key aKey[i] as the open
 ** transaction sees it.  Keys the overlay does not know go to the store in

@@ -59,16 +59,6 @@ static int vtabDone(sqlite3_vtab *pVtab, int rc){
   return rc;
 }
 
-/* Set p's error message from a printf-style format; returns rc. */
-int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...){
-  va_list ap;
-  va_start(ap, zFmt);
-  sqlite3_free(p->base.zErrMsg);
-  p->base.zErrMsg = sqlite3_vmprintf(zFmt, ap);
-  va_end(ap);
-  return rc;
-}
-
 /* SQLITE_ERROR if a rollback of this transaction could not be completed
 ** (out of memory while undoing a batch): the store no longer matches what
 ** SQLite will roll back to, so nothing but ROLLBACK may use it. */
