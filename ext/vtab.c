@@ -59,9 +59,9 @@ static int vtabDone(sqlite3_vtab *pVtab, int rc){
   return rc;
 }
 
-/* SQLITE_ERROR if a rollback of this transaction could not be completed
-** (out of memory while undoing a batch): the store no longer matches what
-** SQLite will roll back to, so nothing but ROLLBACK may use it. */
+/* SQLITE_NOMEM with a message if a rollback of this transaction could not
+** be completed (out of memory while undoing a batch): the store no longer
+** matches what SQLite will roll back to, so nothing but ROLLBACK may use it. */
 static int brokenCheck(GpudsTable *p){
   if( !p->bBroken ) return SQLITE_OK;
   return gpudsVtabError(p, SQLITE_NOMEM, "%s: a rollback ran out of memory; "
