@@ -155,6 +155,82 @@ int gpudsCudaDevice(char *zName, size_t nName, uint64_t *pnFree,
 */
 const gpuds_store_ops *gpudsStoreOps(int kind);
 
+
+/*
+** ------------------------------------------------------------ column sets
+** A column set holds the non-key columns of a table's committed rows in the
+** form filter kernels read: per row its key, its store value word (the row
+** handle) and, per column, a tag and 8 bytes (backend/gpuds_colval.h says
+** how a value is encoded and compared).  The SQLite side builds it from the
+** store's rows, queries it for the rows matching a conjunction of terms (in
+** key order or ordered by a column), and rebuilds it when too many rows
+** changed since (it passes the changed keys as aSkip meanwhile and answers
+** for them itself).  The CUDA implementation keeps the arrays on the GPU.
+*/
+typedef struct gpuds_cols gpuds_cols;
+
+/* One term of a conjunction: column iCol (0-based among the non-key
+** columns) compared with the constant (tag, val) by op (GPUDS_CMP_xxx,
+** gpuds_colval.h). */
+typedef struct gpuds_term {
+  int32_t iCol;
+  int32_t op;
+  uint64_t val;
+  uint8_t tag;
+} gpuds_term;
+
+/* A query on a column set. */
+typedef struct gpuds_query {
+  int64_t lo, hi;            /* key bounds, inclusive */
+  const gpuds_term *aTerm;   /* the conjunction (nTerm may be 0) */
+  int nTerm;
+  const int64_t *aSkip;      /* keys to leave out: ascending, distinct */
+  int64_t nSkip;
+  int iOrderCol;             /* -1: key order; else order by this column */
+  int bDesc;                 /* descending (key, or the column's sort key) */
+  int64_t nFirst;            /* > 0: only the first nFirst rows of the order
+                             ** are wanted, plus every further row whose sort
+                             ** key equals the last of them; <= 0: all */
+} gpuds_query;
+
+typedef struct gpuds_cols_ops {
+  const char *zBackend;      /* "cuda" or "host" */
+
+  /* Make a column set of n rows and nCol columns from aKey[i], aRow[i] and,
+  ** for column c, aTag[c*n+i], aVal[c*n+i].  bSorted: aKey is ascending.
+  ** The arrays are copied.  On failure *pp is NULL and *pzErr (if pzErr is
+  ** not NULL) a message from malloc() that the caller frees. */
+  int (*xLoad)(gpuds_cols **pp, int nCol, int64_t n, int bSorted,
+               const int64_t *aKey, const uint64_t *aRow,
+               const uint8_t *aTag, const uint64_t *aVal, char **pzErr);
+
+  /* Free a column set (NULL is a no-op). */
+  void (*xFree)(gpuds_cols *p);
+
+  /* The rows with lo <= key <= hi, key not in aSkip, for which every term's
+  ** gpudsColMatch() is not 0 ("maybe" counts as a match: the caller checks
+  ** those exactly), in the order q asks for: key order, or the column's
+  ** gpudsColSortKey() (ascending, or descending if bDesc) with ties in
+  ** ascending key order.  *paKey and *paRow (and *paSort, the sort keys,
+  ** when paSort is not NULL and a column orders) are malloc()ed arrays of
+  ** *pn entries that the caller frees with free(); NULL when *pn is 0. */
+  int (*xQuery)(gpuds_cols *p, const gpuds_query *q, int64_t *pn,
+                int64_t **paKey, uint64_t **paRow, uint64_t **paSort);
+
+  /* Bytes the column set holds (device memory for the CUDA one). */
+  int64_t (*xBytes)(gpuds_cols *p);
+
+  /* Message of the last failed call ("" if none). */
+  const char *(*xErrmsg)(gpuds_cols *p);
+} gpuds_cols_ops;
+
+extern const gpuds_cols_ops gpudsHostColsOps;    /* backend/host_cols.c */
+extern const gpuds_cols_ops gpudsCudaColsOps;    /* kernels/cols.cu */
+
+/* The column-set implementation matching the store ops pOps (the CUDA one
+** for a CUDA store, the host one otherwise).  (backend/select.c) */
+const gpuds_cols_ops *gpudsColsOps(const gpuds_store_ops *pOps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,3 +44,13 @@ const gpuds_store_ops *gpudsStoreOps(int kind){
   (void)bGpu;
   return 0;
 }
+
+/* The column-set ops for tables whose store runs on pOps: the CUDA column
+** set beside a CUDA store (when built), the host one otherwise. */
+const gpuds_cols_ops *gpudsColsOps(const gpuds_store_ops *pOps){
+#ifdef GPUDS_HAVE_CUDA_COLS
+  if( pOps && strcmp(pOps->zBackend, "cuda")==0 ) return &gpudsCudaColsOps;
+#endif
+  (void)pOps;
+  return &gpudsHostColsOps;
+}

@@ -1,0 +1,174 @@
+/*
+** gpuds_colval.h -- a non-key column value as filter kernels see it, and
+** the comparisons on it.  Included by the SQLite side (to encode values and
+** constants), by the host column set and by the CUDA kernels: one
+** definition of the rules, compiled for host and device.
+**
+** A value is a tag and 8 bytes:
+**   GPUDS_TAG_NULL  0
+**   GPUDS_TAG_INT   the int64
+**   GPUDS_TAG_REAL  the double's bits
+**   GPUDS_TAG_TEXT  (first 4 bytes, big-endian, zero-padded) << 32 | a
+**   GPUDS_TAG_BLOB  32-bit hash of all bytes (gpudsColBytes)
+** Numbers compare exactly, integer against real included (as SQLite's
+** sqlite3IntFloatCompare), and storage classes order as SQLite orders them:
+** NULL < numbers < text < blob.  Text and blobs compare by BINARY collation
+** (memcmp, then length) as far as the prefix decides; where it does not,
+** the answer is "maybe" and the caller checks the row exactly.
+*/
+#ifndef GPUDS_COLVAL_H
+#define GPUDS_COLVAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+# define GPUDS_HD __host__ __device__ __forceinline__
+#else
+# define GPUDS_HD static inline
+#endif
+
+#define GPUDS_TAG_NULL 0
+#define GPUDS_TAG_INT  1
+#define GPUDS_TAG_REAL 2
+#define GPUDS_TAG_TEXT 3
+#define GPUDS_TAG_BLOB 4
+
+/* Term operators.  IS c (c not NULL) is EQ, IS NULL is ISNULL, IS NOT NULL
+** is NOTNULL; the SQLite side maps them so. */
+#define GPUDS_CMP_EQ      1   /* = c   (NULL on either side: no) */
+#define GPUDS_CMP_NE      2   /* != c  (NULL on either side: no) */
+#define GPUDS_CMP_LT      3
+#define GPUDS_CMP_LE      4
+#define GPUDS_CMP_GT      5
+#define GPUDS_CMP_GE      6
+#define GPUDS_CMP_ISNULL  7
+#define GPUDS_CMP_NOTNULL 8
+#define GPUDS_CMP_ISNOT   9   /* IS NOT c, c not NULL: NULL or != c */
+#define GPUDS_CMP_ANYEQ  10   /* a superset of "= c under any affinity the
+                              ** right-hand side may carry": equal values,
+                              ** and every number against text (and text
+                              ** against a number) as "maybe" */
+
+/* Results of gpudsColCompare */
+#define GPUDS_ORD_LT   (-1)
+#define GPUDS_ORD_EQ     0
+#define GPUDS_ORD_GT     1
+#define GPUDS_ORD_MAYBE  2   /* text/blob with the same prefix and hash:
+                             ** may be equal, order unknown */
+#define GPUDS_ORD_NE     3   /* text/blob with the same prefix, other hash:
+                             ** not equal, order unknown */
+
+/* Storage class rank: NULL 0, number 1, text 2, blob 3. */
+GPUDS_HD int gpudsColClass(uint8_t tag){
+  return tag==GPUDS_TAG_NULL ? 0 : tag<=GPUDS_TAG_REAL ? 1 : tag==GPUDS_TAG_TEXT ? 2 : 3;
+}
+
+/* FNV-1a, 32 bits: the hash of a text or blob value's bytes. */
+GPUDS_HD uint32_t gpudsColHash(const unsigned char *z, uint32_t n){
+  uint32_t h = 2166136261u, i;
+  for(i=0; i<n; i++){ h ^= z[i]; h *= 16777619u; }
+  return h;
+}
+
+/* The 8 bytes of a text or blob value z[0..n-1]. */
+GPUDS_HD uint64_t gpudsColBytes(const unsigned char *z, uint32_t n){
+  uint64_t pre = 0;
+  uint32_t i;
+  for(i=0; i<4; i++) pre = (pre<<8) | (i<n ? z[i] : 0);
+  return (pre<<32) | gpudsColHash(z, n);
+}
+
+/* The 8 bytes of a double (bits) and back. */
+GPUDS_HD uint64_t gpudsColReal(double r){ uint64_t u; memcpy(&u, &r, 8); return u; }
+GPUDS_HD double gpudsColDouble(uint64_t u){ double r; memcpy(&r, &u, 8); return r; }
+
+/* Compare integer i with real r exactly (SQLite's sqlite3IntFloatCompare). */
+GPUDS_HD int gpudsColIntReal(int64_t i, double r){
+  int64_t y;
+  double s;
+  if( r!=r ) return GPUDS_ORD_GT;                 /* NaN: never stored */
+  if( r<-9223372036854775808.0 ) return GPUDS_ORD_GT;
+  if( r>=9223372036854775808.0 ) return GPUDS_ORD_LT;
+  y = (int64_t)r;
+  if( i<y ) return GPUDS_ORD_LT;
+  if( i>y ) return GPUDS_ORD_GT;
+  s = (double)i;
+  if( s<r ) return GPUDS_ORD_LT;
+  if( s>r ) return GPUDS_ORD_GT;
+  return GPUDS_ORD_EQ;
+}
+
+/* Compare value (ta, a) with value (tb, b): GPUDS_ORD_xxx.  NULLs compare
+** as the lowest class (the operators handle NULL themselves). */
+GPUDS_HD int gpudsColCompare(uint8_t ta, uint64_t a, uint8_t tb, uint64_t b){
+  int ca = gpudsColClass(ta), cb = gpudsColClass(tb);
+  if( ca!=cb ) return ca<cb ? GPUDS_ORD_LT : GPUDS_ORD_GT;
+  if( ca==0 ) return GPUDS_ORD_EQ;
+  if( ca==1 ){
+    if( ta==GPUDS_TAG_INT && tb==GPUDS_TAG_INT ){
+      int64_t x = (int64_t)a, y = (int64_t)b;
+      return x<y ? GPUDS_ORD_LT : x>y ? GPUDS_ORD_GT : GPUDS_ORD_EQ;
+    }
+    if( ta==GPUDS_TAG_REAL && tb==GPUDS_TAG_REAL ){
+      double x = gpudsColDouble(a), y = gpudsColDouble(b);
+      return x<y ? GPUDS_ORD_LT : x>y ? GPUDS_ORD_GT : GPUDS_ORD_EQ;
+    }
+    if( ta==GPUDS_TAG_INT ) return gpudsColIntReal((int64_t)a, gpudsColDouble(b));
+    return -gpudsColIntReal((int64_t)b, gpudsColDouble(a));
+  }
+  {
+    /* text or blob: the prefix orders, the hash tells unequal values */
+    uint32_t pa = (uint32_t)(a>>32), pb = (uint32_t)(b>>32);
+    if( pa!=pb ) return pa<pb ? GPUDS_ORD_LT : GPUDS_ORD_GT;
+    return a==b ? GPUDS_ORD_MAYBE : GPUDS_ORD_NE;
+  }
+}
+
+/* Does value (tag, val) satisfy term (op, ctag, cval)?  0 no, 1 yes, 2
+** maybe (the caller decides on the row itself). */
+GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
+                           uint64_t cval){
+  int o;
+  if( op==GPUDS_CMP_ISNULL ) return tag==GPUDS_TAG_NULL;
+  if( op==GPUDS_CMP_NOTNULL ) return tag!=GPUDS_TAG_NULL;
+  if( ctag==GPUDS_TAG_NULL ) return 0;
+  if( tag==GPUDS_TAG_NULL ) return op==GPUDS_CMP_ISNOT;
+  if( op==GPUDS_CMP_ANYEQ ){
+    int ca = gpudsColClass(tag), cb = gpudsColClass(ctag);
+    if( (ca==1 && cb==2) || (ca==2 && cb==1) ) return 2;
+    op = GPUDS_CMP_EQ;
+  }
+  o = gpudsColCompare(tag, val, ctag, cval);
+  switch( op ){
+    case GPUDS_CMP_EQ:    return o==GPUDS_ORD_EQ ? 1 : o==GPUDS_ORD_MAYBE ? 2 : 0;
+    case GPUDS_CMP_NE:
+    case GPUDS_CMP_ISNOT: return o==GPUDS_ORD_EQ ? 0 : o==GPUDS_ORD_MAYBE ? 2 : 1;
+    case GPUDS_CMP_LT:    return o>=GPUDS_ORD_MAYBE ? 2 : o<0;
+    case GPUDS_CMP_LE:    return o>=GPUDS_ORD_MAYBE ? 2 : o<=0;
+    case GPUDS_CMP_GT:    return o>=GPUDS_ORD_MAYBE ? 2 : o>0;
+    case GPUDS_CMP_GE:    return o>=GPUDS_ORD_MAYBE ? 2 : o>=0;
+  }
+  return 2;
+}
+
+/* A 64-bit key whose unsigned order never contradicts SQLite's order of
+** the values (NULL < numbers < text < blob; numbers by value; text by its
+** first bytes): a < b implies key(a) <= key(b).  Equal keys need an exact
+** comparison (the SQLite side does it for the rows it returns). */
+GPUDS_HD uint64_t gpudsColSortKey(uint8_t tag, uint64_t val){
+  uint64_t cls = (uint64_t)gpudsColClass(tag), body = 0;
+  if( cls==1 ){
+    double d = tag==GPUDS_TAG_INT ? (double)(int64_t)val : gpudsColDouble(val);
+    uint64_t u;
+    if( d==0.0 ) d = 0.0;                          /* -0.0 == 0.0 */
+    u = gpudsColReal(d);
+    u = (u>>63) ? ~u : (u | 0x8000000000000000ULL);
+    body = u>>2;
+  }else if( cls>=2 ){
+    body = (val>>32)<<30;
+  }
+  return (cls<<62) | body;
+}
+
+#endif /* GPUDS_COLVAL_H */

@@ -1,0 +1,213 @@
+/*
+** host_cols.c -- the host column set (gpuds_cols_ops): the non-key columns
+** of a table as arrays in host memory, filtered and ordered by tight loops
+** over them.  The reference the CUDA column set (kernels/cols.cu) is
+** checked against, and what a table without a GPU runs.
+*/
+#include "gpuds_backend.h"
+#include "gpuds_colval.h"
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+typedef struct HostCols {
+  int nCol;
+  int64_t n;
+  int bSorted;               /* aKey ascending */
+  int64_t *aKey;
+  uint64_t *aRow;
+  uint8_t *aTag;             /* nCol*n: column c of row i at c*n+i */
+  uint64_t *aVal;
+  char zErr[128];
+} HostCols;
+
+static HostCols *hc(gpuds_cols *p){ return (HostCols*)p; }
+
+/* Free everything p holds, and p. */
+static void colsFree(gpuds_cols *pCols){
+  HostCols *p = hc(pCols);
+  if( p==0 ) return;
+  free(p->aKey); free(p->aRow); free(p->aTag); free(p->aVal);
+  free(p);
+}
+
+/* A malloc()ed copy of message z for *pzErr. */
+static void setErr(char **pzErr, const char *z){
+  if( pzErr ){
+    *pzErr = malloc(strlen(z)+1);
+    if( *pzErr ) strcpy(*pzErr, z);
+  }
+}
+
+/* xLoad: copy the arrays. */
+static int colsLoad(gpuds_cols **pp, int nCol, int64_t n, int bSorted,
+                    const int64_t *aKey, const uint64_t *aRow,
+                    const uint8_t *aTag, const uint64_t *aVal, char **pzErr){
+  HostCols *p = calloc(1, sizeof(*p));
+  size_t nn = n>0 ? (size_t)n : 1, nc = nCol>0 ? (size_t)nCol : 1;
+  *pp = 0;
+  if( p==0 ){ setErr(pzErr, "out of memory"); return GPUDS_NOMEM; }
+  p->nCol = nCol; p->n = n; p->bSorted = bSorted;
+  p->aKey = malloc(nn*8);
+  p->aRow = malloc(nn*8);
+  p->aTag = malloc(nn*nc);
+  p->aVal = malloc(nn*nc*8);
+  if( !p->aKey || !p->aRow || !p->aTag || !p->aVal ){
+    colsFree((gpuds_cols*)p);
+    setErr(pzErr, "out of memory");
+    return GPUDS_NOMEM;
+  }
+  if( n>0 ){
+    memcpy(p->aKey, aKey, (size_t)n*8);
+    memcpy(p->aRow, aRow, (size_t)n*8);
+    if( nCol>0 ){
+      memcpy(p->aTag, aTag, (size_t)n*nCol);
+      memcpy(p->aVal, aVal, (size_t)n*nCol*8);
+    }
+  }
+  *pp = (gpuds_cols*)p;
+  return GPUDS_OK;
+}
+
+/* First index i in sorted a[0..n-1] with a[i] >= k. */
+static int64_t lowerBound(const int64_t *a, int64_t n, int64_t k){
+  int64_t lo = 0, hi = n;
+  while( lo<hi ){
+    int64_t mid = lo + (hi-lo)/2;
+    if( a[mid]<k ) lo = mid+1; else hi = mid;
+  }
+  return lo;
+}
+
+/* Sort the n pairs (aSort[i], aIdx[i]) by aSort ascending, stably: LSD radix
+** sort one byte a pass, skipping bytes equal in every key.  0 or GPUDS_NOMEM. */
+static int radixPairs(uint64_t *aSort, int64_t *aIdx, int64_t n){
+  uint64_t diff = 0, *tS;
+  int64_t i, *tI;
+  int b;
+  if( n<2 ) return GPUDS_OK;
+  for(i=1; i<n; i++) diff |= aSort[i] ^ aSort[0];
+  if( diff==0 ) return GPUDS_OK;
+  tS = malloc((size_t)n*8);
+  tI = malloc((size_t)n*8);
+  if( !tS || !tI ){ free(tS); free(tI); return GPUDS_NOMEM; }
+  for(b=0; b<64; b+=8){
+    int64_t aCnt[256], j;
+    if( ((diff>>b) & 0xff)==0 ) continue;
+    memset(aCnt, 0, sizeof(aCnt));
+    for(i=0; i<n; i++) aCnt[(aSort[i]>>b) & 0xff]++;
+    for(i=0, j=0; i<256; i++){ int64_t c = aCnt[i]; aCnt[i] = j; j += c; }
+    for(i=0; i<n; i++){
+      int64_t d = aCnt[(aSort[i]>>b) & 0xff]++;
+      tS[d] = aSort[i]; tI[d] = aIdx[i];
+    }
+    memcpy(aSort, tS, (size_t)n*8);
+    memcpy(aIdx, tI, (size_t)n*8);
+  }
+  free(tS); free(tI);
+  return GPUDS_OK;
+}
+
+/* True if row i satisfies every term (a "maybe" counts as yes). */
+static int rowMatches(const HostCols *p, int64_t i, const gpuds_query *q){
+  int t;
+  for(t=0; t<q->nTerm; t++){
+    const gpuds_term *pT = &q->aTerm[t];
+    size_t o = (size_t)pT->iCol*(size_t)p->n + (size_t)i;
+    if( gpudsColMatch(p->aTag[o], p->aVal[o], pT->op, pT->tag, pT->val)==0 ) return 0;
+  }
+  return 1;
+}
+
+/* xQuery (see gpuds_backend.h). */
+static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
+                     int64_t **paKey, uint64_t **paRow, uint64_t **paSort){
+  HostCols *p = hc(pCols);
+  int64_t i0 = 0, i1 = p->n, i, nOut = 0, *aIdx = 0;
+  uint64_t *aS = 0;
+  int rc = GPUDS_OK, t;
+
+  *pn = 0; *paKey = 0; *paRow = 0;
+  if( paSort ) *paSort = 0;
+  for(t=0; t<q->nTerm; t++){
+    if( q->aTerm[t].iCol<0 || q->aTerm[t].iCol>=p->nCol ) return GPUDS_MISUSE;
+  }
+  if( q->iOrderCol>=p->nCol ) return GPUDS_MISUSE;
+  if( p->bSorted ){
+    i0 = lowerBound(p->aKey, p->n, q->lo);
+    i1 = q->hi==INT64_MAX ? p->n : lowerBound(p->aKey, p->n, q->hi+1);
+  }
+  aIdx = malloc((size_t)(i1>i0 ? i1-i0 : 1)*8);
+  aS = malloc((size_t)(i1>i0 ? i1-i0 : 1)*8);
+  if( !aIdx || !aS ){ rc = GPUDS_NOMEM; goto query_out; }
+  for(i=i0; i<i1; i++){
+    int64_t k = p->aKey[i];
+    if( k<q->lo || k>q->hi ) continue;
+    if( q->nSkip>0 ){
+      int64_t j = lowerBound(q->aSkip, q->nSkip, k);
+      if( j<q->nSkip && q->aSkip[j]==k ) continue;
+    }
+    if( !rowMatches(p, i, q) ) continue;
+    aIdx[nOut++] = i;
+  }
+  /* Key order first: the order itself, or the ties' order under a column. */
+  if( !p->bSorted && nOut>1 ){
+    for(i=0; i<nOut; i++) aS[i] = (uint64_t)p->aKey[aIdx[i]] ^ 0x8000000000000000ULL;
+    rc = radixPairs(aS, aIdx, nOut);
+    if( rc ) goto query_out;
+  }
+  if( q->iOrderCol>=0 ){
+    size_t o = (size_t)q->iOrderCol*(size_t)p->n;
+    for(i=0; i<nOut; i++){
+      uint64_t s = gpudsColSortKey(p->aTag[o+aIdx[i]], p->aVal[o+aIdx[i]]);
+      aS[i] = q->bDesc ? ~s : s;
+    }
+    rc = radixPairs(aS, aIdx, nOut);
+    if( rc ) goto query_out;
+  }else if( q->bDesc ){
+    for(i=0; i<nOut/2; i++){
+      int64_t x = aIdx[i]; aIdx[i] = aIdx[nOut-1-i]; aIdx[nOut-1-i] = x;
+    }
+  }
+  if( q->nFirst>0 && nOut>q->nFirst ){
+    int64_t m = q->nFirst;
+    if( q->iOrderCol>=0 ) while( m<nOut && aS[m]==aS[q->nFirst-1] ) m++;
+    nOut = m;
+  }
+  if( nOut>0 ){
+    *paKey = malloc((size_t)nOut*8);
+    *paRow = malloc((size_t)nOut*8);
+    if( paSort && q->iOrderCol>=0 ) *paSort = malloc((size_t)nOut*8);
+    if( !*paKey || !*paRow || (paSort && q->iOrderCol>=0 && !*paSort) ){
+      free(*paKey); free(*paRow); if( paSort ){ free(*paSort); *paSort = 0; }
+      *paKey = 0; *paRow = 0;
+      rc = GPUDS_NOMEM;
+      goto query_out;
+    }
+    for(i=0; i<nOut; i++){
+      (*paKey)[i] = p->aKey[aIdx[i]];
+      (*paRow)[i] = p->aRow[aIdx[i]];
+      if( paSort && q->iOrderCol>=0 ) (*paSort)[i] = q->bDesc ? ~aS[i] : aS[i];
+    }
+  }
+  *pn = nOut;
+query_out:
+  if( rc==GPUDS_NOMEM ) snprintf(p->zErr, sizeof(p->zErr), "out of memory");
+  free(aIdx); free(aS);
+  return rc;
+}
+
+/* xBytes */
+static int64_t colsBytes(gpuds_cols *pCols){
+  HostCols *p = hc(pCols);
+  return p ? p->n*(16 + 9*(int64_t)p->nCol) : 0;
+}
+
+/* xErrmsg */
+static const char *colsErrmsg(gpuds_cols *pCols){
+  return pCols ? hc(pCols)->zErr : "";
+}
+
+const gpuds_cols_ops gpudsHostColsOps = {
+  "host", colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg
+};
