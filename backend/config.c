@@ -41,6 +41,9 @@ void gpudsConfigLoad(void){
   c.eGfslRebuild = envIs("GFSL_REBUILD", "never") ? GPUDS_REBUILD_NEVER
                  : envIs("GFSL_REBUILD", "always") ? GPUDS_REBUILD_ALWAYS
                  : GPUDS_REBUILD_AUTO;
+  c.eColPlans = envIs("GPUDS_COLUMN_PLANS", "off") ? GPUDS_COLPLAN_OFF
+              : envIs("GPUDS_COLUMN_PLANS", "always") ? GPUDS_COLPLAN_ALWAYS
+              : GPUDS_COLPLAN_AUTO;
   gCfg = c;
   gLoaded = 1;
 }

@@ -41,12 +41,18 @@ extern "C" {
 #define GPUDS_REBUILD_NEVER  1   /* =never: always apply batches in place */
 #define GPUDS_REBUILD_ALWAYS 2   /* =always: always rebuild (tests) */
 
+#define GPUDS_COLPLAN_AUTO   0   /* unset: column plans where they cost less */
+#define GPUDS_COLPLAN_OFF    1   /* =off: never (SQLite filters every row) */
+#define GPUDS_COLPLAN_ALWAYS 2   /* =always: whenever a column term or ORDER
+                                 ** BY can be taken (tests: small tables) */
+
 typedef struct gpuds_config {
   int bForceHost;        /* GPUDS_BACKEND=host */
   int64_t nFlushRows;    /* GPUDS_FLUSH_ROWS, >= 1 */
   int eMirror;           /* GPUDS_MIRROR, GPUDS_MIRROR_xxx */
   size_t nHostChunk;     /* GPUDS_HOST_CHUNK, 0 = one copy each way */
   int eGfslRebuild;      /* GFSL_REBUILD, GPUDS_REBUILD_xxx */
+  int eColPlans;         /* GPUDS_COLUMN_PLANS, GPUDS_COLPLAN_xxx */
 } gpuds_config;
 
 /* Read the environment into the process's configuration. */

@@ -22,6 +22,7 @@
 #include "sqlite3ext.h"
 #include "gpuds_backend.h"
 #include "gpuds_config.h"
+#include "gpuds_colval.h"
 
 #ifndef SQLITE_CORE
 extern const sqlite3_api_routines *sqlite3_api;
@@ -73,6 +74,19 @@ unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nB
                                int64_t nLive);
 uint64_t gpudsLoaderHandle(const unsigned char *z);
 
+/* A non-key value as column sets encode it (tag, val: gpuds_colval.h), with
+** the bytes of a text or blob for exact comparisons. */
+typedef struct GpudsValue {
+  uint8_t tag;
+  uint64_t val;
+  const unsigned char *z;   /* text/blob bytes, else NULL */
+  uint32_t n;
+} GpudsValue;
+void gpudsRowColVal(const GpudsRow *p, int iCol, uint8_t *pTag, uint64_t *pVal);
+void gpudsRowColValue(const GpudsRow *p, int iCol, GpudsValue *v);
+int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v);
+int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol);
+
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
 ** a device round trip.  Never a false "no". */
@@ -109,6 +123,20 @@ typedef struct GpudsWbuf {
   int64_t nGarbage, nGarbageAlloc;
 } GpudsWbuf;
 
+/* The column set of a table (colset.c): its non-key columns as arrays for
+** the filter kernels, built from the store's rows on first use.  The store
+** layer (store.c) logs the keys each batch changes while a set exists, and
+** drops the set when the store is rebuilt or the log grows too long. */
+typedef struct GpudsColState {
+  const gpuds_cols_ops *pOps;
+  gpuds_cols *pCols;          /* NULL: not built (or dropped) */
+  int64_t nRows;              /* rows in pCols */
+  int64_t *aDirty;            /* keys changed in the store since pCols */
+  int64_t nDirty, nDirtyAlloc;
+  int64_t nBuild;             /* sets built (statistics) */
+  int64_t nQuery;             /* queries run on sets (statistics) */
+} GpudsColState;
+
 struct GpudsTable {
   sqlite3_vtab base;          /* only base.zErrMsg is used: the last error */
   int nRef;                   /* sqlite3_vtab handles sharing this table */
@@ -128,6 +156,7 @@ struct GpudsTable {
   GpudsWbuf wb;               /* write buffer of the open transaction */
   GpudsLoader wArena;         /* arena for the rows of big write buffers */
   GpudsFilter filter;         /* keys that might be in pStore */
+  GpudsColState cs;           /* column set (colset.c, kept by store.c) */
   int nCursor;                /* open cursors on this table */
   int bBroken;                /* an undo failed: only ROLLBACK may follow */
   int64_t nWrites;            /* xUpdate and rollback calls: an open cursor
@@ -149,6 +178,24 @@ struct GpudsTable {
   int64_t nLoadRows;          /* rows read by the last load */
   int64_t nLoadEntries;       /* sum of t_run.n seen by the last load */
 };
+
+/* Queries on non-key columns (colset.c) */
+typedef struct GpudsColTerm {
+  gpuds_term t;               /* as the column set evaluates it */
+  GpudsValue v;               /* the constant, for exact checks */
+  int bRefine;                /* the set may say "maybe": check exactly */
+} GpudsColTerm;
+typedef struct GpudsColQuery {
+  int64_t lo, hi;             /* key bounds, inclusive */
+  GpudsColTerm *aTerm;        /* conjunction */
+  int nTerm;
+  int iOrderCol;              /* -1: key order; else non-key column index */
+  int bDesc;
+  int64_t nFirst;             /* > 0: rows wanted first (a LIMIT hint) */
+} GpudsColQuery;
+int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
+                 int64_t **paKey, uint64_t **paRow, int *pbPartial);
+int64_t gpudsColsBytes(GpudsTable *p);
 
 /* Error helper (error.c): set the table's error message (printf-style),
 ** return rc. */
@@ -193,6 +240,7 @@ int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
                    int64_t *aKey, uint64_t *aVal, size_t *pnOut);
 int gpudsStoreCheck(GpudsTable *p);
 void gpudsStoreFreeRows(GpudsTable *p);
+void gpudsStoreColsDrop(GpudsTable *p);
 int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
                    const uint64_t*, size_t), void *pCtx);
 

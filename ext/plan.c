@@ -19,6 +19,7 @@
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include "plan.h"
+#include "schema.h"
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +34,17 @@ SQLITE_EXTENSION_INIT3
 #define PLAN_OFFSET 8
 #define PLAN_MAXARG 7
 #define PLAN_DESC   (1<<28)
+#define PLAN_COLS   (1<<29)   /* a column plan: idxStr ends with its terms */
+#define PLAN_MAXCOLARG 16     /* column terms taken at most */
+
+/* Costs of a column plan, in SQLite's unit (about one row stepped through
+** by a full scan): a query on the column set costs a launch and a sync
+** (tens of microseconds: a few hundred rows of a scan) plus a pass over
+** the arrays, about 50 times faster per row than stepping through it, plus
+** the rows it returns.  The launch cost keeps a join from running one
+** query per outer row where the outer table could be scanned instead. */
+#define COLS_LAUNCH_COST 200.0
+#define COLS_SCAN_DIV    50.0
 
 #ifndef SQLITE_INDEX_CONSTRAINT_LIMIT
 # define SQLITE_INDEX_CONSTRAINT_LIMIT  73
@@ -49,12 +61,55 @@ static int isKeyColumn(int iColumn){
   return iColumn<0 || iColumn==0;
 }
 
+/* True if affinity a is INTEGER, REAL or NUMERIC: SQLite then applies
+** NUMERIC affinity to the other side of a comparison, whatever it is, so a
+** term on such a column is decided by its value alone. */
+static int isNumericAff(char a){
+  return a==GPUDS_AFF_INTEGER || a==GPUDS_AFF_REAL || a==GPUDS_AFF_NUMERIC;
+}
+
+/* The letter naming constraint op on a column of affinity aff in a column
+** plan, or 0 if the column set does not take it.  On columns of other
+** affinities the outcome of = and IS depends on the affinity of the other
+** side, which xBestIndex cannot see: 'a' and 'A' take them as a superset
+** that SQLite checks again (not omitted). */
+static char colOpLetter(int op, char aff){
+  int bNum = isNumericAff(aff);
+  switch( op ){
+    case SQLITE_INDEX_CONSTRAINT_EQ:        return bNum ? 'e' : 'a';
+    case SQLITE_INDEX_CONSTRAINT_IS:        return bNum ? 'i' : 'A';
+    case SQLITE_INDEX_CONSTRAINT_ISNULL:    return 'u';
+    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 'U';
+    case SQLITE_INDEX_CONSTRAINT_NE:        return bNum ? 'n' : 0;
+    case SQLITE_INDEX_CONSTRAINT_ISNOT:     return bNum ? 'I' : 0;
+    case SQLITE_INDEX_CONSTRAINT_LT:        return bNum ? 'l' : 0;
+    case SQLITE_INDEX_CONSTRAINT_LE:        return bNum ? 'L' : 0;
+    case SQLITE_INDEX_CONSTRAINT_GT:        return bNum ? 'g' : 0;
+    case SQLITE_INDEX_CONSTRAINT_GE:        return bNum ? 'G' : 0;
+  }
+  return 0;
+}
+
+/* The fraction of rows a column term of letter c is guessed to keep. */
+static double colOpShare(char c){
+  switch( c ){
+    case 'e': case 'i': case 'a': case 'A': return 0.01;
+    case 'u': return 0.1;
+    case 'U': case 'n': case 'I': return 0.9;
+  }
+  return 0.25;
+}
+
 /* Choose a plan.  Always succeeds (a full scan is always possible). */
 int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   int aiArg[PLAN_MAXARG];       /* constraint index for each argument */
   int aeArg[PLAN_MAXARG];       /* PLAN_xxx for each argument */
-  int nArg = 0, i, iEq = -1, bIn = 0, nLo = 0, nHi = 0;
+  int nArg = 0, i, iEq = -1, bIn = 0, nLo = 0, nHi = 0, nNotKey = 0;
   int iLimit = -1, iOffset = -1, bAllUsed = 1;
+  int aiCol[PLAN_MAXCOLARG];    /* column terms: constraint index ... */
+  char acCol[PLAN_MAXCOLARG];   /* ... and letter (colOpLetter) */
+  int nColArg = 0, iOrderCol = -1, bCols = 0;
+  double colRows = 0, colCost = 0;
   int bOrdered = p->eKind==GPUDS_ORDERED;
   double nRow = (double)p->pOps->xCount(p->pStore) + (double)p->wb.nOver;
   double rows, cost;
@@ -98,16 +153,61 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       aeArg[nArg++] = e;
       if( e==PLAN_GT || e==PLAN_GE ) nLo++; else nHi++;
     }else{
-      bAllUsed = 0;
+      nNotKey++;
+    }
+  }
+
+  /* Terms on non-key columns and an ORDER BY on one: a column plan, where
+  ** there is no key equality and it costs less than the key plan. */
+  if( iEq<0 && gpudsConfig()->eColPlans!=GPUDS_COLPLAN_OFF ){
+    double share = 1.0;
+    for(i=0; i<pInfo->nConstraint && nColArg<PLAN_MAXCOLARG; i++){
+      const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+      char cOp;
+      const char *zColl;
+      if( !c->usable || isKeyColumn(c->iColumn) || c->iColumn>=p->nCol ) continue;
+      cOp = colOpLetter(c->op, p->aAff[c->iColumn]);
+      if( cOp==0 ) continue;
+      zColl = sqlite3_vtab_collation(pInfo, i);
+      if( cOp!='u' && cOp!='U' && zColl && sqlite3_stricmp(zColl, "BINARY")!=0 ) continue;
+      aiCol[nColArg] = i;
+      acCol[nColArg++] = cOp;
+      share *= colOpShare(cOp);
+    }
+    if( pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
+     && pInfo->aOrderBy[0].iColumn<p->nCol
+     && (pInfo->nOrderBy==1
+         || (pInfo->nOrderBy==2 && isKeyColumn(pInfo->aOrderBy[1].iColumn)
+             && !pInfo->aOrderBy[1].desc)) ){
+      iOrderCol = pInfo->aOrderBy[0].iColumn;
+    }
+    if( nColArg>0 || iOrderCol>0 ){
+      double keyRows = (bOrdered && (nLo || nHi)) ? nRow/((nLo && nHi) ? 16 : 4) : nRow;
+      double keyCost = keyRows + ((bOrdered && (nLo || nHi)) ? log2(nRow+1) : 10);
+      colRows = keyRows*share;
+      if( colRows<1 ) colRows = 1;
+      colCost = COLS_LAUNCH_COST + nRow/COLS_SCAN_DIV + colRows;
+      if( iOrderCol>0 && nColArg==0 ) keyCost += keyRows*log2(keyRows+1);  /* the sort saved */
+      bCols = gpudsConfig()->eColPlans==GPUDS_COLPLAN_ALWAYS || colCost<keyCost;
+    }
+    if( !bCols ){ nColArg = 0; iOrderCol = -1; }
+    for(i=0; i<nColArg; i++){
+      /* taken: only what SQLite checks again is "not all used" */
+      if( acCol[i]=='a' || acCol[i]=='A' ) bAllUsed = 0;
     }
   }
 
   /* Ordering: key order is produced by every plan (a hash table's scans
-  ** sort their snapshot of the keys, its EQ/IN plans sort their keys). */
-  if( pInfo->nOrderBy>=1 && isKeyColumn(pInfo->aOrderBy[0].iColumn) ){
+  ** sort their snapshot of the keys, its EQ/IN plans sort their keys); a
+  ** column plan orders by its column, ties by the key. */
+  if( bCols && iOrderCol>0 ){
+    pInfo->orderByConsumed = 1;
+  }else if( pInfo->nOrderBy>=1 && isKeyColumn(pInfo->aOrderBy[0].iColumn) ){
     pInfo->orderByConsumed = 1;
     if( pInfo->aOrderBy[0].desc ) pInfo->idxNum |= PLAN_DESC;
   }
+  /* Every constraint not taken leaves rows for SQLite to filter. */
+  if( nNotKey>nColArg ) bAllUsed = 0;
   /* LIMIT/OFFSET: a hint, usable when no row is filtered after us. */
   if( bAllUsed && (pInfo->nOrderBy==0 || pInfo->orderByConsumed) ){
     if( iLimit>=0 ){ aiArg[nArg] = iLimit; aeArg[nArg++] = PLAN_LIMIT; }
@@ -120,6 +220,12 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
         (aeArg[i]!=PLAN_LIMIT && aeArg[i]!=PLAN_OFFSET);
     pInfo->idxNum |= aeArg[i] << (4*i);
   }
+
+  for(i=0; i<nColArg; i++){
+    pInfo->aConstraintUsage[aiCol[i]].argvIndex = nArg+i+1;
+    pInfo->aConstraintUsage[aiCol[i]].omit = acCol[i]!='a' && acCol[i]!='A';
+  }
+  if( bCols ) pInfo->idxNum |= PLAN_COLS;
 
   /* Costs: a point read costs about one probe, an IN list a batch of probes,
   ** a range its rows plus a descent, a scan every row.  A hash table
@@ -136,22 +242,47 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   }else{
     rows = nRow; cost = nRow + 10;
   }
+  if( bCols ){ rows = colRows; cost = colCost; }
   pInfo->estimatedRows = (sqlite3_int64)rows;
   pInfo->estimatedCost = cost;
 
   /* idxStr: the plan in words. */
   pStr = sqlite3_str_new(0);
   sqlite3_str_appendf(pStr, "%s", bOrdered ? "gfsl" : "gpuhash");
-  if( nArg==0 || (aeArg[0]==PLAN_LIMIT) ) sqlite3_str_appendf(pStr, " full scan");
+  if( bCols ) sqlite3_str_appendf(pStr, " %s column set", strcmp(p->pOps->zBackend, "host")==0 ? "host" : "GPU");
+  else if( nArg==0 || (aeArg[0]==PLAN_LIMIT) ) sqlite3_str_appendf(pStr, " full scan");
   for(i=0; i<nArg; i++){
     static const char *azOp[] = { "", "=?", " IN (...) batch", ">?", ">=?", "<?", "<=?" };
     if( aeArg[i]==PLAN_LIMIT ){ sqlite3_str_appendf(pStr, " limit"); continue; }
     if( aeArg[i]==PLAN_OFFSET ){ sqlite3_str_appendf(pStr, " offset"); continue; }
     sqlite3_str_appendf(pStr, "%s %s%s", i ? " AND" : "", zKey, azOp[aeArg[i]]);
   }
-  if( pInfo->orderByConsumed ){
+  for(i=0; i<nColArg; i++){
+    static const char *azC = "eiaAuUnIlLgG";
+    static const char *azW[] = { "=?", " IS ?", "=? (checked again)", " IS ? (checked again)",
+      " IS NULL", " IS NOT NULL", "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?" };
+    int iW = (int)(strchr(azC, acCol[i]) - azC);
+    sqlite3_str_appendf(pStr, "%s %s%s", (i || (nArg && aeArg[0]!=PLAN_LIMIT)) ? " AND" : "",
+                        p->azCol[pInfo->aConstraint[aiCol[i]].iColumn], azW[iW]);
+  }
+  if( bCols && iOrderCol>0 ){
+    sqlite3_str_appendf(pStr, " ORDER BY %s%s", p->azCol[iOrderCol],
+                        pInfo->aOrderBy[0].desc ? " DESC" : "");
+  }else if( pInfo->orderByConsumed ){
     sqlite3_str_appendf(pStr, " ORDER BY %s%s", zKey,
                         (pInfo->idxNum & PLAN_DESC) ? " DESC" : "");
+  }
+  if( bCols ){
+    /* the machine-readable part, read back by gpudsPlanDecode */
+    sqlite3_str_appendf(pStr, " {");
+    for(i=0; i<nColArg; i++){
+      sqlite3_str_appendf(pStr, "%s%d%c", i ? "," : "",
+                          pInfo->aConstraint[aiCol[i]].iColumn, acCol[i]);
+    }
+    if( iOrderCol>0 ){
+      sqlite3_str_appendf(pStr, ";o%d%c", iOrderCol, pInfo->aOrderBy[0].desc ? 'd' : 'a');
+    }
+    sqlite3_str_appendf(pStr, "}");
   }
   pInfo->idxStr = sqlite3_str_finish(pStr);
   pInfo->needToFreeIdxStr = 1;
@@ -262,19 +393,127 @@ static int cmpKey(const void *a, const void *b){
   return x<y ? -1 : x>y;
 }
 
+/* The constant of a term on a column of affinity aff: SQLite applies
+** NUMERIC affinity to it when the column's is numeric (colOpLetter takes
+** no other comparison as exact).  Text and blob bytes are copied. */
+static int colConst(sqlite3_value *pArg, char aff, GpudsValue *v){
+  sqlite3_value *pDup = 0;
+  int eType = sqlite3_value_type(pArg), rc = SQLITE_OK;
+  memset(v, 0, sizeof(*v));
+  if( eType==SQLITE_TEXT && isNumericAff(aff) ){
+    pDup = sqlite3_value_dup(pArg);
+    if( pDup==0 ) return SQLITE_NOMEM;
+    eType = sqlite3_value_numeric_type(pDup);
+    pArg = pDup;
+  }
+  switch( eType ){
+    case SQLITE_INTEGER:
+      v->tag = GPUDS_TAG_INT; v->val = (uint64_t)sqlite3_value_int64(pArg); break;
+    case SQLITE_FLOAT:
+      v->tag = GPUDS_TAG_REAL; v->val = gpudsColReal(sqlite3_value_double(pArg)); break;
+    case SQLITE_TEXT: case SQLITE_BLOB: {
+      const unsigned char *z = eType==SQLITE_TEXT ? sqlite3_value_text(pArg)
+                                                  : sqlite3_value_blob(pArg);
+      int n = sqlite3_value_bytes(pArg);
+      unsigned char *zCopy = sqlite3_malloc64(n>0 ? n : 1);
+      if( zCopy==0 || (z==0 && n>0) ){ sqlite3_free(zCopy); rc = SQLITE_NOMEM; break; }
+      if( n>0 ) memcpy(zCopy, z, n);
+      v->tag = eType==SQLITE_TEXT ? GPUDS_TAG_TEXT : GPUDS_TAG_BLOB;
+      v->z = zCopy; v->n = (uint32_t)n;
+      v->val = gpudsColBytes(zCopy, v->n);
+      break;
+    }
+    default:
+      v->tag = GPUDS_TAG_NULL; break;
+  }
+  sqlite3_value_free(pDup);
+  return rc;
+}
+
+/* Decode a column plan: the terms listed after the last '{' of idxStr
+** ("<column><letter>,...[;o<column><a|d>]}"), their constants in argv. */
+static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
+                      sqlite3_value **argv, GpudsPlan *pPlan){
+  const char *z = idxStr ? strrchr(idxStr, '{') : 0;
+  int n = 0, rc;
+  if( z==0 ) return SQLITE_INTERNAL;
+  pPlan->bCols = 1;
+  pPlan->aTerm = sqlite3_malloc64(sizeof(GpudsColTerm)*(argc>0 ? argc : 1));
+  if( pPlan->aTerm==0 ) return SQLITE_NOMEM;
+  memset(pPlan->aTerm, 0, sizeof(GpudsColTerm)*(argc>0 ? argc : 1));
+  z++;
+  while( *z>='0' && *z<='9' ){
+    int iCol = 0, op = 0;
+    char c;
+    GpudsColTerm *t;
+    while( *z>='0' && *z<='9' ) iCol = iCol*10 + (*z++ - '0');
+    c = *z++;
+    if( n>=argc || iCol<1 || iCol>=p->nCol ) return SQLITE_INTERNAL;
+    t = &pPlan->aTerm[n];
+    rc = colConst(argv[n], p->aAff[iCol], &t->v);
+    pPlan->nTerm = ++n;        /* owns t->v.z from here */
+    if( rc ) return rc;
+    switch( c ){
+      case 'e': op = GPUDS_CMP_EQ; break;
+      case 'a': op = GPUDS_CMP_ANYEQ; break;
+      case 'i': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_ISNULL : GPUDS_CMP_EQ; break;
+      case 'A': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_ISNULL : GPUDS_CMP_ANYEQ; break;
+      case 'I': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_NOTNULL : GPUDS_CMP_ISNOT; break;
+      case 'u': op = GPUDS_CMP_ISNULL; break;
+      case 'U': op = GPUDS_CMP_NOTNULL; break;
+      case 'n': op = GPUDS_CMP_NE; break;
+      case 'l': op = GPUDS_CMP_LT; break;
+      case 'L': op = GPUDS_CMP_LE; break;
+      case 'g': op = GPUDS_CMP_GT; break;
+      case 'G': op = GPUDS_CMP_GE; break;
+      default: return SQLITE_INTERNAL;
+    }
+    t->t.iCol = iCol-1;
+    t->t.op = op;
+    t->t.tag = t->v.tag;
+    t->t.val = t->v.val;
+    /* the set compares text and blobs by prefix and hash: where it says
+    ** "maybe" to a term SQLite will not check again, check it exactly */
+    t->bRefine = op!=GPUDS_CMP_ANYEQ
+              && (t->v.tag==GPUDS_TAG_TEXT || t->v.tag==GPUDS_TAG_BLOB);
+    if( *z==',' ) z++;
+  }
+  if( z[0]==';' && z[1]=='o' ){
+    int iCol = 0;
+    z += 2;
+    while( *z>='0' && *z<='9' ) iCol = iCol*10 + (*z++ - '0');
+    if( iCol<1 || iCol>=p->nCol ) return SQLITE_INTERNAL;
+    pPlan->iOrderCol = iCol-1;
+    pPlan->bOrderDesc = *z=='d';
+  }
+  return SQLITE_OK;
+}
+
+/* Free what a decoded plan holds. */
+void gpudsPlanFree(GpudsPlan *pPlan){
+  int i;
+  for(i=0; i<pPlan->nTerm; i++) sqlite3_free((void*)pPlan->aTerm[i].v.z);
+  sqlite3_free(pPlan->aTerm);
+  sqlite3_free(pPlan->aKey);
+  pPlan->aTerm = 0; pPlan->nTerm = 0; pPlan->aKey = 0;
+}
+
 /* Decode the arguments of plan idxNum into *pPlan.  Collects the keys of an
 ** EQ or IN plan (sorted, distinct, within the bounds).  The caller frees
 ** pPlan->aKey with sqlite3_free. */
-int gpudsPlanDecode(int idxNum, int argc, sqlite3_value **argv, GpudsPlan *pPlan){
-  int i;
+int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
+                    sqlite3_value **argv, GpudsPlan *pPlan){
+  int i, nKeyArg = 0;
   int64_t nLimit = -1, nOffset = 0;
   memset(pPlan, 0, sizeof(*pPlan));
+  pPlan->iOrderCol = -1;
   pPlan->lo = INT64_MIN;
   pPlan->hi = INT64_MAX;
   pPlan->bDesc = (idxNum & PLAN_DESC)!=0;
   pPlan->nHint = -1;
   for(i=0; i<argc && i<PLAN_MAXARG; i++){
     int e = (idxNum >> (4*i)) & 0xf;
+    if( e ) nKeyArg = i+1;
     switch( e ){
       case PLAN_EQ: {
         int64_t k;
@@ -320,6 +559,10 @@ int gpudsPlanDecode(int idxNum, int argc, sqlite3_value **argv, GpudsPlan *pPlan
     }
   }
   if( pPlan->lo>pPlan->hi ) pPlan->bEmpty = 1;
+  if( idxNum & PLAN_COLS ){
+    int rc = decodeCols(p, idxStr, argc-nKeyArg, argv+nKeyArg, pPlan);
+    if( rc ) return rc;
+  }
   if( nLimit>=0 ){
     if( nOffset<0 ) nOffset = 0;
     pPlan->nHint = (nLimit > INT64_MAX - nOffset) ? -1 : nLimit + nOffset;

@@ -10,9 +10,17 @@ typedef struct GpudsPlan {
   int64_t lo, hi;      /* inclusive key bounds */
   int bDesc;           /* descending key order */
   int64_t nHint;       /* LIMIT+OFFSET: rows that can be needed, or -1 */
+  /* column plans (issue #12): terms on non-key columns, ORDER BY a column */
+  int bCols;           /* answered by the column set (colset.c) */
+  GpudsColTerm *aTerm; /* terms; text/blob constants copied (gpudsPlanFree) */
+  int nTerm;
+  int iOrderCol;       /* -1: key order; else the non-key column (0-based) */
+  int bOrderDesc;
 } GpudsPlan;
 
 int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo);
-int gpudsPlanDecode(int idxNum, int argc, sqlite3_value **argv, GpudsPlan *pPlan);
+int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
+                    sqlite3_value **argv, GpudsPlan *pPlan);
+void gpudsPlanFree(GpudsPlan *pPlan);
 
 #endif

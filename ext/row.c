@@ -422,3 +422,66 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx){
       sqlite3_result_null(ctx); break;
   }
 }
+
+/* Column iCol (0-based, non-key) of record p as a column set holds it
+** (gpuds_colval.h): its tag and 8 bytes.  A missing record or column is
+** NULL. */
+void gpudsRowColVal(const GpudsRow *p, int iCol, uint8_t *pTag, uint64_t *pVal){
+  const RowCell *c;
+  const unsigned char *z;
+  *pTag = GPUDS_TAG_NULL; *pVal = 0;
+  if( p==0 || iCol<0 || (uint32_t)iCol>=p->nCol ) return;
+  c = rowCell(p, iCol);
+  z = (const unsigned char*)p + c->iOff;
+  switch( c->eType & ~CELL_TERM ){
+    case SQLITE_INTEGER: *pTag = GPUDS_TAG_INT; memcpy(pVal, z, 8); break;
+    case SQLITE_FLOAT:   *pTag = GPUDS_TAG_REAL; memcpy(pVal, z, 8); break;
+    case SQLITE_TEXT:    *pTag = GPUDS_TAG_TEXT; *pVal = gpudsColBytes(z, c->nLen); break;
+    case SQLITE_BLOB:    *pTag = GPUDS_TAG_BLOB; *pVal = gpudsColBytes(z, c->nLen); break;
+  }
+}
+
+/* Compare two text or two blob values by BINARY collation. */
+static int bytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb){
+  int r = memcmp(a, b, na<nb ? na : nb);
+  if( r ) return r<0 ? GPUDS_ORD_LT : GPUDS_ORD_GT;
+  return na<nb ? GPUDS_ORD_LT : na>nb ? GPUDS_ORD_GT : GPUDS_ORD_EQ;
+}
+
+/* Column iCol of record p against value v exactly, as SQLite compares two
+** values with BINARY collation (no affinity applied): GPUDS_ORD_LT, _EQ or
+** _GT.  A NULL orders first. */
+int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v){
+  uint8_t tag;
+  uint64_t val;
+  int ca, cb;
+  gpudsRowColVal(p, iCol, &tag, &val);
+  ca = gpudsColClass(tag); cb = gpudsColClass(v->tag);
+  if( ca!=cb ) return ca<cb ? GPUDS_ORD_LT : GPUDS_ORD_GT;
+  if( ca==0 ) return GPUDS_ORD_EQ;
+  if( ca==1 ) return gpudsColCompare(tag, val, v->tag, v->val);
+  {
+    const RowCell *c = rowCell(p, iCol);
+    return bytesCmp((const unsigned char*)p + c->iOff, c->nLen, v->z, v->n);
+  }
+}
+
+/* Column iCol of records a and b compared exactly (NULL first, numbers,
+** text and blobs by BINARY collation): < 0, 0, > 0. */
+int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol){
+  GpudsValue v;
+  gpudsRowColValue(b, iCol, &v);
+  return gpudsRowColCmp(a, iCol, &v);
+}
+
+/* Column iCol of record p as a GpudsValue (text and blobs point into the
+** record). */
+void gpudsRowColValue(const GpudsRow *p, int iCol, GpudsValue *v){
+  gpudsRowColVal(p, iCol, &v->tag, &v->val);
+  v->z = 0; v->n = 0;
+  if( v->tag==GPUDS_TAG_TEXT || v->tag==GPUDS_TAG_BLOB ){
+    const RowCell *c = rowCell(p, iCol);
+    v->z = (const unsigned char*)p + c->iOff;
+    v->n = c->nLen;
+  }
+}

@@ -28,6 +28,45 @@ SQLITE_EXTENSION_INIT3
 #define MIRROR_MAX_LOOKUP 1024
 #define MIRROR_MAX_PAGE   4096
 
+/* While a column set exists, the keys of store batches are logged for it
+** (the set answers for the other keys); past this many, or a fraction
+** 1/COLS_DIRTY_DIV of its rows if that is more, rebuilding the set (one pass
+** over the rows) costs less than answering for the logged keys on the host
+** at every query, and the set is dropped. */
+#define COLS_DIRTY_MIN 65536
+#define COLS_DIRTY_DIV 8
+
+/* Drop the table's column set and its log of changed keys. */
+void gpudsStoreColsDrop(GpudsTable *p){
+  if( p->cs.pCols ) p->cs.pOps->xFree(p->cs.pCols);
+  p->cs.pCols = 0;
+  p->cs.nRows = 0;
+  sqlite3_free(p->cs.aDirty);
+  p->cs.aDirty = 0;
+  p->cs.nDirty = p->cs.nDirtyAlloc = 0;
+}
+
+/* Log the keys that batch aOp/aKey changed for the column set, or drop the
+** set when the log is too long to be worth keeping (or memory runs out). */
+static void colsLog(GpudsTable *p, size_t n, const uint8_t *aOp, const int64_t *aKey){
+  GpudsColState *cs = &p->cs;
+  int64_t nMax = cs->nRows/COLS_DIRTY_DIV;
+  size_t i;
+  if( cs->pCols==0 ) return;
+  if( nMax<COLS_DIRTY_MIN ) nMax = COLS_DIRTY_MIN;
+  if( cs->nDirty + (int64_t)n > nMax ){ gpudsStoreColsDrop(p); return; }
+  if( cs->nDirty + (int64_t)n > cs->nDirtyAlloc ){
+    int64_t nNew = (cs->nDirty + (int64_t)n)*2;
+    int64_t *a = sqlite3_realloc64(cs->aDirty, nNew*8);
+    if( a==0 ){ gpudsStoreColsDrop(p); return; }
+    cs->aDirty = a;
+    cs->nDirtyAlloc = nNew;
+  }
+  for(i=0; i<n; i++){
+    if( aOp[i]!=GPUDS_OP_LOOKUP ) cs->aDirty[cs->nDirty++] = aKey[i];
+  }
+}
+
 /* Copy the last error of store pS into the table's error message. */
 static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
                     int rc, const char *zWhat){
@@ -81,7 +120,9 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
   int rc;
   if( p->pMirror==0 ){
     rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aFound, aOld);
-    return rc ? storeErr(p, p->pOps, p->pStore, rc, "applying a batch") : SQLITE_OK;
+    if( rc ) return storeErr(p, p->pOps, p->pStore, rc, "applying a batch");
+    colsLog(p, n, aOp, aKey);
+    return SQLITE_OK;
   }
   if( aF==0 ) aF = sqlite3_malloc64(n ? n : 1);
   if( aO==0 ) aO = sqlite3_malloc64(n ? n*8 : 8);
@@ -99,6 +140,8 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
               : (aF[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE);
     }
     p->pOps->xBatch(p->pStore, n, aInv, aKey, aO, 0, 0);
+  }else{
+    colsLog(p, n, aOp, aKey);
   }
 batch_out:
   if( aF!=aFound ) sqlite3_free(aF);
@@ -111,7 +154,9 @@ batch_out:
 ** table's stores, or fresh ones being built by a reload): both or neither. */
 int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
                    size_t n, const int64_t *aKey, const uint64_t *aVal){
-  int rc = p->pOps->xBulkLoad(pMain, n, aKey, aVal);
+  int rc;
+  if( pMain==p->pStore ) gpudsStoreColsDrop(p);
+  rc = p->pOps->xBulkLoad(pMain, n, aKey, aVal);
   if( rc ) return storeErr(p, p->pOps, pMain, rc, "bulk load");
   if( pMir ){
     rc = p->pMirOps->xBulkLoad(pMir, n, aKey, aVal);
@@ -277,6 +322,7 @@ static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
 /* Free the rows of the table's store (its entries' handles); the store
 ** itself is left to gpudsStoreFree(). */
 void gpudsStoreFreeRows(GpudsTable *p){
+  gpudsStoreColsDrop(p);
   if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
 }
 

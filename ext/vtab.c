@@ -28,6 +28,9 @@ typedef struct GpudsCursor {
   int64_t nLeft;             /* rows still wanted (LIMIT+OFFSET), -1: all */
   int bList;                 /* holds a list: counted in nCursor */
   int64_t iWrites;           /* p->nWrites when the cursor read its rows */
+  /* column plans: the plan, kept while the list is a prefix of the order */
+  GpudsPlan colPlan;
+  int bColPartial;           /* the list is a prefix: ask for all at its end */
 } GpudsCursor;
 
 typedef struct GpudsVtab GpudsVtab;
@@ -262,6 +265,8 @@ static void cursorReset(GpudsCursor *c){
   sqlite3_free(c->aKey); sqlite3_free(c->aRow);
   c->aKey = 0; c->aRow = 0;
   c->nList = c->iList = 0;
+  gpudsPlanFree(&c->colPlan);
+  c->bColPartial = 0;
   if( c->bList ){
     c->bList = 0;
     p->nCursor--;
@@ -278,6 +283,52 @@ static int gpudsClose(sqlite3_vtab_cursor *pCur){
   return SQLITE_OK;
 }
 
+/* Run the cursor's column plan: nFirst > 0 asks for a prefix of that many
+** rows.  Replaces the cursor's list. */
+static int cursorColsRun(GpudsCursor *c, int64_t nFirst){
+  GpudsTable *p = tab(c->base.pVtab);
+  GpudsPlan *pl = &c->colPlan;
+  GpudsColQuery q;
+  int64_t n = 0, *aK = 0;
+  uint64_t *aR = 0;
+  int bPartial = 0, rc;
+  memset(&q, 0, sizeof(q));
+  q.lo = pl->lo; q.hi = pl->hi;
+  q.aTerm = pl->aTerm; q.nTerm = pl->nTerm;
+  q.iOrderCol = pl->iOrderCol;
+  q.bDesc = pl->iOrderCol>=0 ? pl->bOrderDesc : pl->bDesc;
+  q.nFirst = nFirst;
+  rc = gpudsColsRun(p, &q, &n, &aK, &aR, &bPartial);
+  if( rc ) return rc;
+  sqlite3_free(c->aKey); sqlite3_free(c->aRow);
+  c->aKey = aK; c->aRow = aR; c->nList = n;
+  c->bColPartial = bPartial;
+  return SQLITE_OK;
+}
+
+/* Start a column plan (colset.c): its rows as one list, in its order; a
+** LIMIT hint first asks for that many (a prefix). */
+static int cursorCols(GpudsCursor *c, GpudsPlan *pl){
+  GpudsTable *p = tab(c->base.pVtab);
+  c->colPlan = *pl;
+  pl->aTerm = 0; pl->nTerm = 0; pl->aKey = 0;
+  c->bList = 1;                /* the rows must outlive any commit */
+  p->nCursor++;
+  c->iList = 0;
+  return cursorColsRun(c, pl->nHint>0 ? pl->nHint : 0);
+}
+
+/* The cursor read a prefix of its column plan's order to its end: read the
+** whole order and go on after the rows already returned. */
+static int cursorColsMore(GpudsCursor *c){
+  int64_t nDone = c->iList;
+  int rc = cursorColsRun(c, 0);
+  if( rc ) return rc;
+  c->iList = nDone<c->nList ? nDone : c->nList;
+  c->bColPartial = 0;
+  return SQLITE_OK;
+}
+
 /* The next row the cursor's plan holds (or EOF), as it was read. */
 static int cursorNextHeld(GpudsCursor *c){
   if( c->pMerge ){
@@ -288,6 +339,10 @@ static int cursorNextHeld(GpudsCursor *c){
       return vtabDone(c->base.pVtab, rc);
     }
     return SQLITE_OK;
+  }
+  if( c->iList>=c->nList && c->bColPartial ){
+    int rc = cursorColsMore(c);
+    if( rc ) return vtabDone(c->base.pVtab, rc);
   }
   if( c->iList>=c->nList ){ c->bEof = 1; return SQLITE_OK; }
   c->iKey = c->aKey[c->iList];
@@ -362,13 +417,13 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   c->iWrites = p->nWrites;
   rc = brokenCheck(p);
   if( rc ) return vtabDone(pCur->pVtab, rc);
-  rc = gpudsPlanDecode(idxNum, argc, argv, &pl);
-  if( rc ){ sqlite3_free(pl.aKey); return rc; }
+  rc = gpudsPlanDecode(p, idxNum, idxStr, argc, argv, &pl);
+  if( rc ){ gpudsPlanFree(&pl); return vtabDone(pCur->pVtab, rc); }
   /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
   ** when it still filters rows by a term it did not show us (WHERE d = k),
   ** so the cursor never stops early; SQLite ends the loop at the limit. */
   c->nLeft = -1;
-  if( !pl.bEmpty && !pl.bList && p->eKind==GPUDS_HASH
+  if( !pl.bEmpty && !pl.bList && !pl.bCols && p->eKind==GPUDS_HASH
    && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
    && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= 16*p->pOps->xCount(p->pStore) + 64 ){
     /* A short key range on a hash table: look every key of it up in one
@@ -385,11 +440,14 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   }else if( pl.bList ){
     rc = cursorList(c, &pl);
     if( rc==SQLITE_OK ) rc = cursorStep(c);
+  }else if( pl.bCols ){
+    rc = cursorCols(c, &pl);
+    if( rc==SQLITE_OK ) rc = cursorStep(c);
   }else{
     rc = gpudsMergeOpen(p, pl.lo, pl.hi, pl.bDesc, pl.nHint, &c->pMerge);
     if( rc==SQLITE_OK ) rc = cursorStep(c);
   }
-  sqlite3_free(pl.aKey);
+  gpudsPlanFree(&pl);
   return vtabDone(pCur->pVtab, rc);
 }
 

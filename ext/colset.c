@@ -1,0 +1,353 @@
+/*
+** colset.c -- reads that filter or order by non-key columns (issue #12),
+** as the open transaction sees the table.
+**
+** The table's column set (backend gpuds_cols_ops: on the GPU beside a GPU
+** store) holds every committed row's key, row handle and non-key values as
+** arrays; it is built from the store's rows on the first such query and
+** kept until the store is rebuilt or too many keys changed (store.c logs
+** them).  A query runs in three parts:
+**   1. the column set answers for every key except the skipped ones: the
+**      keys changed in the store since the set was built and the keys of
+**      the write buffer;
+**   2. the host answers for the skipped keys from their current rows
+**      (gpudsLookupMany: write buffer first, then the store), exactly;
+**   3. the two lists merge in the order asked for.  Where the set could
+**      only say "maybe" (text and blobs compared by a prefix and a hash) or
+**      its sort key ties, the rows are compared exactly here.
+** With nFirst > 0 only a prefix of the order is produced (*pbPartial): the
+** caller asks again for all rows if it needs more.
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include <string.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------ building */
+
+typedef struct BuildCtx {
+  int nCol;                 /* non-key columns */
+  int64_t n, nAlloc;
+  int64_t *aKey;
+  uint64_t *aRow;
+  uint8_t *aTag;            /* nCol*nAlloc, column-major */
+  uint64_t *aVal;
+} BuildCtx;
+
+/* gpudsStoreEach callback: append a page of entries, decoding each row. */
+static int buildCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                   const uint64_t *aV, size_t n){
+  BuildCtx *b = (BuildCtx*)pCtx;
+  size_t i;
+  int c;
+  if( b->n + (int64_t)n > b->nAlloc ) return SQLITE_CORRUPT_VTAB;  /* count lied */
+  for(i=0; i<n; i++){
+    const GpudsRow *pRow = gpudsRowOf(aV[i]);
+    int64_t j = b->n + (int64_t)i;
+    b->aKey[j] = aK[i];
+    b->aRow[j] = aV[i];
+    for(c=0; c<b->nCol; c++){
+      size_t o = (size_t)c*(size_t)b->nAlloc + (size_t)j;
+      gpudsRowColVal(pRow, c, &b->aTag[o], &b->aVal[o]);
+    }
+  }
+  b->n += (int64_t)n;
+  (void)p;
+  return SQLITE_OK;
+}
+
+/* Build the table's column set from the store's rows.  On error the table
+** has none and its message says why. */
+static int colsBuild(GpudsTable *p){
+  GpudsColState *cs = &p->cs;
+  BuildCtx b;
+  char *zErr = 0;
+  int rc, c;
+  int64_t nStore = p->pOps->xCount(p->pStore);
+
+  gpudsStoreColsDrop(p);
+  memset(&b, 0, sizeof(b));
+  b.nCol = p->nCol-1;
+  b.nAlloc = nStore>0 ? nStore : 1;
+  b.aKey = sqlite3_malloc64(b.nAlloc*8);
+  b.aRow = sqlite3_malloc64(b.nAlloc*8);
+  b.aTag = sqlite3_malloc64(b.nAlloc*(b.nCol>0 ? b.nCol : 1));
+  b.aVal = sqlite3_malloc64(b.nAlloc*8*(b.nCol>0 ? b.nCol : 1));
+  if( !b.aKey || !b.aRow || !b.aTag || !b.aVal ){
+    rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory building the column set");
+    goto build_out;
+  }
+  rc = gpudsStoreEach(p, buildCb, &b);
+  if( rc==SQLITE_OK && b.n!=nStore ) rc = SQLITE_CORRUPT_VTAB;
+  if( rc ){
+    if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "column set: the store's count and its rows disagree");
+    goto build_out;
+  }
+  if( b.nAlloc!=b.n && b.n>0 ){
+    /* Columns are laid out by nAlloc: pack them to n apart. */
+    for(c=1; c<b.nCol; c++){
+      memmove(&b.aTag[(size_t)c*b.n], &b.aTag[(size_t)c*b.nAlloc], (size_t)b.n);
+      memmove(&b.aVal[(size_t)c*b.n], &b.aVal[(size_t)c*b.nAlloc], (size_t)b.n*8);
+    }
+  }
+  cs->pOps = gpudsColsOps(p->pOps);
+  rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, p->eKind==GPUDS_ORDERED,
+                       b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
+  if( rc ){
+    cs->pCols = 0;
+    gpudsVtabError(p, rc, "cannot build the %s column set: %s", cs->pOps->zBackend,
+                   zErr ? zErr : "error");
+    free(zErr);
+    goto build_out;
+  }
+  cs->nRows = b.n;
+  cs->nBuild++;
+build_out:
+  sqlite3_free(b.aKey); sqlite3_free(b.aRow);
+  sqlite3_free(b.aTag); sqlite3_free(b.aVal);
+  return rc;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+/* qsort comparator of int64 keys. */
+static int cmpI64(const void *a, const void *b){
+  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+  return x<y ? -1 : x>y;
+}
+
+/* The keys the column set must not answer for, sorted and distinct, in
+** *paSkip (sqlite3_malloc'd, NULL if none): those logged since it was
+** built and those of the write buffer. */
+static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
+  GpudsColState *cs = &p->cs;
+  int64_t nAlloc = cs->nDirty + p->wb.nOver, n = 0, i, j;
+  int64_t *a;
+  *paSkip = 0; *pn = 0;
+  if( nAlloc==0 ) return SQLITE_OK;
+  a = sqlite3_malloc64(nAlloc*8);
+  if( a==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  if( cs->nDirty ) memcpy(a, cs->aDirty, cs->nDirty*8);
+  n = cs->nDirty;
+  if( p->wb.nOver ){
+    gpuds_scan s;
+    uint64_t *aV = sqlite3_malloc64(p->wb.nOver*8);
+    size_t nOut = 0;
+    int rc = SQLITE_OK;
+    if( aV==0 ){ sqlite3_free(a); return gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); }
+    memset(&s, 0, sizeof(s));
+    s.lo = INT64_MIN; s.hi = INT64_MAX;
+    while( rc==SQLITE_OK && !s.done && n<nAlloc ){
+      rc = gpudsOverlayScan(p, &s, (size_t)(nAlloc-n), &a[n], aV, &nOut);
+      n += (int64_t)nOut;
+    }
+    sqlite3_free(aV);
+    if( rc ){ sqlite3_free(a); return rc; }
+  }
+  qsort(a, (size_t)n, 8, cmpI64);
+  for(i=0, j=0; i<n; i++){
+    if( j==0 || a[j-1]!=a[i] ) a[j++] = a[i];
+  }
+  *paSkip = a; *pn = j;
+  return SQLITE_OK;
+}
+
+/* Does record pRow satisfy term t exactly?  An ANYEQ term's "maybe" (a
+** number against text: SQLite decides with the affinity it knows) counts
+** as yes: SQLite checks those terms itself. */
+static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t){
+  uint8_t tag;
+  uint64_t val;
+  int o = 0;
+  gpudsRowColVal(pRow, t->t.iCol, &tag, &val);
+  if( tag!=GPUDS_TAG_NULL && t->v.tag!=GPUDS_TAG_NULL ){
+    o = gpudsRowColCmp(pRow, t->t.iCol, &t->v);
+  }
+  return gpudsColApply(t->t.op, tag, t->v.tag, o)!=0;
+}
+
+/* Does record pRow satisfy every term of q? */
+static int rowHolds(const GpudsRow *pRow, const GpudsColQuery *q, int bRefineOnly){
+  int i;
+  for(i=0; i<q->nTerm; i++){
+    if( bRefineOnly && !q->aTerm[i].bRefine ) continue;
+    if( !termHolds(pRow, &q->aTerm[i]) ) return 0;
+  }
+  return 1;
+}
+
+/* The order a query asks for, exactly: < 0 if (ka, ra) comes first. */
+typedef struct OrderCtx { int iCol; int bDesc; } OrderCtx;
+static int orderCmp(const OrderCtx *o, int64_t ka, uint64_t ra, int64_t kb, uint64_t rb){
+  int c = 0;
+  if( o->iCol>=0 ){
+    c = gpudsRowColCmpRows(gpudsRowOf(ra), gpudsRowOf(rb), o->iCol);
+    if( o->bDesc ) c = -c;
+    if( c ) return c;
+    return ka<kb ? -1 : ka>kb;
+  }
+  c = ka<kb ? -1 : ka>kb;
+  return o->bDesc ? -c : c;
+}
+
+/* Insertion-sort entries [i0, i1) of (aK, aR) by orderCmp (short runs). */
+static void sortRun(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t i0, int64_t i1){
+  int64_t i, j;
+  for(i=i0+1; i<i1; i++){
+    int64_t k = aK[i];
+    uint64_t r = aR[i];
+    for(j=i; j>i0 && orderCmp(o, aK[j-1], aR[j-1], k, r)>0; j--){
+      aK[j] = aK[j-1]; aR[j] = aR[j-1];
+    }
+    aK[j] = k; aR[j] = r;
+  }
+}
+
+/* Merge-sort (aK, aR)[0..n) by orderCmp, using scratch of n entries. */
+static void sortAll(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t n,
+                    int64_t *tK, uint64_t *tR){
+  int64_t w, i;
+  if( n<=32 ){ sortRun(o, aK, aR, 0, n); return; }
+  for(i=0; i<n; i+=32) sortRun(o, aK, aR, i, i+32<n ? i+32 : n);
+  for(w=32; w<n; w*=2){
+    for(i=0; i<n; i+=2*w){
+      int64_t a = i, aEnd = i+w<n ? i+w : n, b = aEnd, bEnd = i+2*w<n ? i+2*w : n, d = i;
+      while( a<aEnd && b<bEnd ){
+        if( orderCmp(o, aK[b], aR[b], aK[a], aR[a])<0 ){ tK[d] = aK[b]; tR[d++] = aR[b++]; }
+        else{ tK[d] = aK[a]; tR[d++] = aR[a++]; }
+      }
+      while( a<aEnd ){ tK[d] = aK[a]; tR[d++] = aR[a++]; }
+      while( b<bEnd ){ tK[d] = aK[b]; tR[d++] = aR[b++]; }
+    }
+    memcpy(aK, tK, (size_t)n*8);
+    memcpy(aR, tR, (size_t)n*8);
+  }
+}
+
+/* ------------------------------------------------------------- queries */
+
+/* Run query q on table p as the open transaction sees it: the matching
+** rows' keys and row handles in q's order, in *paKey and *paRow (sqlite3_malloc,
+** the caller frees) and their number in *pn.  *pbPartial: only a prefix of
+** the order (q->nFirst > 0 and more rows may follow). */
+int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
+                 int64_t **paKey, uint64_t **paRow, int *pbPartial){
+  GpudsColState *cs = &p->cs;
+  gpuds_term *aT = 0;
+  gpuds_query gq;
+  int64_t *aSkip = 0, nSkip = 0, nG = 0, nX = 0, i, j, nOut = 0;
+  int64_t *aGK = 0, *aXK = 0, *aOK = 0, *tK = 0;
+  uint64_t *aGR = 0, *aGS = 0, *aXR = 0, *aOR = 0, *tR = 0;
+  uint8_t *aXF = 0;
+  int64_t kLast = 0;
+  uint64_t rLast = 0;
+  int bPartial = 0, bRefine = 0, rc;
+  OrderCtx oc;
+
+  *pn = 0; *paKey = 0; *paRow = 0; *pbPartial = 0;
+  oc.iCol = q->iOrderCol; oc.bDesc = q->bDesc;
+  if( cs->pCols==0 ){
+    rc = colsBuild(p);
+    if( rc ) return rc;
+  }
+  rc = skipKeys(p, &aSkip, &nSkip);
+  if( rc ) return rc;
+  aT = sqlite3_malloc64(sizeof(gpuds_term)*(q->nTerm ? q->nTerm : 1));
+  if( aT==0 ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
+  for(i=0; i<q->nTerm; i++){
+    aT[i] = q->aTerm[i].t;
+    if( q->aTerm[i].bRefine ) bRefine = 1;
+  }
+  memset(&gq, 0, sizeof(gq));
+  gq.lo = q->lo; gq.hi = q->hi;
+  gq.aTerm = aT; gq.nTerm = q->nTerm;
+  gq.aSkip = aSkip; gq.nSkip = nSkip;
+  gq.iOrderCol = q->iOrderCol; gq.bDesc = q->bDesc;
+  gq.nFirst = q->nFirst;
+  cs->nQuery++;
+  rc = cs->pOps->xQuery(cs->pCols, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
+  if( rc ){
+    rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend, cs->pOps->xErrmsg(cs->pCols));
+    goto run_out;
+  }
+  if( q->nFirst>0 && nG>=q->nFirst ){
+    bPartial = 1;
+    kLast = aGK[nG-1]; rLast = aGR[nG-1];
+  }
+  /* The set's sort keys tie where it cannot order exactly: order each run
+  ** of equal sort keys exactly. */
+  if( q->iOrderCol>=0 ){
+    for(i=0; i<nG; i=j){
+      for(j=i+1; j<nG && aGS[j]==aGS[i]; j++){}
+      if( j-i>1 ){
+        if( j-i<=64 ){
+          sortRun(&oc, aGK, (uint64_t*)aGR, i, j);
+        }else{
+          int64_t *sK = sqlite3_malloc64((j-i)*8);
+          uint64_t *sR = sqlite3_malloc64((j-i)*8);
+          if( !sK || !sR ){
+            sqlite3_free(sK); sqlite3_free(sR);
+            rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out;
+          }
+          sortAll(&oc, &aGK[i], &aGR[i], j-i, sK, sR);
+          sqlite3_free(sK); sqlite3_free(sR);
+        }
+      }
+    }
+  }
+  /* Exact checks of the set's "maybe"s: text and blob terms. */
+  if( bRefine ){
+    for(i=0, j=0; i<nG; i++){
+      if( rowHolds(gpudsRowOf(aGR[i]), q, 1) ){ aGK[j] = aGK[i]; aGR[j] = aGR[i]; j++; }
+    }
+    nG = j;
+  }
+  /* The skipped keys: their rows as the transaction sees them. */
+  if( nSkip ){
+    aXR = sqlite3_malloc64(nSkip*8);
+    aXF = sqlite3_malloc64(nSkip);
+    aXK = sqlite3_malloc64(nSkip*8);
+    if( !aXR || !aXF || !aXK ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
+    rc = gpudsLookupMany(p, (size_t)nSkip, aSkip, aXF, aXR);
+    if( rc ) goto run_out;
+    for(i=0; i<nSkip; i++){
+      if( !aXF[i] || aSkip[i]<q->lo || aSkip[i]>q->hi ) continue;
+      if( !rowHolds(gpudsRowOf(aXR[i]), q, 0) ) continue;
+      if( bPartial && orderCmp(&oc, aSkip[i], aXR[i], kLast, rLast)>0 ) continue;
+      aXK[nX] = aSkip[i]; aXR[nX] = aXR[i]; nX++;
+    }
+    if( nX>1 ){
+      tK = sqlite3_malloc64(nX*8);
+      tR = sqlite3_malloc64(nX*8);
+      if( !tK || !tR ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
+      sortAll(&oc, aXK, aXR, nX, tK, tR);
+    }
+  }
+  /* Merge. */
+  if( nG+nX>0 ){
+    aOK = sqlite3_malloc64((nG+nX)*8);
+    aOR = sqlite3_malloc64((nG+nX)*8);
+    if( !aOK || !aOR ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
+    for(i=0, j=0; i<nG || j<nX; ){
+      if( j>=nX || (i<nG && orderCmp(&oc, aGK[i], aGR[i], aXK[j], aXR[j])<=0) ){
+        aOK[nOut] = aGK[i]; aOR[nOut++] = aGR[i++];
+      }else{
+        aOK[nOut] = aXK[j]; aOR[nOut++] = aXR[j++];
+      }
+    }
+  }
+  *paKey = aOK; *paRow = aOR; *pn = nOut; *pbPartial = bPartial;
+  aOK = 0; aOR = 0;
+run_out:
+  sqlite3_free(aOK); sqlite3_free(aOR);
+  sqlite3_free(aT); sqlite3_free(aSkip);
+  sqlite3_free(aXK); sqlite3_free(aXR); sqlite3_free(aXF);
+  sqlite3_free(tK); sqlite3_free(tR);
+  free(aGK); free(aGR); free(aGS);
+  return rc;
+}
+
+/* Bytes the table's column set holds (0 if none). */
+int64_t gpudsColsBytes(GpudsTable *p){
+  return p->cs.pCols ? p->cs.pOps->xBytes(p->cs.pCols) : 0;
+}
