@@ -39,17 +39,16 @@
 ** value of a found key is one further 8-byte load.
 **
 ** CONCURRENCY AND BATCHES.  A batch is applied in phases, each one kernel
-** launch over many warps.  (The backend contract promises distinct keys in
-** a batch, so a run of equal keys below is one operation; RESOLVE still
-** replays longer runs in array order, as it did when batches could repeat
-** keys; no caller relies on that any more, and it was left in place to keep
-** the kernel, and its measured speed, unchanged.)
+** launch over many warps.  The keys of a batch are distinct (the backend
+** contract); a batch that repeats one is refused (GPUDS_MISUSE) after phase
+** 2, before anything changes.
 **   1. sort the operations by key (CUB, stable, original index kept);
-**   2. RESOLVE: one warp per run of equal keys searches the key lock-free,
-**      replays the run's operations in array order (a warp scan finds each
-**      operation's last preceding modification), writes every operation's
-**      (found, old) and derives the run's net effect: value update in place,
-**      insert of an absent key, delete of a present one, or nothing;
+**   2. RESOLVE: one warp per operation searches its key lock-free, writes
+**      the operation's (found, old) and derives its net effect: value
+**      update in place, insert of an absent key, delete of a present one,
+**      or nothing.  (The phase once replayed runs of equal keys in array
+**      order, when batches could repeat keys; that part is gone, the search
+**      is what every batch needs);
 **   3. the memory the rest can need is reserved (pool grown) -- any failure
 **      up to here leaves the store untouched;
 **   4. value updates are written in place;
@@ -102,10 +101,15 @@
 **                                lookups, rebuilds, host<->device transfers
 **   kernels/gfsl/ops.cuh         gpudsCudaOrderedOps and its entry points
 **   kernels/gfsl/hooks.cuh       gfsl:: test and benchmark hooks (gfsl.cuh)
+** and, shared with the hash store, kernels/common/: check.cuh (the CUDA
+** error check), devmem.cuh (device allocations, counted; the fault hook),
+** launch.cuh (grid sizes), hostpipe.cuh (every staged host<->device copy).
 */
 #include "gfsl.cuh"
-#include "gfsl_util.cuh"
-#include "hostpipe.cuh"
+#include "common/check.cuh"
+#include "common/devmem.cuh"
+#include "common/hostpipe.cuh"
+#include "common/launch.cuh"
 
 #include <cub/device/device_merge.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -141,43 +145,100 @@ constexpr uint64_t kRebuildBelowKeys = 4096;
 constexpr uint64_t kMergeSlackBase = 1024;
 constexpr uint64_t kMergeSlackDiv  = 64;
 
-/* A device buffer owned by the store; grows, never shrinks. */
-struct DBuf { void *p = nullptr; size_t cap = 0; };
+/* Operations in one batch, at most: positions in a batch are 32-bit
+** (perm, insPos, delPos, KP/BP counts) and CUB takes int offsets. */
+constexpr size_t kMaxBatchOps = 0x7fffffffu;
+
+/* Chunks in one pool, at most: chunk indices are 32-bit and NIL
+** (0xffffffff) names no chunk; the top 16 values are kept out of use. */
+constexpr uint64_t kMaxPoolChunks = 0xfffffff0ull;
+
+/* Pool sizes.  A new store, and the smallest rebuilt pool, has
+** kPoolMinChunks chunks: 1024 * 516 bytes, about half a MiB of device
+** memory, which small tables never outgrow.  A grown pool takes a quarter
+** more than it needs plus kGrowSlackChunks, a rebuilt one a quarter more
+** plus kRebuildSlackChunks: room for inserts before the next growth, which
+** copies the pool.  (Kept from the first version; no measurement recorded.) */
+constexpr uint32_t kPoolMinChunks = 1024;
+constexpr uint64_t kGrowSlackChunks = 1024;
+constexpr uint64_t kRebuildSlackChunks = 64;
+
+/* A batch whose largest group of inserts into one chunk (a burst of keys
+** into one gap, e.g. sorted appends) has more than count/kGroupRebuildDiv
+** + kGroupRebuildBase keys rebuilds instead of inserting: one warp would
+** insert the whole group key by key, splitting all the way.  (A heuristic
+** kept from the first version; no measurement recorded.) */
+constexpr uint64_t kGroupRebuildDiv = 2000;
+constexpr uint64_t kGroupRebuildBase = 512;
+
+/* Sorted lookups (kLookupSorted): each warp walks a segment of at most
+** kSortedSegMax consecutive sorted keys, but segments are shortened so that
+** there are at least about two per warp of kSortedWarpsPerSM warps per SM
+** (2048 threads: what an SM holds at once), so small batches of sparse keys
+** (a descent each) still spread over the GPU. */
+constexpr size_t kSortedSegMax = 128;
+constexpr size_t kSortedWarpsPerSM = 64;
+
+using gpuds_launch::kBlock;
+using gpuds_launch::gridFor;
+using gpuds_launch::gridWarps;
+using gpuds_mem::DBuf;
+using gpuds_mem::ptr;
 
 }  // namespace
 
 /******************************* host side *********************************/
 
+/* The store's workspace: every device buffer besides the pool, the free
+** list and the device state, listed once.  X(name) for each; the store has a
+** DBuf of that name, and forEachBuf walks them all (release). */
+#define GFSL_WORKSPACE(X) \
+  /* xBatch/xLookup inputs and outputs */                                   \
+  X(wOp) X(wKey) X(wVal) X(wFound) X(wOld)                                  \
+  /* sort double buffers */                                                 \
+  X(ukA) X(ukB) X(pA) X(pB)                                                 \
+  /* a batch's resolved operations (BP) */                                  \
+  X(netVal) X(netH) X(flIns) X(flDel) X(insPos) X(delPos) X(delKeys)        \
+  X(updLoc) X(updVal)                                                       \
+  /* raise lists, delete raises, CUB temporary storage */                   \
+  X(rl0) X(rl1) X(dr) X(tmp)                                                \
+  /* rebuild: extracted, kept and final keys, upper levels */               \
+  X(exK) X(exV) X(exF) X(kpK) X(kpV) X(finK) X(finV)                        \
+  X(upK0) X(upK1) X(upD0) X(upD1)                                           \
+  /* scan directory */                                                      \
+  X(dirIdx) X(dirIdxT) X(dirFence) X(dirFenceT) X(dirCnt) X(dirPre) X(dirFlag) \
+  /* scan pages, the checker, bulk-load sort, insert groups */              \
+  X(scanK) X(scanV) X(chkFound) X(chkVal) X(insK) X(insV)                   \
+  X(gK0) X(gK1) X(gV0) X(gV1) X(gT) X(gF) X(gH)
+
 struct GfslStore {
+  /* Blocks of kBlock threads per SM for grid-stride launches (gridFor):
+  ** 16 = 4096 threads, twice what an SM holds at once, so a launch covers
+  ** the GPU even where a kernel's occupancy is lower than full.  (Kept from
+  ** the first version; no measurement recorded.) */
+  static constexpr int kBlocksPerSM = 16;
   cudaStream_t st;
   int nSM;
+  gpuds_mem::DevMem mem;        /* every device allocation, counted */
   Chunk *pool;
   uint32_t cap;                 /* chunks in the pool */
   uint32_t *freeList;           /* cap entries */
   DevState *ds;                 /* device state */
   DevState hs;                  /* host copy, refreshed by readState() */
   DevState *hsPin;              /* pinned landing area for readState() */
-  /* workspace */
-  DBuf wOp, wKey, wVal, wFound, wOld;          /* xBatch/xLookup inputs/outputs */
-  DBuf ukA, ukB, pA, pB;                       /* sort double buffers */
-  DBuf netVal, netH, flIns, flDel, insPos, delPos, delKeys, updLoc, updVal;
-  DBuf rl0, rl1, dr, tmp;
-  DBuf exK, exV, exF, kpK, kpV, finK, finV, upK0, upK1, upD0, upD1;
-  DBuf dirIdx, dirIdxT, dirFence, dirFenceT, dirCnt, dirPre, dirFlag;
-  DBuf scanK, scanV, chkFound, chkVal, insK, insV, gK0, gK1, gV0, gV1, gT, gF, gH;
+#define X(name) DBuf name;
+  GFSL_WORKSPACE(X)
+#undef X
   uint32_t nDir;
   int dirLevel;                 /* level the directory describes, -1: none */
-  /* staging */
-  void *stage[2];
-  cudaEvent_t ev[2];
-  size_t stageBytes;
-  /* xLookup pipeline (hostpipe.cuh): chunk size, pinned buffers and streams,
-  ** per-slot device buffers (keys, found, values, sort buffers) */
+  /* host<->device transfers (common/hostpipe.cuh): the xLookup pipeline's
+  ** chunk size, pinned buffers and streams (also the staging of every
+  ** other copy), per-slot device buffers (keys, found, values, sort
+  ** buffers) */
   size_t chunk;
   gpuds_pipe::HostPipe pipe;
   DBuf pl[2][8];
   /* knobs and state */
-  uint64_t memLimit;
   int rebuildMode;
   int lookupVariant;            /* see gfsl::setLookupVariant */
   int broken;
@@ -186,15 +247,18 @@ struct GfslStore {
   char zErr[512];
 };
 
-/* Record a CUDA failure (see gfsl_util.cuh). */
-int gfslCudaFail(GfslStore *p, cudaError_t e, const char *zWhat, int iLine){
-  int rc = gfslCudaCode(e);
+/* Record a failed CUDA call on store p (see common/check.cuh).  A failure
+** while the store is being changed (p->mutating) leaves it unusable. */
+int gpudsCudaFail(GfslStore *p, cudaError_t e, const char *zWhat, const char *zFile, int iLine){
+  int rc = gpudsCudaCode(e);
   cudaGetLastError();                      /* clear a non-sticky error */
   if( p ){
-    snprintf(p->zErr, sizeof(p->zErr), "gfsl: %s: %s (gfsl.cu:%d)%s", zWhat,
-             cudaGetErrorString(e), iLine,
-             p->mutating && rc!=GPUDS_NOMEM ? " -- store is no longer usable" : "");
-    if( p->mutating ) p->broken = 1;
+    gpudsCudaMessage(p->zErr, sizeof(p->zErr), "gfsl", e, zWhat, zFile, iLine);
+    if( p->mutating ){
+      p->broken = 1;
+      size_t n = strlen(p->zErr);
+      snprintf(p->zErr+n, sizeof(p->zErr)-n, " -- store is no longer usable");
+    }
   }
   return rc;
 }
@@ -210,58 +274,23 @@ int setMsg(GfslStore *p, int rc, const char *zFmt, ...){
   return rc;
 }
 
-/* Device bytes held by all buffers of the store. */
-/* Call f on every device buffer of the store's workspace (the batch
-** buffers and the lookup pipeline's slots): the one list that the memory
-** accounting (deviceBytes) and the release (gfslDestroy) walk. */
+/* Call f on every workspace buffer of the store (GFSL_WORKSPACE and the
+** lookup pipeline's slots). */
 template<class F> void forEachBuf(GfslStore *p, F f){
-  DBuf *a[] = { &p->wOp, &p->wKey, &p->wVal, &p->wFound, &p->wOld, &p->ukA, &p->ukB,
-    &p->pA, &p->pB, &p->netVal, &p->netH, &p->flIns, &p->flDel, &p->insPos, &p->delPos,
-    &p->delKeys, &p->updLoc, &p->updVal, &p->rl0, &p->rl1, &p->dr, &p->tmp, &p->exK, &p->exV,
-    &p->exF, &p->kpK, &p->kpV, &p->finK, &p->finV, &p->upK0, &p->upK1, &p->upD0, &p->upD1,
-    &p->dirIdx, &p->dirIdxT, &p->dirFence, &p->dirFenceT, &p->dirCnt, &p->dirPre, &p->dirFlag,
-    &p->scanK, &p->scanV, &p->chkFound, &p->chkVal, &p->insK, &p->insV,
-    &p->gK0, &p->gK1, &p->gV0, &p->gV1, &p->gT, &p->gF, &p->gH };
-  for( DBuf *b : a ) f(*b);
+#define X(name) f(p->name);
+  GFSL_WORKSPACE(X)
+#undef X
   for( auto &sl : p->pl ) for( DBuf &b : sl ) f(b);
 }
 
-uint64_t deviceBytes(GfslStore *p){
-  uint64_t n = (uint64_t)p->cap*(sizeof(Chunk)+sizeof(uint32_t)) + sizeof(DevState);
-  forEachBuf(p, [&](DBuf &b){ n += b.cap; });
-  return n;
-}
-
-/* Would allocating nMore bytes pass the test limit? */
-bool overLimit(GfslStore *p, uint64_t nMore, uint64_t nFreed){
-  return p->memLimit && deviceBytes(p) - nFreed + nMore > p->memLimit;
-}
+/* Device bytes the store holds (pool, free list, state, workspace). */
+uint64_t deviceBytes(GfslStore *p){ return p->mem.bytes; }
 
 /* Make buffer b hold at least nByte bytes (its contents are lost). */
 int ensureBuf(GfslStore *p, DBuf &b, size_t nByte){
-  if( nByte<=b.cap ) return GPUDS_OK;
-  size_t want = nByte + nByte/8 + 256;
-  if( overLimit(p, want, b.cap) ){
-    return setMsg(p, GPUDS_NOMEM, "gfsl: device memory limit reached (%llu bytes)",
-                  (unsigned long long)p->memLimit);
-  }
-  if( b.p ){ cudaStreamSynchronize(p->st); cudaFree(b.p); b.p = nullptr; b.cap = 0; }
-  cudaError_t e = cudaMalloc(&b.p, want);
-  if( e!=cudaSuccess ){ b.p = nullptr; return gfslCudaFail(p, e, "cudaMalloc(workspace)", __LINE__); }
-  b.cap = want;
+  GPUDS_CK(p, gpuds_mem::ensure(p->mem, b, nByte, p->st));
   return GPUDS_OK;
 }
-
-template<class T> T *ptr(DBuf &b){ return static_cast<T*>(b.p); }
-
-/* Grid sizes for grid-stride kernels. */
-unsigned gridFor(GfslStore *p, size_t nThreads){
-  size_t b = (nThreads + 255)/256;
-  size_t mx = (size_t)p->nSM*16;
-  if( b>mx ) b = mx;
-  return b ? (unsigned)b : 1u;
-}
-unsigned gridWarps(GfslStore *p, size_t nWarps){ return gridFor(p, nWarps*32); }
 
 /* Kernel parameters for the current state. */
 KP kp(GfslStore *p, int allocFloor = INT_MAX){
@@ -273,16 +302,16 @@ KP kp(GfslStore *p, int allocFloor = INT_MAX){
 
 /* Refresh the host copy of the device state (synchronizes). */
 int readState(GfslStore *p){
-  GFSL_CK(cudaMemcpyAsync(p->hsPin, p->ds, sizeof(DevState), cudaMemcpyDeviceToHost, p->st));
-  GFSL_CK(cudaStreamSynchronize(p->st));
+  GPUDS_CK(p, cudaMemcpyAsync(p->hsPin, p->ds, sizeof(DevState), cudaMemcpyDeviceToHost, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   memcpy(&p->hs, p->hsPin, sizeof(DevState));
   return GPUDS_OK;
 }
 
 /* Read one 32-bit counter of the device state (synchronizes). */
 int readU32(GfslStore *p, const unsigned int *dp, unsigned int *pOut){
-  GFSL_CK(cudaMemcpyAsync(&p->hsPin->bc.nSel, dp, sizeof(unsigned int), cudaMemcpyDeviceToHost, p->st));
-  GFSL_CK(cudaStreamSynchronize(p->st));
+  GPUDS_CK(p, cudaMemcpyAsync(&p->hsPin->bc.nSel, dp, sizeof(unsigned int), cudaMemcpyDeviceToHost, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   *pOut = p->hsPin->bc.nSel;
   return GPUDS_OK;
 }
@@ -296,52 +325,50 @@ int deviceErr(GfslStore *p){
                 p->hs.errChunk, (long long)p->hs.errKey);
 }
 
-/* Copy host -> device through the pinned staging buffers: pieces of
-** stageBytes, the memcpy of piece i+1 overlapping the DMA of piece i (so the
-** bulk paths, xBatch and xBulkLoad, already upload in overlapped chunks; they
-** cannot overlap their kernels with the transfers, since all-or-nothing needs
-** the whole batch on the device before it is sorted and applied). */
-int h2d(GfslStore *p, void *dst, const void *src, size_t n){
-  if( n==0 ) return GPUDS_OK;
-  if( !p->stage[0] ){
-    GFSL_CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, p->st));
-    return GPUDS_OK;
-  }
-  size_t off = 0; int i = 0;
-  while( off<n ){
-    size_t len = std::min(p->stageBytes, n-off);
-    GFSL_CK(cudaEventSynchronize(p->ev[i]));
-    memcpy(p->stage[i], (const char*)src+off, len);
-    GFSL_CK(cudaMemcpyAsync((char*)dst+off, p->stage[i], len, cudaMemcpyHostToDevice, p->st));
-    GFSL_CK(cudaEventRecord(p->ev[i], p->st));
-    off += len; i ^= 1;
-  }
-  return GPUDS_OK;
+/* Get the pipe's pinned buffers for staged copies, sized for the store's
+** chunk (or the default chunk when the store does not chunk lookups); if
+** none can be had, h2d/d2h copy from pageable memory. */
+void stageReady(GfslStore *p){
+  (void)gpuds_pipe::prepare(p->pipe, p->chunk ? p->chunk : gpuds_pipe::kDefaultChunk);
 }
 
-/* Copy device -> host through the pinned staging buffers (synchronizes). */
+/* Copy n bytes host -> device on the store's stream, staged through the
+** pipe (common/hostpipe.cuh: the memcpy of one piece overlapping the DMA of
+** the other, so the bulk paths, xBatch and xBulkLoad, upload in overlapped
+** chunks; they cannot overlap their kernels with the transfers, since
+** all-or-nothing needs the whole batch on the device before it is sorted
+** and applied).  Returns with the last DMAs possibly in flight. */
+int h2d(GfslStore *p, void *dst, const void *src, size_t n){
+  if( n==0 ) return GPUDS_OK;
+  stageReady(p);
+  return gpuds_pipe::upload(p, p->pipe, p->st, dst, src, n);
+}
+
+/* Copy n bytes device -> host, staged through the pipe (synchronizes). */
 int d2h(GfslStore *p, void *dst, const void *src, size_t n){
   if( n==0 ) return GPUDS_OK;
-  if( !p->stage[0] ){
-    GFSL_CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, p->st));
-    GFSL_CK(cudaStreamSynchronize(p->st));
-    return GPUDS_OK;
-  }
-  size_t off = 0, prevOff = 0, prevLen = 0; int i = 0;
-  while( off<n ){
-    size_t len = std::min(p->stageBytes, n-off);
-    GFSL_CK(cudaEventSynchronize(p->ev[i]));    /* buffer i free */
-    GFSL_CK(cudaMemcpyAsync(p->stage[i], (const char*)src+off, len, cudaMemcpyDeviceToHost, p->st));
-    GFSL_CK(cudaEventRecord(p->ev[i], p->st));
-    if( prevLen ){
-      GFSL_CK(cudaEventSynchronize(p->ev[i^1]));
-      memcpy((char*)dst+prevOff, p->stage[i^1], prevLen);
-    }
-    prevOff = off; prevLen = len;
-    off += len; i ^= 1;
-  }
-  GFSL_CK(cudaEventSynchronize(p->ev[i^1]));
-  memcpy((char*)dst+prevOff, p->stage[i^1], prevLen);
+  stageReady(p);
+  return gpuds_pipe::download(p, p->pipe, p->st, dst, src, n);
+}
+
+/* The part of growPool that can fail: allocate a pool and free list of
+** newCap entries (*pNp, *pNf: what was allocated, also on failure), copy the
+** old pool and free list into them, add the new chunks to the free list and
+** set the device state's freeTop.  The store itself is not changed. */
+int fillGrownPool(GfslStore *p, uint32_t newCap, Chunk **pNp, uint32_t **pNf){
+  GPUDS_CK(p, gpuds_mem::allocT(p->mem, pNp, (size_t)newCap*sizeof(Chunk)));
+  GPUDS_CK(p, gpuds_mem::allocT(p->mem, pNf, (size_t)newCap*sizeof(uint32_t)));
+  Chunk *np = *pNp; uint32_t *nf = *pNf;
+  const uint32_t oldCap = p->cap, nAdd = newCap - oldCap;
+  const int ft = p->hs.freeTop;
+  GPUDS_CK(p, cudaMemcpyAsync(np, p->pool, (size_t)oldCap*sizeof(Chunk), cudaMemcpyDeviceToDevice, p->st));
+  GPUDS_CK(p, cudaMemsetAsync(np+oldCap, 0, (size_t)nAdd*sizeof(Chunk), p->st));
+  if( ft>0 ) GPUDS_CK(p, cudaMemcpyAsync(nf, p->freeList, (size_t)ft*sizeof(uint32_t), cudaMemcpyDeviceToDevice, p->st));
+  kFillFree<<<gridFor(p, nAdd), kBlock, 0, p->st>>>(nf, (uint32_t)ft, nAdd, newCap);
+  GPUDS_CK_LAUNCH(p, "kFillFree");
+  p->hsPin->freeTop = ft + (int)nAdd;
+  GPUDS_CK(p, cudaMemcpyAsync(&p->ds->freeTop, &p->hsPin->freeTop, sizeof(int), cudaMemcpyHostToDevice, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   return GPUDS_OK;
 }
 
@@ -350,43 +377,27 @@ int d2h(GfslStore *p, void *dst, const void *src, size_t n){
 int growPool(GfslStore *p, uint64_t nNeed){
   if( (uint64_t)p->hs.freeTop>=nNeed ) return GPUDS_OK;
   uint64_t used = p->cap - (uint64_t)p->hs.freeTop;
-  uint64_t newCap = std::max<uint64_t>((uint64_t)p->cap*2, used + nNeed + nNeed/4 + 1024);
-  if( newCap>=0xfffffff0ull ){
-    newCap = 0xfffffff0ull;
+  uint64_t newCap = std::max<uint64_t>((uint64_t)p->cap*2, used + nNeed + nNeed/4 + kGrowSlackChunks);
+  if( newCap>=kMaxPoolChunks ){
+    newCap = kMaxPoolChunks;
     if( newCap-used<nNeed ) return setMsg(p, GPUDS_NOMEM, "gfsl: chunk pool would exceed 2^32 chunks");
   }
-  uint64_t nByte = newCap*sizeof(Chunk), nFreeByte = newCap*sizeof(uint32_t);
-  if( overLimit(p, nByte+nFreeByte, (uint64_t)p->cap*(sizeof(Chunk)+sizeof(uint32_t))) ){
-    return setMsg(p, GPUDS_NOMEM, "gfsl: device memory limit reached growing the pool to %llu chunks",
-                  (unsigned long long)newCap);
-  }
+  const size_t nByte = newCap*sizeof(Chunk), nFreeByte = newCap*sizeof(uint32_t);
   Chunk *np = nullptr; uint32_t *nf = nullptr;
-  cudaError_t e = cudaMalloc(&np, nByte);
-  if( e==cudaSuccess ) e = cudaMalloc(&nf, nFreeByte);
-  if( e!=cudaSuccess ){
-    if( np ) cudaFree(np);
-    return gfslCudaFail(p, e, "cudaMalloc(chunk pool)", __LINE__);
+  int rc = fillGrownPool(p, (uint32_t)newCap, &np, &nf);
+  if( rc ){
+    /* the old pool is still the store's; the device state was not written
+    ** (its freeTop is the last copy, after the synchronize) */
+    cudaStreamSynchronize(p->st);
+    cudaGetLastError();
+    gpuds_mem::release(p->mem, np, nByte);
+    gpuds_mem::release(p->mem, nf, nFreeByte);
+    return rc;
   }
-  uint32_t oldCap = p->cap, nAdd = (uint32_t)(newCap-oldCap);
-  int ft = p->hs.freeTop;
-  e = cudaMemcpyAsync(np, p->pool, (size_t)oldCap*sizeof(Chunk), cudaMemcpyDeviceToDevice, p->st);
-  if( e==cudaSuccess ) e = cudaMemsetAsync(np+oldCap, 0, (size_t)nAdd*sizeof(Chunk), p->st);
-  if( e==cudaSuccess && ft>0 ) e = cudaMemcpyAsync(nf, p->freeList, (size_t)ft*sizeof(uint32_t), cudaMemcpyDeviceToDevice, p->st);
-  if( e==cudaSuccess ){
-    kFillFree<<<gridFor(p, nAdd), 256, 0, p->st>>>(nf, (uint32_t)ft, nAdd, (uint32_t)newCap);
-    e = cudaGetLastError();
-  }
-  int nft = ft + (int)nAdd;
-  p->hsPin->freeTop = nft;
-  if( e==cudaSuccess ) e = cudaMemcpyAsync(&p->ds->freeTop, &p->hsPin->freeTop, sizeof(int), cudaMemcpyHostToDevice, p->st);
-  if( e==cudaSuccess ) e = cudaStreamSynchronize(p->st);
-  if( e!=cudaSuccess ){
-    cudaFree(np); cudaFree(nf);
-    return gfslCudaFail(p, e, "growing the chunk pool", __LINE__);
-  }
-  cudaFree(p->pool); cudaFree(p->freeList);
+  gpuds_mem::release(p->mem, p->pool, (size_t)p->cap*sizeof(Chunk));
+  gpuds_mem::release(p->mem, p->freeList, (size_t)p->cap*sizeof(uint32_t));
+  p->hs.freeTop += (int)(newCap - p->cap);
   p->pool = np; p->freeList = nf; p->cap = (uint32_t)newCap;
-  p->hs.freeTop = nft;
   p->dirLevel = -1;
   return GPUDS_OK;
 }
@@ -409,34 +420,34 @@ int buildDir(GfslStore *p, int level){
    || (rc = ensureBuf(p, p->dirPre, ((size_t)cap+1)*8)) ) return rc;
   size_t t1 = 0, t2 = 0, t3 = 0;
   thrust::counting_iterator<uint32_t> cnt0(0);
-  GFSL_CK(cub::DeviceSelect::Flagged(nullptr, t1, cnt0, ptr<uint8_t>(p->dirFlag), ptr<uint32_t>(p->dirIdxT),
+  GPUDS_CK(p, cub::DeviceSelect::Flagged(nullptr, t1, cnt0, ptr<uint8_t>(p->dirFlag), ptr<uint32_t>(p->dirIdxT),
                                      &p->ds->bc.nSel, (int64_t)cap, p->st));
-  GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, t2, ptr<i64>(p->dirFenceT), ptr<i64>(p->dirFence),
+  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, t2, ptr<i64>(p->dirFenceT), ptr<i64>(p->dirFence),
                                           ptr<uint32_t>(p->dirIdxT), ptr<uint32_t>(p->dirIdx), (int64_t)cap,
                                           0, 64, p->st));
-  GFSL_CK(cub::DeviceScan::ExclusiveSum(nullptr, t3, ptr<u64>(p->dirCnt), ptr<u64>(p->dirPre),
+  GPUDS_CK(p, cub::DeviceScan::ExclusiveSum(nullptr, t3, ptr<u64>(p->dirCnt), ptr<u64>(p->dirPre),
                                         (int64_t)cap+1, p->st));
   if( (rc = ensureTmp(p, std::max(t1, std::max(t2, t3)))) ) return rc;
   KP P = kp(p);
-  kDirFlags<<<gridFor(p, cap), 256, 0, p->st>>>(P, level, ptr<uint8_t>(p->dirFlag));
-  GFSL_CKL("kDirFlags");
+  kDirFlags<<<gridFor(p, cap), kBlock, 0, p->st>>>(P, level, ptr<uint8_t>(p->dirFlag));
+  GPUDS_CK_LAUNCH(p, "kDirFlags");
   t1 = p->tmp.cap;
-  GFSL_CK(cub::DeviceSelect::Flagged(p->tmp.p, t1, cnt0, ptr<uint8_t>(p->dirFlag), ptr<uint32_t>(p->dirIdxT),
+  GPUDS_CK(p, cub::DeviceSelect::Flagged(p->tmp.p, t1, cnt0, ptr<uint8_t>(p->dirFlag), ptr<uint32_t>(p->dirIdxT),
                                      &p->ds->bc.nSel, (int64_t)cap, p->st));
   unsigned int n = 0;
   if( (rc = readU32(p, &p->ds->bc.nSel, &n)) ) return rc;
-  kDirFence<<<gridFor(p, n), 256, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdxT), n, ptr<i64>(p->dirFenceT));
-  GFSL_CKL("kDirFence");
+  kDirFence<<<gridFor(p, n), kBlock, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdxT), n, ptr<i64>(p->dirFenceT));
+  GPUDS_CK_LAUNCH(p, "kDirFence");
   t2 = p->tmp.cap;
-  GFSL_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, t2, ptr<i64>(p->dirFenceT), ptr<i64>(p->dirFence),
+  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(p->tmp.p, t2, ptr<i64>(p->dirFenceT), ptr<i64>(p->dirFence),
                                           ptr<uint32_t>(p->dirIdxT), ptr<uint32_t>(p->dirIdx), (int64_t)n,
                                           0, 64, p->st));
-  kDirCounts<<<gridFor(p, (size_t)n+1), 256, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), n, ptr<u64>(p->dirCnt));
-  GFSL_CKL("kDirCounts");
+  kDirCounts<<<gridFor(p, (size_t)n+1), kBlock, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), n, ptr<u64>(p->dirCnt));
+  GPUDS_CK_LAUNCH(p, "kDirCounts");
   t3 = p->tmp.cap;
-  GFSL_CK(cub::DeviceScan::ExclusiveSum(p->tmp.p, t3, ptr<u64>(p->dirCnt), ptr<u64>(p->dirPre),
+  GPUDS_CK(p, cub::DeviceScan::ExclusiveSum(p->tmp.p, t3, ptr<u64>(p->dirCnt), ptr<u64>(p->dirPre),
                                         (int64_t)n+1, p->st));
-  GFSL_CK(cudaStreamSynchronize(p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   p->nDir = n;
   p->dirLevel = level;
   return GPUDS_OK;
@@ -450,22 +461,22 @@ int scanPage(GfslStore *p, gpuds_scan *s, size_t nMax, i64 *dK, u64 *dV, size_t 
   KP P = kp(p);
   kScanPlan<<<1, 32, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), ptr<i64>(p->dirFence), ptr<u64>(p->dirPre),
                                  p->nDir, s->lo, s->hi, s->desc, (u64)nMax);
-  GFSL_CKL("kScanPlan");
-  GFSL_CK(cudaMemcpyAsync(&p->hsPin->plan, &p->ds->plan, sizeof(ScanPlan), cudaMemcpyDeviceToHost, p->st));
-  GFSL_CK(cudaStreamSynchronize(p->st));
+  GPUDS_CK_LAUNCH(p, "kScanPlan");
+  GPUDS_CK(p, cudaMemcpyAsync(&p->hsPin->plan, &p->ds->plan, sizeof(ScanPlan), cudaMemcpyDeviceToHost, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   ScanPlan pl = p->hsPin->plan;
   u64 take = pl.b - pl.a;
   if( take>0 ){
     uint32_t nPos = pl.pb - pl.pa + 1;
-    kScanCopy<<<gridWarps(p, nPos), 256, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), ptr<u64>(p->dirPre),
+    kScanCopy<<<gridWarps(p, nPos), kBlock, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), ptr<u64>(p->dirPre),
                                                      pl.pa, nPos, pl.a, pl.b, s->desc, dK, dV);
-    GFSL_CKL("kScanCopy");
+    GPUDS_CK_LAUNCH(p, "kScanCopy");
   }
   *pnOut = (size_t)take;
   if( take==pl.end-pl.start ) s->done = 1;     /* nothing left in range */
   if( pLastKey && take>0 ){
-    GFSL_CK(cudaMemcpyAsync(&p->hsPin->errKey, dK+take-1, sizeof(i64), cudaMemcpyDeviceToHost, p->st));
-    GFSL_CK(cudaStreamSynchronize(p->st));
+    GPUDS_CK(p, cudaMemcpyAsync(&p->hsPin->errKey, dK+take-1, sizeof(i64), cudaMemcpyDeviceToHost, p->st));
+    GPUDS_CK(p, cudaStreamSynchronize(p->st));
     *pLastKey = p->hsPin->errKey;
   }
   return GPUDS_OK;
@@ -503,11 +514,11 @@ int buildAll(GfslStore *p, Chunk *newPool, uint32_t *newFree, uint32_t newCap,
              const i64 *K, const u64 *V, uint64_t n, DevState *pDs){
   memset(pDs, 0, sizeof(*pDs));
   for( int l=0; l<MAXLVL; l++ ) pDs->head[l] = NIL;
-  GFSL_CK(cudaMemsetAsync(newPool, 0, (size_t)newCap*sizeof(Chunk), p->st));
+  GPUDS_CK(p, cudaMemsetAsync(newPool, 0, (size_t)newCap*sizeof(Chunk), p->st));
   uint64_t nc = n ? (n+FILL-1)/FILL : 1;
   uint32_t base = 0;
-  kBuild<<<gridWarps(p, nc), 256, 0, p->st>>>(newPool, base, 0, (uint32_t)nc, n, K, V, nullptr, FILL);
-  GFSL_CKL("kBuild");
+  kBuild<<<gridWarps(p, nc), kBlock, 0, p->st>>>(newPool, base, 0, (uint32_t)nc, n, K, V, nullptr, FILL);
+  GPUDS_CK_LAUNCH(p, "kBuild");
   pDs->head[0] = base; pDs->levelChunks[0] = (int)nc; pDs->levelKeys[0] = n;
   int L = 1;
   const i64 *prevK = K;
@@ -517,11 +528,11 @@ int buildAll(GfslStore *p, Chunk *newPool, uint32_t *newFree, uint32_t newCap,
     uint64_t nl = nc-1;
     i64 *uK = ptr<i64>((L&1) ? p->upK0 : p->upK1);
     uint32_t *uD = ptr<uint32_t>((L&1) ? p->upD0 : p->upD1);
-    kUpKeys<<<gridFor(p, nl), 256, 0, p->st>>>(prevK, (uint32_t)nc, prevBase, L==1 ? FILL : FILL_IDX, uK, uD);
-    GFSL_CKL("kUpKeys");
+    kUpKeys<<<gridFor(p, nl), kBlock, 0, p->st>>>(prevK, (uint32_t)nc, prevBase, L==1 ? FILL : FILL_IDX, uK, uD);
+    GPUDS_CK_LAUNCH(p, "kUpKeys");
     uint64_t ncl = (nl+FILL_IDX-1)/FILL_IDX;
-    kBuild<<<gridWarps(p, ncl), 256, 0, p->st>>>(newPool, base, L, (uint32_t)ncl, nl, uK, nullptr, uD, FILL_IDX);
-    GFSL_CKL("kBuild");
+    kBuild<<<gridWarps(p, ncl), kBlock, 0, p->st>>>(newPool, base, L, (uint32_t)ncl, nl, uK, nullptr, uD, FILL_IDX);
+    GPUDS_CK_LAUNCH(p, "kBuild");
     pDs->head[L] = base; pDs->levelChunks[L] = (int)ncl; pDs->levelKeys[L] = nl;
     prevK = uK; prevBase = base;
     base += (uint32_t)ncl;
@@ -531,9 +542,67 @@ int buildAll(GfslStore *p, Chunk *newPool, uint32_t *newFree, uint32_t newCap,
   pDs->nLevels = L;
   pDs->freeTop = (int)(newCap - base);
   if( newCap>base ){
-    kFillFree<<<gridFor(p, newCap-base), 256, 0, p->st>>>(newFree, 0, newCap-base, newCap);
-    GFSL_CKL("kFillFree");
+    kFillFree<<<gridFor(p, newCap-base), kBlock, 0, p->st>>>(newFree, 0, newCap-base, newCap);
+    GPUDS_CK_LAUNCH(p, "kFillFree");
   }
+  return GPUDS_OK;
+}
+
+/* The part of rebuild that can fail: allocate the new pool and free list
+** of newCap entries (*pNp, *pNf: what was allocated, also on failure), apply
+** the nUpd in-place updates, extract the live keys (total, from the
+** directory), drop the nDel deleted ones (kept remain), merge in the nIns
+** inserts (fin in all), build every level into the new pool and write the
+** device state for it.  The caller swaps the pools on success and frees the
+** new one on failure. */
+int rebuildInto(GfslStore *p, uint32_t newCap, Chunk **pNp, uint32_t **pNf, uint64_t total,
+                uint64_t kept, uint64_t fin, uint64_t nIns, const i64 *insK, const u64 *insV,
+                uint32_t nDel, const i64 *delK, uint32_t nUpd, const u64 *updLoc, const u64 *updVal){
+  int rc;
+  size_t tSel, tMerge;
+  GPUDS_CK(p, gpuds_mem::allocT(p->mem, pNp, (size_t)newCap*sizeof(Chunk)));
+  GPUDS_CK(p, gpuds_mem::allocT(p->mem, pNf, (size_t)newCap*sizeof(uint32_t)));
+  /* From here on the store changes; errors are no longer clean. */
+  p->mutating = 1;
+  KP P = kp(p);
+  if( nUpd ){
+    kUpdate<<<gridFor(p, nUpd), kBlock, 0, p->st>>>(P, nUpd, updLoc, updVal);
+    GPUDS_CK_LAUNCH(p, "kUpdate");
+  }
+  const i64 *srcK = ptr<i64>(p->exK);
+  const u64 *srcV = ptr<u64>(p->exV);
+  if( total>0 ){
+    kScanCopy<<<gridWarps(p, p->nDir), kBlock, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), ptr<u64>(p->dirPre), 0,
+                                                        p->nDir, 0, total, 0, ptr<i64>(p->exK), ptr<u64>(p->exV));
+    GPUDS_CK_LAUNCH(p, "kScanCopy");
+  }
+  if( nDel>0 ){
+    kFlagKeep<<<gridFor(p, total), kBlock, 0, p->st>>>(ptr<i64>(p->exK), total, delK, nDel, ptr<uint8_t>(p->exF));
+    GPUDS_CK_LAUNCH(p, "kFlagKeep");
+    tSel = p->tmp.cap;
+    GPUDS_CK(p, cub::DeviceSelect::Flagged(p->tmp.p, tSel, ptr<i64>(p->exK), ptr<uint8_t>(p->exF), ptr<i64>(p->kpK),
+                                       &p->ds->bc.nSel, (int64_t)total, p->st));
+    tSel = p->tmp.cap;
+    GPUDS_CK(p, cub::DeviceSelect::Flagged(p->tmp.p, tSel, ptr<u64>(p->exV), ptr<uint8_t>(p->exF), ptr<u64>(p->kpV),
+                                       &p->ds->bc.nSel, (int64_t)total, p->st));
+    srcK = ptr<i64>(p->kpK); srcV = ptr<u64>(p->kpV);
+  }
+  if( nIns>0 ){
+    if( kept>0 ){
+      tMerge = p->tmp.cap;
+      GPUDS_CK(p, cub::DeviceMerge::MergePairs(p->tmp.p, tMerge, srcK, srcV, (int64_t)kept, insK, insV,
+                                           (int64_t)nIns, ptr<i64>(p->finK), ptr<u64>(p->finV),
+                                           cuda::std::less<i64>(), p->st));
+      srcK = ptr<i64>(p->finK); srcV = ptr<u64>(p->finV);
+    }else{
+      srcK = insK; srcV = insV;
+    }
+  }
+  DevState nds;
+  if( (rc = buildAll(p, *pNp, *pNf, newCap, srcK, srcV, fin, &nds)) ) return rc;
+  memcpy(p->hsPin, &nds, sizeof(DevState));
+  GPUDS_CK(p, cudaMemcpyAsync(p->ds, p->hsPin, sizeof(DevState), cudaMemcpyHostToDevice, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   return GPUDS_OK;
 }
 
@@ -549,13 +618,13 @@ int rebuild(GfslStore *p, uint64_t nIns, const i64 *insK, const u64 *insV,
   uint64_t kept = total - nDel, fin = kept + nIns;
   int L = 0;
   uint64_t nChunks = buildChunks(fin, &L);
-  uint64_t newCap = std::max<uint64_t>(1024, nChunks + nChunks/4 + 64);
-  if( newCap>=0xfffffff0ull ) return setMsg(p, GPUDS_NOMEM, "gfsl: too many keys for one pool");
+  uint64_t newCap = std::max<uint64_t>(kPoolMinChunks, nChunks + nChunks/4 + kRebuildSlackChunks);
+  if( newCap>=kMaxPoolChunks ) return setMsg(p, GPUDS_NOMEM, "gfsl: too many keys for one pool");
   uint64_t up = fin/FILL + 2;
   size_t tSel = 0, tMerge = 0;
-  GFSL_CK(cub::DeviceSelect::Flagged(nullptr, tSel, ptr<i64>(p->exK), ptr<uint8_t>(p->exF), ptr<i64>(p->kpK),
+  GPUDS_CK(p, cub::DeviceSelect::Flagged(nullptr, tSel, ptr<i64>(p->exK), ptr<uint8_t>(p->exF), ptr<i64>(p->kpK),
                                      &p->ds->bc.nSel, (int64_t)total, p->st));
-  GFSL_CK(cub::DeviceMerge::MergePairs(nullptr, tMerge, ptr<i64>(p->kpK), ptr<u64>(p->kpV), (int64_t)kept,
+  GPUDS_CK(p, cub::DeviceMerge::MergePairs(nullptr, tMerge, ptr<i64>(p->kpK), ptr<u64>(p->kpV), (int64_t)kept,
                                        insK, insV, (int64_t)nIns, ptr<i64>(p->finK), ptr<u64>(p->finV),
                                        cuda::std::less<i64>(), p->st));
   if( (rc = ensureBuf(p, p->exK, total*8+8)) || (rc = ensureBuf(p, p->exV, total*8+8))
@@ -564,59 +633,20 @@ int rebuild(GfslStore *p, uint64_t nIns, const i64 *insK, const u64 *insV,
    || (rc = ensureBuf(p, p->finV, fin*8+8)) || (rc = ensureBuf(p, p->upK0, up*8))
    || (rc = ensureBuf(p, p->upK1, up*8)) || (rc = ensureBuf(p, p->upD0, up*4))
    || (rc = ensureBuf(p, p->upD1, up*4)) || (rc = ensureTmp(p, std::max(tSel, tMerge))) ) return rc;
-  if( overLimit(p, newCap*(sizeof(Chunk)+4), 0) ){
-    return setMsg(p, GPUDS_NOMEM, "gfsl: device memory limit reached (rebuild of %llu keys)",
-                  (unsigned long long)fin);
-  }
   Chunk *np = nullptr; uint32_t *nf = nullptr;
-  cudaError_t e = cudaMalloc(&np, newCap*sizeof(Chunk));
-  if( e==cudaSuccess ) e = cudaMalloc(&nf, newCap*sizeof(uint32_t));
-  if( e!=cudaSuccess ){
-    if( np ) cudaFree(np);
-    return gfslCudaFail(p, e, "cudaMalloc(rebuilt pool)", __LINE__);
+  rc = rebuildInto(p, (uint32_t)newCap, &np, &nf, total, kept, fin, nIns, insK, insV, nDel, delK,
+                   nUpd, updLoc, updVal);
+  if( rc ){
+    /* the new pool is not the store's: free it (the store is unusable if
+    ** the failure came after p->mutating was set) */
+    cudaStreamSynchronize(p->st);
+    cudaGetLastError();
+    gpuds_mem::release(p->mem, np, newCap*sizeof(Chunk));
+    gpuds_mem::release(p->mem, nf, newCap*sizeof(uint32_t));
+    return rc;
   }
-  /* From here on the store changes; errors are no longer clean. */
-  p->mutating = 1;
-  KP P = kp(p);
-  if( nUpd ){
-    kUpdate<<<gridFor(p, nUpd), 256, 0, p->st>>>(P, nUpd, updLoc, updVal);
-    GFSL_CKL("kUpdate");
-  }
-  const i64 *srcK = ptr<i64>(p->exK);
-  const u64 *srcV = ptr<u64>(p->exV);
-  if( total>0 ){
-    kScanCopy<<<gridWarps(p, p->nDir), 256, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), ptr<u64>(p->dirPre), 0,
-                                                        p->nDir, 0, total, 0, ptr<i64>(p->exK), ptr<u64>(p->exV));
-    GFSL_CKL("kScanCopy");
-  }
-  if( nDel>0 ){
-    kFlagKeep<<<gridFor(p, total), 256, 0, p->st>>>(ptr<i64>(p->exK), total, delK, nDel, ptr<uint8_t>(p->exF));
-    GFSL_CKL("kFlagKeep");
-    tSel = p->tmp.cap;
-    GFSL_CK(cub::DeviceSelect::Flagged(p->tmp.p, tSel, ptr<i64>(p->exK), ptr<uint8_t>(p->exF), ptr<i64>(p->kpK),
-                                       &p->ds->bc.nSel, (int64_t)total, p->st));
-    tSel = p->tmp.cap;
-    GFSL_CK(cub::DeviceSelect::Flagged(p->tmp.p, tSel, ptr<u64>(p->exV), ptr<uint8_t>(p->exF), ptr<u64>(p->kpV),
-                                       &p->ds->bc.nSel, (int64_t)total, p->st));
-    srcK = ptr<i64>(p->kpK); srcV = ptr<u64>(p->kpV);
-  }
-  if( nIns>0 ){
-    if( kept>0 ){
-      tMerge = p->tmp.cap;
-      GFSL_CK(cub::DeviceMerge::MergePairs(p->tmp.p, tMerge, srcK, srcV, (int64_t)kept, insK, insV,
-                                           (int64_t)nIns, ptr<i64>(p->finK), ptr<u64>(p->finV),
-                                           cuda::std::less<i64>(), p->st));
-      srcK = ptr<i64>(p->finK); srcV = ptr<u64>(p->finV);
-    }else{
-      srcK = insK; srcV = insV;
-    }
-  }
-  DevState nds;
-  if( (rc = buildAll(p, np, nf, (uint32_t)newCap, srcK, srcV, fin, &nds)) ) return rc;
-  memcpy(p->hsPin, &nds, sizeof(DevState));
-  GFSL_CK(cudaMemcpyAsync(p->ds, p->hsPin, sizeof(DevState), cudaMemcpyHostToDevice, p->st));
-  GFSL_CK(cudaStreamSynchronize(p->st));
-  cudaFree(p->pool); cudaFree(p->freeList);
+  gpuds_mem::release(p->mem, p->pool, (size_t)p->cap*sizeof(Chunk));
+  gpuds_mem::release(p->mem, p->freeList, (size_t)p->cap*sizeof(uint32_t));
   p->pool = np; p->freeList = nf; p->cap = (uint32_t)newCap;
   p->dirLevel = -1;
   if( (rc = readState(p)) ) return rc;
@@ -662,19 +692,19 @@ uint64_t reservation(GfslStore *p, uint64_t nIns, const unsigned int *delAt,
 int locateGroups(GfslStore *p, const KP &P, int level, uint32_t n, const i64 *K,
                  uint32_t *pnG, uint32_t *pMax){
   int rc;
-  kLocate<<<gridWarps(p, n), 256, 0, p->st>>>(P, level, n, K, ptr<uint32_t>(p->gT));
-  GFSL_CKL("kLocate");
-  kGroupFlags<<<gridFor(p, n), 256, 0, p->st>>>(n, ptr<uint32_t>(p->gT), ptr<uint8_t>(p->gF));
-  GFSL_CKL("kGroupFlags");
+  kLocate<<<gridWarps(p, n), kBlock, 0, p->st>>>(P, level, n, K, ptr<uint32_t>(p->gT));
+  GPUDS_CK_LAUNCH(p, "kLocate");
+  kGroupFlags<<<gridFor(p, n), kBlock, 0, p->st>>>(n, ptr<uint32_t>(p->gT), ptr<uint8_t>(p->gF));
+  GPUDS_CK_LAUNCH(p, "kGroupFlags");
   thrust::counting_iterator<uint32_t> cnt0(0);
   size_t tb = p->tmp.cap;
-  GFSL_CK(cub::DeviceSelect::Flagged(p->tmp.p, tb, cnt0, ptr<uint8_t>(p->gF), ptr<uint32_t>(p->gH),
+  GPUDS_CK(p, cub::DeviceSelect::Flagged(p->tmp.p, tb, cnt0, ptr<uint8_t>(p->gF), ptr<uint32_t>(p->gH),
                                      &p->ds->bc.nSel, (int64_t)n, p->st));
   unsigned int nG = 0;
   if( (rc = readU32(p, &p->ds->bc.nSel, &nG)) ) return rc;
-  GFSL_CK(cudaMemsetAsync(&p->ds->bc.maxGroup, 0, sizeof(unsigned int), p->st));
-  kGroupMax<<<gridFor(p, nG), 256, 0, p->st>>>(nG, ptr<uint32_t>(p->gH), n, p->ds);
-  GFSL_CKL("kGroupMax");
+  GPUDS_CK(p, cudaMemsetAsync(&p->ds->bc.maxGroup, 0, sizeof(unsigned int), p->st));
+  kGroupMax<<<gridFor(p, nG), kBlock, 0, p->st>>>(nG, ptr<uint32_t>(p->gH), n, p->ds);
+  GPUDS_CK_LAUNCH(p, "kGroupMax");
   unsigned int mx = 0;
   if( (rc = readU32(p, &p->ds->bc.maxGroup, &mx)) ) return rc;
   *pnG = nG;
@@ -691,14 +721,14 @@ int applyIncremental(GfslStore *p, BP &B, uint32_t nUpd, uint64_t R, uint32_t nG
   p->dirLevel = -1;
   KP P = kp(p, (int)R);               /* delete phases: keep R for inserts */
   if( nUpd ){
-    kUpdate<<<gridFor(p, nUpd), 256, 0, p->st>>>(P, nUpd, ptr<u64>(p->updLoc), ptr<u64>(p->updVal));
-    GFSL_CKL("kUpdate");
+    kUpdate<<<gridFor(p, nUpd), kBlock, 0, p->st>>>(P, nUpd, ptr<u64>(p->updLoc), ptr<u64>(p->updVal));
+    GPUDS_CK_LAUNCH(p, "kUpdate");
   }
   /* Delete phases, level 0 first: one warp per key, concurrent. */
   for( int l=0; l<P.nLevels; l++ ){
     if( p->hs.bc.delAtLevel[l]==0 ) continue;
-    kDelete<<<gridWarps(p, B.nDel), 256, 0, p->st>>>(P, B, l);
-    GFSL_CKL("kDelete");
+    kDelete<<<gridWarps(p, B.nDel), kBlock, 0, p->st>>>(P, B, l);
+    GPUDS_CK_LAUNCH(p, "kDelete");
   }
   if( (rc = readState(p)) ) return rc;
   if( (rc = deviceErr(p)) ) return rc;
@@ -709,56 +739,56 @@ int applyIncremental(GfslStore *p, BP &B, uint32_t nUpd, uint64_t R, uint32_t nG
   /* Insert phases, level 0 first. */
   Item *rl[2] = { B.rl[0], B.rl[1] };
   unsigned int *rlCount = p->ds->bc.rlCount;
-  GFSL_CK(cudaMemsetAsync(rlCount, 0, 2*sizeof(unsigned int), p->st));
+  GPUDS_CK(p, cudaMemsetAsync(rlCount, 0, 2*sizeof(unsigned int), p->st));
   if( B.nIns>0 ){
-    kInsertGroups<<<gridWarps(p, nG0), 256, 0, p->st>>>(P, 0, nG0, ptr<uint32_t>(p->gH), B.nIns,
+    kInsertGroups<<<gridWarps(p, nG0), kBlock, 0, p->st>>>(P, 0, nG0, ptr<uint32_t>(p->gH), B.nIns,
         ptr<i64>(p->gK0), ptr<u64>(p->gV0), ptr<uint32_t>(p->gT), rl[1], &rlCount[1], B.rlCap);
-    GFSL_CKL("kInsertGroups");
+    GPUDS_CK_LAUNCH(p, "kInsertGroups");
   }
   size_t tb;
   for( int l=1; l<MAXLVL; l++ ){
     if( nDR>0 && l<=drMax ){
-      kAppendDR<<<gridFor(p, nDR), 256, 0, p->st>>>(B.dr, nDR, l, rl[l&1], &rlCount[l&1], B.rlCap, p->ds);
-      GFSL_CKL("kAppendDR");
+      kAppendDR<<<gridFor(p, nDR), kBlock, 0, p->st>>>(B.dr, nDR, l, rl[l&1], &rlCount[l&1], B.rlCap, p->ds);
+      GPUDS_CK_LAUNCH(p, "kAppendDR");
     }
     unsigned int m = 0;
     if( (rc = readU32(p, &rlCount[l&1], &m)) ) return rc;
     m = std::min<uint32_t>(m, B.rlCap);
-    GFSL_CK(cudaMemsetAsync(&rlCount[(l+1)&1], 0, sizeof(unsigned int), p->st));
+    GPUDS_CK(p, cudaMemsetAsync(&rlCount[(l+1)&1], 0, sizeof(unsigned int), p->st));
     if( m==0 ){
       if( l>=drMax ) break;
       continue;
     }
     if( l>=P.nLevels ){
       kEnsureLevel<<<1, 32, 0, p->st>>>(P, l);
-      GFSL_CKL("kEnsureLevel");
+      GPUDS_CK_LAUNCH(p, "kEnsureLevel");
       P.nLevels = l+1;
     }
-    kItemsToArrays<<<gridFor(p, m), 256, 0, p->st>>>(rl[l&1], m, ptr<i64>(p->gK1), ptr<u64>(p->gV1));
-    GFSL_CKL("kItemsToArrays");
+    kItemsToArrays<<<gridFor(p, m), kBlock, 0, p->st>>>(rl[l&1], m, ptr<i64>(p->gK1), ptr<u64>(p->gV1));
+    GPUDS_CK_LAUNCH(p, "kItemsToArrays");
     tb = p->tmp.cap;
-    GFSL_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, tb, ptr<i64>(p->gK1), ptr<i64>(p->gK0),
+    GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(p->tmp.p, tb, ptr<i64>(p->gK1), ptr<i64>(p->gK0),
                                             ptr<u64>(p->gV1), ptr<u64>(p->gV0), (int64_t)m, 0, 64, p->st));
     uint32_t nG = 0;
     if( (rc = locateGroups(p, P, l, m, ptr<i64>(p->gK0), &nG, nullptr)) ) return rc;
-    kInsertGroups<<<gridWarps(p, nG), 256, 0, p->st>>>(P, l, nG, ptr<uint32_t>(p->gH), m,
+    kInsertGroups<<<gridWarps(p, nG), kBlock, 0, p->st>>>(P, l, nG, ptr<uint32_t>(p->gH), m,
         ptr<i64>(p->gK0), ptr<u64>(p->gV0), ptr<uint32_t>(p->gT), rl[(l+1)&1], &rlCount[(l+1)&1], B.rlCap);
-    GFSL_CKL("kInsertGroups");
+    GPUDS_CK_LAUNCH(p, "kInsertGroups");
   }
   if( (rc = readState(p)) ) return rc;
   if( (rc = deviceErr(p)) ) return rc;
   /* Repairs between batches. */
   if( p->hs.bc.nSplit || p->hs.bc.nMerge ){
     P.nLevels = p->hs.nLevels;
-    kFixNext<<<gridFor(p, p->cap), 256, 0, p->st>>>(P);
-    GFSL_CKL("kFixNext");
-    kFixDown<<<gridFor(p, (size_t)p->cap*32), 256, 0, p->st>>>(P);
-    GFSL_CKL("kFixDown");
-    kReclaim<<<gridFor(p, p->cap), 256, 0, p->st>>>(P);
-    GFSL_CKL("kReclaim");
+    kFixNext<<<gridFor(p, p->cap), kBlock, 0, p->st>>>(P);
+    GPUDS_CK_LAUNCH(p, "kFixNext");
+    kFixDown<<<gridFor(p, (size_t)p->cap*32), kBlock, 0, p->st>>>(P);
+    GPUDS_CK_LAUNCH(p, "kFixDown");
+    kReclaim<<<gridFor(p, p->cap), kBlock, 0, p->st>>>(P);
+    GPUDS_CK_LAUNCH(p, "kReclaim");
   }
   kDropLevels<<<1, 32, 0, p->st>>>(P);
-  GFSL_CKL("kDropLevels");
+  GPUDS_CK_LAUNCH(p, "kDropLevels");
   if( (rc = readState(p)) ) return rc;
   if( (rc = deviceErr(p)) ) return rc;
   p->mutating = 0;
@@ -778,9 +808,9 @@ int ensureBatchWs(GfslStore *p, size_t n){
   size_t t1 = 0, t2 = 0;
   cub::DoubleBuffer<u64> dk(ptr<u64>(p->ukA), ptr<u64>(p->ukB));
   cub::DoubleBuffer<uint32_t> dv(ptr<uint32_t>(p->pA), ptr<uint32_t>(p->pB));
-  GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, t1, dk, dv, (int64_t)n, 0, 64, p->st));
+  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, t1, dk, dv, (int64_t)n, 0, 64, p->st));
   thrust::counting_iterator<uint32_t> cnt0(0);
-  GFSL_CK(cub::DeviceSelect::Flagged(nullptr, t2, cnt0, ptr<uint8_t>(p->flIns), ptr<uint32_t>(p->insPos),
+  GPUDS_CK(p, cub::DeviceSelect::Flagged(nullptr, t2, cnt0, ptr<uint8_t>(p->flIns), ptr<uint32_t>(p->insPos),
                                      &p->ds->bc.nIns, (int64_t)n, p->st));
   return ensureTmp(p, std::max(t1, t2));
 }
@@ -791,11 +821,11 @@ int launchLookup(GfslStore *p, const KP &P, size_t n, const i64 *dKey, uint8_t *
                  cudaStream_t st = nullptr){
   if( !st ) st = p->st;
   if( p->lookupVariant==1 ){
-    kLookup<<<gridWarps(p, (n+31)/32), 256, 0, st>>>(P, n, dKey, dFound, dVal);
+    kLookup<<<gridWarps(p, (n+31)/32), kBlock, 0, st>>>(P, n, dKey, dFound, dVal);
   }else{
-    kLookup1<<<gridWarps(p, n), 256, 0, st>>>(P, n, dKey, dFound, dVal);
+    kLookup1<<<gridWarps(p, n), kBlock, 0, st>>>(P, n, dKey, dFound, dVal);
   }
-  GFSL_CKL("kLookup");
+  GPUDS_CK_LAUNCH(p, "kLookup");
   return GPUDS_OK;
 }
 
@@ -813,19 +843,18 @@ int enqueueSorted(GfslStore *p, const KP &P, cudaStream_t st, size_t n, const i6
                   uint8_t *dFound, u64 *dVal){
   cub::DoubleBuffer<K> dk(A, B);
   cub::DoubleBuffer<uint32_t> dv(IA, IB);
-  kPrepLookupSort<K><<<gridFor(p, n), 256, 0, st>>>(n, dKey, kBase, dk.Current(), dv.Current());
-  GFSL_CKL("kPrepLookupSort");
+  kPrepLookupSort<K><<<gridFor(p, n), kBlock, 0, st>>>(n, dKey, kBase, dk.Current(), dv.Current());
+  GPUDS_CK_LAUNCH(p, "kPrepLookupSort");
   size_t tb = tmpBytes;
-  GFSL_CK(cub::DeviceRadixSort::SortPairs(tmp, tb, dk, dv, (int64_t)n, 0, bits, st));
-  /* segments of up to 128 keys, but at least ~2 per warp the GPU holds, so
-  ** that small batches (sparse keys, a descent each) still spread out */
-  const size_t nWarps = (size_t)p->nSM*64;
+  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(tmp, tb, dk, dv, (int64_t)n, 0, bits, st));
+  /* segments of up to kSortedSegMax keys, at least ~2 per warp the GPU holds */
+  const size_t nWarps = (size_t)p->nSM*kSortedWarpsPerSM;
   size_t seg = n/(2*nWarps);
-  seg = seg<1 ? 1 : (seg>128 ? 128 : seg);
+  seg = seg<1 ? 1 : (seg>kSortedSegMax ? kSortedSegMax : seg);
   const size_t nSeg = (n + seg - 1)/seg;
-  kLookupSorted<K><<<gridWarps(p, nSeg), 256, 0, st>>>(P, (uint32_t)n, (uint32_t)seg,
+  kLookupSorted<K><<<gridWarps(p, nSeg), kBlock, 0, st>>>(P, (uint32_t)n, (uint32_t)seg,
       dk.Current(), kBase, dv.Current(), dFound, dVal);
-  GFSL_CKL("kLookupSorted");
+  GPUDS_CK_LAUNCH(p, "kLookupSorted");
   return GPUDS_OK;
 }
 
@@ -842,7 +871,7 @@ int lookupSortedDev(GfslStore *p, const KP &P, size_t n, const i64 *dKey, i64 kB
   cub::DoubleBuffer<K> dk(nullptr, nullptr);
   cub::DoubleBuffer<uint32_t> dv(nullptr, nullptr);
   size_t tb = 0;
-  GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int64_t)n, 0, bits, p->st));
+  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, tb, dk, dv, (int64_t)n, 0, bits, p->st));
   if( (rc = ensureBuf(p, p->ukA, n*sizeof(K))) || (rc = ensureBuf(p, p->ukB, n*sizeof(K)))
    || (rc = ensureBuf(p, p->pA, n*4)) || (rc = ensureBuf(p, p->pB, n*4)) || (rc = ensureTmp(p, tb)) ){
     if( rc!=GPUDS_NOMEM ) return rc;
@@ -861,16 +890,16 @@ int lookupSortedDev(GfslStore *p, const KP &P, size_t n, const i64 *dKey, i64 kB
 int lookupDev(GfslStore *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
               bool haveStats = false){
   if( n==0 ) return GPUDS_OK;
-  if( n>0x7fffffffu ) return setMsg(p, GPUDS_ERROR, "gfsl: batch of %zu lookups is too large", n);
+  if( n>kMaxBatchOps ) return setMsg(p, GPUDS_ERROR, "gfsl: batch of %zu lookups is too large", n);
   KP P = kp(p);
   int rc;
   bool sorted = p->lookupVariant==3 || (p->lookupVariant==0 && n>=SORTED_LOOKUP_MIN);
   if( sorted ){
     if( !haveStats ){            /* the key span (batchDev has it already) */
       kInitBatch<<<1, 32, 0, p->st>>>(p->ds);
-      GFSL_CKL("kInitBatch");
-      kStats<<<gridFor(p, n), 256, 0, p->st>>>(n, nullptr, dKey, p->ds);
-      GFSL_CKL("kStats");
+      GPUDS_CK_LAUNCH(p, "kInitBatch");
+      kStats<<<gridFor(p, n), kBlock, 0, p->st>>>(n, nullptr, dKey, p->ds);
+      GPUDS_CK_LAUNCH(p, "kStats");
       if( (rc = readState(p)) ) return rc;
     }
     const i64 kBase = p->hs.bc.kMin;
@@ -906,12 +935,8 @@ int lookupPipelined(GfslStore *p, size_t n, const int64_t *aKey, uint8_t *aFound
                     bool *pDone){
   enum { PK = 0, PF, PV, SA, SB, IA, IB, TMP };
   int rc;
-  const char *zWhat = "";
   *pDone = false;
-  if( gpuds_pipe::prepare(p->pipe, p->chunk, &zWhat)!=cudaSuccess ){
-    cudaGetLastError();
-    return GPUDS_OK;
-  }
+  if( !gpuds_pipe::prepare(p->pipe, p->chunk) ) return GPUDS_OK;
   *pDone = true;
   const size_t C = p->pipe.chunk;
   const int variant = p->lookupVariant;
@@ -926,12 +951,12 @@ int lookupPipelined(GfslStore *p, size_t n, const int64_t *aKey, uint8_t *aFound
     size_t t32 = 0, t64 = 0;
     {
       cub::DoubleBuffer<uint32_t> dk(nullptr, nullptr), dv(nullptr, nullptr);
-      GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, t32, dk, dv, (int64_t)C, 0, 32, p->st));
+      GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, t32, dk, dv, (int64_t)C, 0, 32, p->st));
     }
     {
       cub::DoubleBuffer<u64> dk(nullptr, nullptr);
       cub::DoubleBuffer<uint32_t> dv(nullptr, nullptr);
-      GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, t64, dk, dv, (int64_t)C, 0, 64, p->st));
+      GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, t64, dk, dv, (int64_t)C, 0, 64, p->st));
     }
     for( int s=0; s<2 && sortable; s++ ){
       DBuf *B = p->pl[s];
@@ -949,7 +974,7 @@ int lookupPipelined(GfslStore *p, size_t n, const int64_t *aKey, uint8_t *aFound
   for( int s=0; s<2; s++ ){
     dK[s] = ptr<int64_t>(p->pl[s][PK]); dF[s] = ptr<uint8_t>(p->pl[s][PF]); dV[s] = ptr<uint64_t>(p->pl[s][PV]);
   }
-  rc = gpuds_pipe::runLookups(p->pipe, p->st, n, aKey, aFound, aVal, sortable, dK, dF, dV,
+  rc = gpuds_pipe::runLookups(p, p->pipe, p->st, n, aKey, aFound, aVal, sortable, dK, dF, dV,
     [&](int s, cudaStream_t st, size_t m, const int64_t *k, uint8_t *f, uint64_t *v,
         int64_t kMin, int64_t kMax) -> int {
       const i64 *dk = reinterpret_cast<const i64*>(k);
@@ -962,7 +987,7 @@ int lookupPipelined(GfslStore *p, size_t n, const int64_t *aKey, uint8_t *aFound
         cub::DoubleBuffer<uint32_t> iv(nullptr, nullptr);
         if( bits<=32 ){
           cub::DoubleBuffer<uint32_t> kv(nullptr, nullptr);
-          GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, need, kv, iv, (int64_t)m, 0, bits, st));
+          GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, need, kv, iv, (int64_t)m, 0, bits, st));
           if( need<=B[TMP].cap ){
             return enqueueSorted<uint32_t>(p, P, st, m, dk, kMin, bits, ptr<uint32_t>(B[SA]),
                 ptr<uint32_t>(B[SB]), ptr<uint32_t>(B[IA]), ptr<uint32_t>(B[IB]), B[TMP].p,
@@ -970,7 +995,7 @@ int lookupPipelined(GfslStore *p, size_t n, const int64_t *aKey, uint8_t *aFound
           }
         }else{
           cub::DoubleBuffer<u64> kv(nullptr, nullptr);
-          GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, need, kv, iv, (int64_t)m, 0, bits, st));
+          GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, need, kv, iv, (int64_t)m, 0, bits, st));
           if( need<=B[TMP].cap ){
             return enqueueSorted<u64>(p, P, st, m, dk, kMin, bits, ptr<u64>(B[SA]),
                 ptr<u64>(B[SB]), ptr<uint32_t>(B[IA]), ptr<uint32_t>(B[IB]), B[TMP].p,
@@ -979,8 +1004,7 @@ int lookupPipelined(GfslStore *p, size_t n, const int64_t *aKey, uint8_t *aFound
         }
       }
       return launchLookup(p, P, m, dk, f, dv, st);
-    },
-    [p](cudaError_t e, const char *zW) -> int { return gfslCudaFail(p, e, zW, __LINE__); });
+    });
   if( rc ) return rc;
   if( (rc = readState(p)) ) return rc;
   return deviceErr(p);
@@ -992,11 +1016,11 @@ int batchDev(GfslStore *p, size_t n, const uint8_t *dOp, const i64 *dKey, const 
   int rc;
   memset(&p->last, 0, sizeof(p->last));
   if( n==0 ) return GPUDS_OK;
-  if( n>0x7fffffffu ) return setMsg(p, GPUDS_ERROR, "gfsl: batch of %zu operations is too large", n);
+  if( n>kMaxBatchOps ) return setMsg(p, GPUDS_ERROR, "gfsl: batch of %zu operations is too large", n);
   kInitBatch<<<1, 32, 0, p->st>>>(p->ds);
-  GFSL_CKL("kInitBatch");
-  kStats<<<gridFor(p, n), 256, 0, p->st>>>(n, dOp, dKey, p->ds);
-  GFSL_CKL("kStats");
+  GPUDS_CK_LAUNCH(p, "kInitBatch");
+  kStats<<<gridFor(p, n), kBlock, 0, p->st>>>(n, dOp, dKey, p->ds);
+  GPUDS_CK_LAUNCH(p, "kStats");
   if( (rc = readState(p)) ) return rc;
   if( p->hs.bc.opMax>GPUDS_OP_DELETE ) return setMsg(p, GPUDS_MISUSE, "gfsl: invalid operation code %u", p->hs.bc.opMax);
   if( p->hs.bc.opMax==GPUDS_OP_LOOKUP ) return lookupDev(p, n, dKey, dFound, dOld, true);
@@ -1006,12 +1030,12 @@ int batchDev(GfslStore *p, size_t n, const uint8_t *dOp, const i64 *dKey, const 
   i64 kBase = p->hs.bc.kMin;
   u64 span = (u64)p->hs.bc.kMax - (u64)kBase;
   int bits = span ? 64 - __builtin_clzll(span) : 1;
-  kPrepSort<<<gridFor(p, n), 256, 0, p->st>>>(n, dKey, kBase, ptr<u64>(p->ukA), ptr<uint32_t>(p->pA));
-  GFSL_CKL("kPrepSort");
+  kPrepSort<<<gridFor(p, n), kBlock, 0, p->st>>>(n, dKey, kBase, ptr<u64>(p->ukA), ptr<uint32_t>(p->pA));
+  GPUDS_CK_LAUNCH(p, "kPrepSort");
   cub::DoubleBuffer<u64> dk(ptr<u64>(p->ukA), ptr<u64>(p->ukB));
   cub::DoubleBuffer<uint32_t> dv(ptr<uint32_t>(p->pA), ptr<uint32_t>(p->pB));
   size_t tb = p->tmp.cap;
-  GFSL_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, tb, dk, dv, (int64_t)n, 0, bits, p->st));
+  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(p->tmp.p, tb, dk, dv, (int64_t)n, 0, bits, p->st));
 
   BP B;
   memset(&B, 0, sizeof(B));
@@ -1023,26 +1047,32 @@ int batchDev(GfslStore *p, size_t n, const uint8_t *dOp, const i64 *dKey, const 
   B.insPos = ptr<uint32_t>(p->insPos); B.delPos = ptr<uint32_t>(p->delPos);
   B.delKeys = ptr<i64>(p->delKeys);
 
-  /* 2. resolve runs, select inserts and deletes (stable: sorted by key) */
+  /* 2. resolve each operation, select inserts and deletes (stable: sorted by key) */
   KP P = kp(p);
-  kResolve<<<gridWarps(p, n), 256, 0, p->st>>>(P, B);
-  GFSL_CKL("kResolve");
+  kResolve<<<gridWarps(p, n), kBlock, 0, p->st>>>(P, B);
+  GPUDS_CK_LAUNCH(p, "kResolve");
   thrust::counting_iterator<uint32_t> cnt0(0);
   tb = p->tmp.cap;
-  GFSL_CK(cub::DeviceSelect::Flagged(p->tmp.p, tb, cnt0, B.flIns, B.insPos, &p->ds->bc.nIns, (int64_t)n, p->st));
+  GPUDS_CK(p, cub::DeviceSelect::Flagged(p->tmp.p, tb, cnt0, B.flIns, B.insPos, &p->ds->bc.nIns, (int64_t)n, p->st));
   tb = p->tmp.cap;
-  GFSL_CK(cub::DeviceSelect::Flagged(p->tmp.p, tb, cnt0, B.flDel, B.delPos, &p->ds->bc.nDel, (int64_t)n, p->st));
+  GPUDS_CK(p, cub::DeviceSelect::Flagged(p->tmp.p, tb, cnt0, B.flDel, B.delPos, &p->ds->bc.nDel, (int64_t)n, p->st));
   if( (rc = readState(p)) ) return rc;
   if( (rc = deviceErr(p)) ) return rc;
+  if( p->hs.bc.nDup ){
+    /* nothing has changed yet: refuse the batch rather than corrupt the store */
+    return setMsg(p, GPUDS_MISUSE, "gfsl: key %lld (and %u more) repeated in one batch:"
+                  " the keys of a batch must be distinct", (long long)p->hs.bc.dupKey,
+                  p->hs.bc.nDup-1);
+  }
   B.nIns = p->hs.bc.nIns; B.nDel = p->hs.bc.nDel;
   uint32_t nUpd = p->hs.bc.nUpd;
   p->last.nInsert = B.nIns; p->last.nDelete = B.nDel; p->last.nUpdate = nUpd;
 
   if( B.nIns==0 && B.nDel==0 ){
     if( nUpd ){
-      kUpdate<<<gridFor(p, nUpd), 256, 0, p->st>>>(P, nUpd, B.updLoc, B.updVal);
-      GFSL_CKL("kUpdate");
-      GFSL_CK(cudaStreamSynchronize(p->st));
+      kUpdate<<<gridFor(p, nUpd), kBlock, 0, p->st>>>(P, nUpd, B.updLoc, B.updVal);
+      GPUDS_CK_LAUNCH(p, "kUpdate");
+      GPUDS_CK(p, cudaStreamSynchronize(p->st));
     }
   }else{
     /* 3. choose: rebuild, or concurrent phases (and reserve for them) */
@@ -1062,9 +1092,9 @@ int batchDev(GfslStore *p, size_t n, const uint8_t *dOp, const i64 *dKey, const 
        || (rc = ensureBuf(p, p->gH, gcap*4)) || (rc = ensureBuf(p, p->rl0, rlCap*sizeof(Item)))
        || (rc = ensureBuf(p, p->rl1, rlCap*sizeof(Item))) || (rc = ensureBuf(p, p->dr, drCap*sizeof(Item))) ) return rc;
       size_t t1 = 0, t2 = 0;
-      GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, t1, ptr<i64>(p->gK1), ptr<i64>(p->gK0),
+      GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, t1, ptr<i64>(p->gK1), ptr<i64>(p->gK0),
                                               ptr<u64>(p->gV1), ptr<u64>(p->gV0), (int64_t)gcap, 0, 64, p->st));
-      GFSL_CK(cub::DeviceSelect::Flagged(nullptr, t2, cnt0, ptr<uint8_t>(p->gF), ptr<uint32_t>(p->gH),
+      GPUDS_CK(p, cub::DeviceSelect::Flagged(nullptr, t2, cnt0, ptr<uint8_t>(p->gF), ptr<uint32_t>(p->gH),
                                          &p->ds->bc.nSel, (int64_t)gcap, p->st));
       if( (rc = ensureTmp(p, std::max(t1, t2))) ) return rc;
       uint64_t dsum = 0;
@@ -1074,12 +1104,12 @@ int batchDev(GfslStore *p, size_t n, const uint8_t *dOp, const i64 *dKey, const 
       P = kp(p);
     }
     if( B.nIns ){
-      kGatherIns<<<gridFor(p, B.nIns), 256, 0, p->st>>>(B, ptr<i64>(p->gK0), ptr<u64>(p->gV0));
-      GFSL_CKL("kGatherIns");
+      kGatherIns<<<gridFor(p, B.nIns), kBlock, 0, p->st>>>(B, ptr<i64>(p->gK0), ptr<u64>(p->gV0));
+      GPUDS_CK_LAUNCH(p, "kGatherIns");
     }
     if( B.nDel ){
-      kGatherDel<<<gridFor(p, B.nDel), 256, 0, p->st>>>(B);
-      GFSL_CKL("kGatherDel");
+      kGatherDel<<<gridFor(p, B.nDel), kBlock, 0, p->st>>>(B);
+      GPUDS_CK_LAUNCH(p, "kGatherDel");
     }
     uint32_t nG0 = 0, maxG = 0;
     if( !bRebuild && B.nIns ){
@@ -1087,7 +1117,7 @@ int batchDev(GfslStore *p, size_t n, const uint8_t *dOp, const i64 *dKey, const 
       ** burst of keys into one gap, e.g. sorted appends) is cheaper to
       ** rebuild than to insert one by one */
       if( (rc = locateGroups(p, P, 0, B.nIns, ptr<i64>(p->gK0), &nG0, &maxG)) ) return rc;
-      if( p->rebuildMode==0 && (uint64_t)maxG>count/2000 + 512 ) bRebuild = true;
+      if( p->rebuildMode==0 && (uint64_t)maxG>count/kGroupRebuildDiv + kGroupRebuildBase ) bRebuild = true;
     }
     if( bRebuild ){
       rc = rebuild(p, B.nIns, ptr<i64>(p->gK0), ptr<u64>(p->gV0), B.nDel, B.delKeys, nUpd, B.updLoc, B.updVal);
@@ -1112,17 +1142,17 @@ int bulkDev(GfslStore *p, size_t n, const i64 *dKey, const u64 *dVal, int bSorte
   int rc;
   memset(&p->last, 0, sizeof(p->last));
   if( n==0 ) return GPUDS_OK;
-  if( n>0x7fffffffu ) return setMsg(p, GPUDS_ERROR, "gfsl: bulk load of %zu keys is too large", n);
+  if( n>kMaxBatchOps ) return setMsg(p, GPUDS_ERROR, "gfsl: bulk load of %zu keys is too large", n);
   const i64 *K = dKey;
   const u64 *V = dVal;
   if( !bSorted ){
     if( (rc = ensureBuf(p, p->insK, n*8)) || (rc = ensureBuf(p, p->insV, n*8)) ) return rc;
     size_t tb = 0;
-    GFSL_CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, dKey, ptr<i64>(p->insK), dVal, ptr<u64>(p->insV),
+    GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, tb, dKey, ptr<i64>(p->insK), dVal, ptr<u64>(p->insV),
                                             (int64_t)n, 0, 64, p->st));
     if( (rc = ensureTmp(p, tb)) ) return rc;
     tb = p->tmp.cap;
-    GFSL_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, tb, dKey, ptr<i64>(p->insK), dVal, ptr<u64>(p->insV),
+    GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(p->tmp.p, tb, dKey, ptr<i64>(p->insK), dVal, ptr<u64>(p->insV),
                                             (int64_t)n, 0, 64, p->st));
     K = ptr<i64>(p->insK); V = ptr<u64>(p->insV);
   }

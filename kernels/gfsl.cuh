@@ -54,6 +54,12 @@ int prepareScan(gpuds_store *p);
 ** scratch (always the concurrent insert/delete kernels), 2 = always. */
 void setMemLimit(gpuds_store *p, uint64_t nByte);
 void setRebuildMode(gpuds_store *p, int mode);
+/* Fault injection (common/devmem.cuh): the k-th device allocation of the
+** store from now fails as cudaMalloc does when the GPU is full (k >= 1; 0:
+** none; it fires once).  allocCount: the device allocations the store has
+** asked for so far (a test learns whether its fault was reached). */
+void failAlloc(gpuds_store *p, uint64_t k);
+uint64_t allocCount(gpuds_store *p);
 /* Lookup path (xLookup, lookup-only batches, lookupDevice; for the chunks
 ** of the xLookup pipeline see setHostChunk):
 **   0 = choose (default): the sorted path (as 3) for batches of >= 2^19
@@ -67,7 +73,7 @@ void setRebuildMode(gpuds_store *p, int mode);
 ** Results never depend on it. */
 void setLookupVariant(gpuds_store *p, int variant);
 /* xLookup of more than nKeys host keys runs as a pipeline of chunks of nKeys
-** (kernels/hostpipe.cuh: the host's copy of a chunk's keys into pinned
+** (kernels/common/hostpipe.cuh: the host's copy of a chunk's keys into pinned
 ** memory, its transfers and its lookup overlap those of the chunks around
 ** it).  Chunks are looked up unsorted (kLookup1; kLookup under variant 1),
 ** sorted only under variant 3: the pipeline is bound by the host's copies,

@@ -70,10 +70,15 @@
 //                                batches, host<->device transfers
 //   kernels/hash/ops.cuh         gpudsCudaHashOps and its entry points
 //   kernels/hash/hooks.cuh       gpuds_hash:: test and benchmark hooks (hash.cuh)
+// and, shared with the GFSL store, kernels/common/: check.cuh (the CUDA error
+// check), devmem.cuh (device allocations, counted; the fault hook),
+// launch.cuh (grid sizes), hostpipe.cuh (every staged host<->device copy).
 #include "gpuds_backend.h"
 #include "hash.cuh"
-#include "hash_util.cuh"
-#include "hostpipe.cuh"
+#include "common/check.cuh"
+#include "common/devmem.cuh"
+#include "common/hostpipe.cuh"
+#include "common/launch.cuh"
 
 #include <cooperative_groups.h>
 #include <cub/cub.cuh>
@@ -95,59 +100,41 @@ typedef unsigned long long ull;
 // ------------------------------------------------------------------ host --
 
 struct GpuHashStore {
+  // Blocks of kBlock threads per SM for grid-stride launches whose
+  // occupancy is not asked for (gridFor without a kernel): 2048 threads,
+  // what an SM holds at once.
+  static constexpr int kBlocksPerSM = 2048/gpuds_launch::kBlock;
   Table T;               // the table (device)
   Meta *dMeta;           // device counters
   Meta h;                // host mirror of *dMeta, valid between calls
-  void *dScratch;        // reusable device scratch (batches, scans, checks)
-  size_t nScratch;
-  void *hStage;          // reusable pinned staging buffer (may be NULL)
-  size_t nStage;
+  gpuds_mem::DevMem mem; // every device allocation, counted (table + meta + scratch)
+  gpuds_mem::DBuf scratch;     // reusable device scratch (batches, scans, checks)
   cudaStream_t st;
-  gpuds_pipe::HostPipe pipe;   // chunked host transfers (hostpipe.cuh)
+  gpuds_pipe::HostPipe pipe;   // every staged host<->device copy (common/hostpipe.cuh)
   size_t chunk;          // keys per chunk; host batches of more go through pipe
-  uint64_t devBytes;     // device bytes held (table + meta + scratch)
-  uint64_t devLimit;     // testing hook: simulated device memory limit
   uint64_t nRehash;
   int nSM;
   char zErr[512];
 };
 
+// Record a failed CUDA call on store p (see common/check.cuh).
+int gpudsCudaFail(GpuHashStore *p, cudaError_t e, const char *zWhat, const char *zFile, int iLine){
+  (void)cudaGetLastError();     // a recovered error must not resurface later
+  gpudsCudaMessage(p->zErr, sizeof(p->zErr), "gpuhash", e, zWhat, zFile, iLine);
+  return gpudsCudaCode(e);
+}
+
 namespace {
 
-// Allocate device memory, counted in p->devBytes (and held to p->devLimit).
-cudaError_t devAlloc(GpuHashStore *p, void **pp, size_t n){
-  *pp = nullptr;
-  if( p->devLimit && p->devBytes+n > p->devLimit ) return cudaErrorMemoryAllocation;
-  cudaError_t e = cudaMalloc(pp, n);
-  if( e==cudaSuccess ) p->devBytes += n; else *pp = nullptr;
-  return e;
-}
+using gpuds_launch::kBlock;
+using gpuds_launch::gridFor;
 
-// Free memory from devAlloc (NULL is a no-op).
-void devFree(GpuHashStore *p, void *ptr, size_t n){
-  if( ptr ){ cudaFree(ptr); p->devBytes -= n; }
-}
+// Free device memory of the store (NULL is a no-op).
+void devFree(GpuHashStore *p, void *ptr, size_t n){ gpuds_mem::release(p->mem, ptr, n); }
 
 int setErr(GpuHashStore *p, int rc, const char *zMsg){
   snprintf(p->zErr, sizeof(p->zErr), "gpuhash: %s", zMsg);
   return rc;
-}
-
-// Blocks for a grid-stride kernel over `threads` threads: no more than
-// fit on the GPU at once (so the grid-stride loop, not the block scheduler,
-// spreads the work).
-unsigned gridFor(const GpuHashStore *p, size_t threads, const void *kernel=nullptr){
-  int perSM = 2048/BLOCK;
-  if( kernel ){
-    int occ = 0;
-    if( cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, BLOCK, 0)==cudaSuccess
-        && occ>0 ) perSM = occ;
-    else (void)cudaGetLastError();
-  }
-  size_t b = (threads+BLOCK-1)/BLOCK;
-  size_t cap = (size_t)p->nSM*perSM;
-  if( b>cap ) b = cap;
-  return b<1 ? 1u : (unsigned)b;
 }
 
 // Buckets needed to hold nKeys at load factor `load` (at least kMinBuckets).
@@ -165,71 +152,54 @@ ull sidesPresent(const GpuHashStore *p){
 // Make the scratch buffer at least n bytes (contents not kept).  On failure
 // the store is unchanged apart from having no scratch.
 int ensureScratch(GpuHashStore *p, size_t n){
-  int rc = GPUDS_OK;
-  if( p->nScratch>=n ) return GPUDS_OK;
-  devFree(p, p->dScratch, p->nScratch);
-  p->dScratch = nullptr; p->nScratch = 0;
-  n = (n+4095)&~(size_t)4095;
-  HASH_CK(p, devAlloc(p, &p->dScratch, n));
-  p->nScratch = n;
+  GPUDS_CK(p, gpuds_mem::ensure(p->mem, p->scratch, n, p->st));
   return GPUDS_OK;
-fail:
-  return rc;
-}
-
-// A pinned staging buffer of at least n bytes, or NULL (then the caller
-// copies from pageable memory directly).
-void *stage(GpuHashStore *p, size_t n){
-  if( p->nStage>=n ) return p->hStage;
-  if( p->hStage ){ cudaFreeHost(p->hStage); p->hStage = nullptr; p->nStage = 0; }
-  if( cudaMallocHost(&p->hStage, n)!=cudaSuccess ){
-    (void)cudaGetLastError();
-    p->hStage = nullptr;
-    return nullptr;
-  }
-  p->nStage = n;
-  return p->hStage;
 }
 
 // Copy *dMeta to the host mirror (synchronises the stream).  Promises
 // GPUDS_ERROR if a kernel reported it could not place a key.
 int readMeta(GpuHashStore *p){
-  int rc = GPUDS_OK;
-  HASH_CK(p, cudaMemcpyAsync(&p->h, p->dMeta, sizeof(Meta), cudaMemcpyDeviceToHost, p->st));
-  HASH_CK(p, cudaStreamSynchronize(p->st));
+  GPUDS_CK(p, cudaMemcpyAsync(&p->h, p->dMeta, sizeof(Meta), cudaMemcpyDeviceToHost, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   if( p->h.err ) return setErr(p, GPUDS_ERROR, "internal error: a key found no free slot");
   return GPUDS_OK;
-fail:
-  return rc;
+}
+
+// The part of rehash that can fail: allocate a table of newNb buckets into
+// *pNt (also on failure: what was allocated), move every key of the table
+// into it and set the used counter.  The store still uses its old table.
+int rehashInto(GpuHashStore *p, ull newNb, Table *pNt){
+  const size_t bytes = (size_t)newNb*sizeof(Bucket);
+  const ull used = p->h.count - sidesPresent(p);
+  GPUDS_CK(p, gpuds_mem::alloc(p->mem, (void**)&pNt->b, bytes));
+  pNt->nb = newNb;
+  GPUDS_CK(p, cudaMemsetAsync(pNt->b, 0xFE, bytes, p->st));
+  if( p->h.used>0 ){
+    kRehash<<<gridFor(p, (size_t)p->T.nb*TS*TS, (const void*)kRehash), kBlock, 0, p->st>>>(
+        p->T.b, p->T.nb, *pNt, p->dMeta);
+    GPUDS_CK_LAUNCH(p, "kRehash");
+  }
+  GPUDS_CK(p, cudaMemcpyAsync(&p->dMeta->used, &used, sizeof(ull), cudaMemcpyHostToDevice, p->st));
+  return readMeta(p);
 }
 
 // Rebuild the table with newNb buckets (drops tombstones).  Promises: on
 // success the table holds the same keys; on failure (GPUDS_NOMEM when the new
 // table does not fit) the old table is untouched and still in use.
 int rehash(GpuHashStore *p, ull newNb){
-  int rc = GPUDS_OK;
-  Bucket *nb = nullptr;
-  const size_t bytes = (size_t)newNb*sizeof(Bucket);
   Table NT;
-  ull used = p->h.count - sidesPresent(p);
-  HASH_CK(p, devAlloc(p, (void**)&nb, bytes));
-  HASH_CK(p, cudaMemsetAsync(nb, 0xFE, bytes, p->st));
-  NT.b = nb; NT.nb = newNb;
-  if( p->h.used>0 ){
-    kRehash<<<gridFor(p, (size_t)p->T.nb*TS*TS, (const void*)kRehash), BLOCK, 0, p->st>>>(
-        p->T.b, p->T.nb, NT, p->dMeta);
-    HASH_CK_LAUNCH(p, "kRehash");
+  NT.b = nullptr; NT.nb = newNb;
+  const int rc = rehashInto(p, newNb, &NT);
+  if( rc ){
+    cudaStreamSynchronize(p->st);
+    (void)cudaGetLastError();
+    devFree(p, NT.b, (size_t)newNb*sizeof(Bucket));
+    return rc;
   }
-  HASH_CK(p, cudaMemcpyAsync(&p->dMeta->used, &used, sizeof(ull), cudaMemcpyHostToDevice, p->st));
-  rc = readMeta(p);
-  if( rc ) goto fail;
   devFree(p, p->T.b, (size_t)p->T.nb*sizeof(Bucket));
   p->T = NT;
   p->nRehash++;
   return GPUDS_OK;
-fail:
-  devFree(p, nb, bytes);
-  return rc;
 }
 
 // Make room for `extra` more keys before a batch (see kMaxLoad).  Promises:
@@ -298,25 +268,23 @@ int applyBatch(GpuHashStore *p, size_t n, const uint8_t *dOp, int defOp,
   T = p->T;
   if( pure ){
     if( gLookupIlp==2 ){
-      kLookup2<<<gridFor(p, (n+1)/2*TS, (const void*)kLookup2), BLOCK, 0, p->st>>>(
+      kLookup2<<<gridFor(p, (n+1)/2*TS, (const void*)kLookup2), kBlock, 0, p->st>>>(
           T, p->dMeta, n, dKey, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kLookup2");
+      GPUDS_CK_LAUNCH(p, "kLookup2");
     }else{
-      kRun<M_LOOKUP><<<gridFor(p, n*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, p->st>>>(
+      kRun<M_LOOKUP><<<gridFor(p, n*TS, (const void*)kRun<M_LOOKUP>), kBlock, 0, p->st>>>(
           T, p->dMeta, n, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dOld);
-      HASH_CK_LAUNCH(p, "kRun<lookup>");
+      GPUDS_CK_LAUNCH(p, "kRun<lookup>");
     }
   }else{
-    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), BLOCK, 0, p->st>>>(
+    kRun<M_MIXED><<<gridFor(p, n*TS, (const void*)kRun<M_MIXED>), kBlock, 0, p->st>>>(
         T, p->dMeta, n, nullptr, dOp, defOp, dKey, dVal, nullptr, dFound, dOld);
-    HASH_CK_LAUNCH(p, "kRun<mixed>");
+    GPUDS_CK_LAUNCH(p, "kRun<mixed>");
   }
   rc = readMeta(p);
   if( rc ) return rc;
   if( nDel ) maybeShrink(p);
   return GPUDS_OK;
-fail:
-  return rc;
 }
 
 // Count op codes on the host.  Promises GPUDS_MISUSE for an invalid code.
@@ -336,17 +304,64 @@ int countOps(GpuHashStore *p, size_t n, const uint8_t *aOp, ull *pUps, ull *pDel
   return GPUDS_OK;
 }
 
-// Make the store's pipe ready for its chunk size.  Returns false (and clears
-// the error) when it cannot be had, e.g. no pinned memory: the caller then
-// takes the single-shot path, which needs none.
+// Make the store's pipe ready for its chunk size.  False when it cannot be
+// had, e.g. no pinned memory: the caller then takes the single-shot path,
+// which needs none.
 bool pipeReady(GpuHashStore *p){
-  const char *zWhat;
-  if( p->chunk==0 ) return false;
-  if( gpuds_pipe::prepare(p->pipe, p->chunk, &zWhat)!=cudaSuccess ){
-    (void)cudaGetLastError();
-    return false;
+  return p->chunk!=0 && gpuds_pipe::prepare(p->pipe, p->chunk);
+}
+
+// The transfers and the batch of hostBatch (which validated the batch,
+// counted its ops and sized the scratch for layout L); the caller makes sure
+// nothing stays in flight on error.
+int hostBatchBody(GpuHashStore *p, size_t n, const uint8_t *aOp, int defOp,
+                  const int64_t *aKey, const uint64_t *aVal, uint8_t *aFound,
+                  uint64_t *aOld, ull nUps, ull nDel, const Layout &L){
+  int rc;
+  char *S = (char*)p->scratch.p, *H = nullptr;
+  const bool staged = n>p->chunk && pipeReady(p);
+  if( staged ){
+    if( (rc = gpuds_pipe::upload(p, p->pipe, p->st, S+L.oKey, aKey, 8*n)) ) return rc;
+    if( aVal ){
+      if( (rc = gpuds_pipe::upload(p, p->pipe, p->st, S+L.oVal, aVal, 8*n)) ) return rc;
+    }else GPUDS_CK(p, cudaMemsetAsync(S+L.oVal, 0, 8*n, p->st));
+    if( aOp ){
+      if( (rc = gpuds_pipe::upload(p, p->pipe, p->st, S+L.oOp, aOp, n)) ) return rc;
+    }else GPUDS_CK(p, cudaMemsetAsync(S+L.oOp, defOp, n, p->st));
+  }else{
+    H = (char*)gpuds_pipe::single(p->pipe, L.oFound+n);   // inputs and outputs packed as in scratch
+    if( H ){
+      memcpy(H+L.oKey, aKey, 8*n);
+      if( aVal ) memcpy(H+L.oVal, aVal, 8*n); else memset(H+L.oVal, 0, 8*n);
+      if( aOp ) memcpy(H+L.oOp, aOp, n); else memset(H+L.oOp, defOp, n);
+      GPUDS_CK(p, cudaMemcpyAsync(S, H, L.oOld, cudaMemcpyHostToDevice, p->st));
+    }else{
+      GPUDS_CK(p, cudaMemcpyAsync(S+L.oKey, aKey, 8*n, cudaMemcpyHostToDevice, p->st));
+      if( aVal ) GPUDS_CK(p, cudaMemcpyAsync(S+L.oVal, aVal, 8*n, cudaMemcpyHostToDevice, p->st));
+      else GPUDS_CK(p, cudaMemsetAsync(S+L.oVal, 0, 8*n, p->st));
+      if( aOp ) GPUDS_CK(p, cudaMemcpyAsync(S+L.oOp, aOp, n, cudaMemcpyHostToDevice, p->st));
+      else GPUDS_CK(p, cudaMemsetAsync(S+L.oOp, defOp, n, p->st));
+    }
   }
-  return true;
+  rc = applyBatch(p, n, (const uint8_t*)(S+L.oOp), defOp, (const ull*)(S+L.oKey),
+                  (const ull*)(S+L.oVal), (uint8_t*)(S+L.oFound), (ull*)(S+L.oOld),
+                  nUps, nDel);
+  if( rc ) return rc;
+  if( !aFound && !aOld ) return GPUDS_OK;
+  if( staged ){
+    if( aOld && (rc = gpuds_pipe::download(p, p->pipe, p->st, aOld, S+L.oOld, 8*n)) ) return rc;
+    if( aFound && (rc = gpuds_pipe::download(p, p->pipe, p->st, aFound, S+L.oFound, n)) ) return rc;
+  }else if( H ){
+    GPUDS_CK(p, cudaMemcpyAsync(H+L.oOld, S+L.oOld, L.oFound+n-L.oOld, cudaMemcpyDeviceToHost, p->st));
+    GPUDS_CK(p, cudaStreamSynchronize(p->st));
+    if( aOld ) memcpy(aOld, H+L.oOld, 8*n);
+    if( aFound ) memcpy(aFound, H+L.oFound, n);
+  }else{
+    if( aOld ) GPUDS_CK(p, cudaMemcpyAsync(aOld, S+L.oOld, 8*n, cudaMemcpyDeviceToHost, p->st));
+    if( aFound ) GPUDS_CK(p, cudaMemcpyAsync(aFound, S+L.oFound, n, cudaMemcpyDeviceToHost, p->st));
+    GPUDS_CK(p, cudaStreamSynchronize(p->st));
+  }
+  return GPUDS_OK;
 }
 
 // Host-array batch: stage inputs, apply, copy results back.  aOp NULL means
@@ -354,9 +369,9 @@ bool pipeReady(GpuHashStore *p){
 //
 // Batches of more than p->chunk ops move their arrays in pieces through the
 // store's two pinned chunk buffers, the host memcpy of one piece overlapping
-// the DMA of the other (gpuds_pipe::h2dStaged/d2hStaged); smaller ones (and
+// the DMA of the other (gpuds_pipe::upload/download); smaller ones (and
 // chunk 0) go single-shot: all inputs memcpy'd into one pinned buffer of the
-// batch's size, one copy in, one copy out.  Unlike xLookup, these batches
+// batch's size (gpuds_pipe::single), one copy in, one copy out.  Unlike xLookup, these batches
 // cannot overlap their kernels with the transfers: all-or-nothing needs the
 // whole batch on the device before ensureRoom, and the results exist
 // only once the whole batch is applied.  The staged path also keeps the pinned
@@ -372,10 +387,6 @@ int hostBatch(GpuHashStore *p, size_t n, const uint8_t *aOp, int defOp,
   int rc = GPUDS_OK;
   ull nUps = 0, nDel = 0;
   Layout L;
-  char *S, *H = nullptr;
-  bool staged;
-  const char *zWhat = "";
-  cudaError_t e;
   if( !p ) return GPUDS_MISUSE;
   if( n==0 ) return GPUDS_OK;
   if( !aKey ) return setErr(p, GPUDS_MISUSE, "NULL key array");
@@ -390,66 +401,10 @@ int hostBatch(GpuHashStore *p, size_t n, const uint8_t *aOp, int defOp,
   layoutBatch(n, true, &L);
   rc = ensureScratch(p, L.total);
   if( rc ) return rc;
-  S = (char*)p->dScratch;
-  staged = n>p->chunk && pipeReady(p);
-  if( staged ){
-    e = gpuds_pipe::h2dStaged(p->pipe, p->st, S+L.oKey, aKey, 8*n, &zWhat);
-    if( e!=cudaSuccess ) goto stagedFail;
-    if( aVal ){
-      e = gpuds_pipe::h2dStaged(p->pipe, p->st, S+L.oVal, aVal, 8*n, &zWhat);
-      if( e!=cudaSuccess ) goto stagedFail;
-    }else HASH_CK(p, cudaMemsetAsync(S+L.oVal, 0, 8*n, p->st));
-    if( aOp ){
-      e = gpuds_pipe::h2dStaged(p->pipe, p->st, S+L.oOp, aOp, n, &zWhat);
-      if( e!=cudaSuccess ) goto stagedFail;
-    }else HASH_CK(p, cudaMemsetAsync(S+L.oOp, defOp, n, p->st));
-  }else{
-    H = (char*)stage(p, L.oFound+n);   // inputs and outputs packed as in scratch
-    if( H ){
-      memcpy(H+L.oKey, aKey, 8*n);
-      if( aVal ) memcpy(H+L.oVal, aVal, 8*n); else memset(H+L.oVal, 0, 8*n);
-      if( aOp ) memcpy(H+L.oOp, aOp, n); else memset(H+L.oOp, defOp, n);
-      HASH_CK(p, cudaMemcpyAsync(S, H, L.oOld, cudaMemcpyHostToDevice, p->st));
-    }else{
-      HASH_CK(p, cudaMemcpyAsync(S+L.oKey, aKey, 8*n, cudaMemcpyHostToDevice, p->st));
-      if( aVal ) HASH_CK(p, cudaMemcpyAsync(S+L.oVal, aVal, 8*n, cudaMemcpyHostToDevice, p->st));
-      else HASH_CK(p, cudaMemsetAsync(S+L.oVal, 0, 8*n, p->st));
-      if( aOp ) HASH_CK(p, cudaMemcpyAsync(S+L.oOp, aOp, n, cudaMemcpyHostToDevice, p->st));
-      else HASH_CK(p, cudaMemsetAsync(S+L.oOp, defOp, n, p->st));
-    }
-  }
-  rc = applyBatch(p, n, (const uint8_t*)(S+L.oOp), defOp, (const ull*)(S+L.oKey),
-                  (const ull*)(S+L.oVal), (uint8_t*)(S+L.oFound), (ull*)(S+L.oOld),
-                  nUps, nDel);
-  if( rc ) goto fail;
-  if( aFound || aOld ){
-    if( staged ){
-      if( aOld ){
-        e = gpuds_pipe::d2hStaged(p->pipe, p->st, aOld, S+L.oOld, 8*n, &zWhat);
-        if( e!=cudaSuccess ) goto stagedFail;
-      }
-      if( aFound ){
-        e = gpuds_pipe::d2hStaged(p->pipe, p->st, aFound, S+L.oFound, n, &zWhat);
-        if( e!=cudaSuccess ) goto stagedFail;
-      }
-    }else if( H ){
-      HASH_CK(p, cudaMemcpyAsync(H+L.oOld, S+L.oOld, L.oFound+n-L.oOld, cudaMemcpyDeviceToHost, p->st));
-      HASH_CK(p, cudaStreamSynchronize(p->st));
-      if( aOld ) memcpy(aOld, H+L.oOld, 8*n);
-      if( aFound ) memcpy(aFound, H+L.oFound, n);
-    }else{
-      if( aOld ) HASH_CK(p, cudaMemcpyAsync(aOld, S+L.oOld, 8*n, cudaMemcpyDeviceToHost, p->st));
-      if( aFound ) HASH_CK(p, cudaMemcpyAsync(aFound, S+L.oFound, n, cudaMemcpyDeviceToHost, p->st));
-      HASH_CK(p, cudaStreamSynchronize(p->st));
-    }
-  }
-  return GPUDS_OK;
-stagedFail:
-  rc = gpudsHashCudaRc(e, p->zErr, sizeof(p->zErr), zWhat);
-fail:
-  // nothing may stay in flight (the staged copies read pinned buffers the
-  // next call reuses); the error is already recorded
-  if( staged ){
+  rc = hostBatchBody(p, n, aOp, defOp, aKey, aVal, aFound, aOld, nUps, nDel, L);
+  if( rc ){
+    // nothing may stay in flight (copies may still read pinned buffers the
+    // next call reuses); the error is already recorded
     cudaStreamSynchronize(p->st);
     (void)cudaGetLastError();
   }
@@ -459,19 +414,16 @@ fail:
 // Lookup kernel for m keys on stream st (one of the pipe's).
 int enqueueLookup(GpuHashStore *p, cudaStream_t st, size_t m, const ull *dKey,
                   uint8_t *dFound, ull *dVal){
-  int rc = GPUDS_OK;
   if( gLookupIlp==2 ){
-    kLookup2<<<gridFor(p, (m+1)/2*TS, (const void*)kLookup2), BLOCK, 0, st>>>(
+    kLookup2<<<gridFor(p, (m+1)/2*TS, (const void*)kLookup2), kBlock, 0, st>>>(
         p->T, p->dMeta, m, dKey, dFound, dVal);
-    HASH_CK_LAUNCH(p, "kLookup2 (pipelined)");
+    GPUDS_CK_LAUNCH(p, "kLookup2 (pipelined)");
   }else{
-    kRun<M_LOOKUP><<<gridFor(p, m*TS, (const void*)kRun<M_LOOKUP>), BLOCK, 0, st>>>(
+    kRun<M_LOOKUP><<<gridFor(p, m*TS, (const void*)kRun<M_LOOKUP>), kBlock, 0, st>>>(
         p->T, p->dMeta, m, nullptr, nullptr, GPUDS_OP_LOOKUP, dKey, nullptr, nullptr, dFound, dVal);
-    HASH_CK_LAUNCH(p, "kRun<lookup> (pipelined)");
+    GPUDS_CK_LAUNCH(p, "kRun<lookup> (pipelined)");
   }
   return GPUDS_OK;
-fail:
-  return rc;
 }
 
 // xLookup.  Up to p->chunk keys (or chunk 0): the single-shot hostBatch.
@@ -489,17 +441,14 @@ int hostLookup(GpuHashStore *p, size_t n, const int64_t *aKey, uint8_t *aFound,
   const size_t oVal = alignUp(8*C), oFound = oVal + alignUp(8*C), slot = alignUp(oFound + C);
   rc = ensureScratch(p, 2*slot);
   if( rc ) return rc;
-  char *S = (char*)p->dScratch;
+  char *S = (char*)p->scratch.p;
   int64_t *dKey[2] = { (int64_t*)S, (int64_t*)(S+slot) };
   uint64_t *dVal[2] = { (uint64_t*)(S+oVal), (uint64_t*)(S+slot+oVal) };
   uint8_t *dFound[2] = { (uint8_t*)(S+oFound), (uint8_t*)(S+slot+oFound) };
-  return gpuds_pipe::runLookups(p->pipe, p->st, n, aKey, aFound, aVal, false, dKey, dFound, dVal,
+  return gpuds_pipe::runLookups(p, p->pipe, p->st, n, aKey, aFound, aVal, false, dKey, dFound, dVal,
       [p](int, cudaStream_t st, size_t m, const int64_t *k, uint8_t *f, uint64_t *v,
           int64_t, int64_t) -> int {
         return enqueueLookup(p, st, m, (const ull*)k, f, (ull*)v);
-      },
-      [p](cudaError_t e, const char *zWhat) -> int {
-        return gpudsHashCudaRc(e, p->zErr, sizeof(p->zErr), zWhat);
       });
 }
 
@@ -514,19 +463,17 @@ int deviceBatch(GpuHashStore *p, size_t n, const uint8_t *dOp, int defOp,
   if( dOp ){
     rc = ensureScratch(p, 256);
     if( rc ) return rc;
-    HASH_CK(p, cudaMemsetAsync(p->dScratch, 0, sizeof(cnt), p->st));
-    kCountOps<<<gridFor(p, n), BLOCK, 0, p->st>>>(n, dOp, (ull*)p->dScratch);
-    HASH_CK_LAUNCH(p, "kCountOps");
-    HASH_CK(p, cudaMemcpyAsync(cnt, p->dScratch, sizeof(cnt), cudaMemcpyDeviceToHost, p->st));
-    HASH_CK(p, cudaStreamSynchronize(p->st));
+    GPUDS_CK(p, cudaMemsetAsync(p->scratch.p, 0, sizeof(cnt), p->st));
+    kCountOps<<<gridFor(p, n), kBlock, 0, p->st>>>(n, dOp, (ull*)p->scratch.p);
+    GPUDS_CK_LAUNCH(p, "kCountOps");
+    GPUDS_CK(p, cudaMemcpyAsync(cnt, p->scratch.p, sizeof(cnt), cudaMemcpyDeviceToHost, p->st));
+    GPUDS_CK(p, cudaStreamSynchronize(p->st));
     if( cnt[2] ) return setErr(p, GPUDS_MISUSE, "invalid operation code in batch");
   }else{
     cnt[0] = defOp==GPUDS_OP_UPSERT ? n : 0;
     cnt[1] = defOp==GPUDS_OP_DELETE ? n : 0;
   }
   return applyBatch(p, n, dOp, defOp, dKey, dVal, dFound, dOld, cnt[0], cnt[1]);
-fail:
-  return rc;
 }
 
 }  // namespace

@@ -67,6 +67,13 @@ uint64_t rehashCount(gpuds_store *p);
 // memory above `bytes` fail as cudaErrorMemoryAllocation would (0 = no limit).
 void setDeviceLimit(gpuds_store *p, uint64_t bytes);
 
+// Fault injection (common/devmem.cuh): the k-th device allocation of the
+// store from now fails as cudaMalloc does when the GPU is full (k >= 1;
+// 0: none; it fires once).  allocCount: the device allocations the store has
+// asked for so far (a test learns whether its fault was reached).
+void failAlloc(gpuds_store *p, uint64_t k);
+uint64_t allocCount(gpuds_store *p);
+
 // Tuning knob (benchmarks): lookups run 1 or 2 operations per tile per
 // iteration (default 2).  Process-wide; results do not depend on it.
 void setLookupIlp(int nOps);
@@ -75,7 +82,7 @@ void setLookupIlp(int nOps);
 cudaStream_t stream(gpuds_store *p);
 
 // Host-array batches of more than nKeys keys move in chunks of nKeys through
-// two pinned buffers (kernels/hostpipe.cuh): xLookup as a pipeline (copy-in,
+// two pinned buffers (kernels/common/hostpipe.cuh): xLookup as a pipeline (copy-in,
 // kernel and copy-out of successive chunks overlap), xBatch/xBulkLoad
 // with staged copies (memcpy of one piece overlapping the DMA of
 // the other).  0: every batch single-shot (the path before chunking).  The

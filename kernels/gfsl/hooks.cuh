@@ -63,7 +63,9 @@ int prepareScan(gpuds_store *pStore){
   return buildDir(p, 0);
 }
 
-void setMemLimit(gpuds_store *pStore, uint64_t nByte){ GfslStore *p = (GfslStore*)pStore; p->memLimit = nByte; }
+void setMemLimit(gpuds_store *pStore, uint64_t nByte){ GfslStore *p = (GfslStore*)pStore; p->mem.limit = nByte; }
+void failAlloc(gpuds_store *pStore, uint64_t k){ GfslStore *p = (GfslStore*)pStore; gpuds_mem::failAfter(p->mem, k); }
+uint64_t allocCount(gpuds_store *pStore){ GfslStore *p = (GfslStore*)pStore; return p->mem.nAlloc; }
 void setRebuildMode(gpuds_store *pStore, int mode){ GfslStore *p = (GfslStore*)pStore; p->rebuildMode = mode; }
 void setLookupVariant(gpuds_store *pStore, int v){ GfslStore *p = (GfslStore*)pStore; p->lookupVariant = v; }
 void setHostChunk(gpuds_store *pStore, size_t nKeys){

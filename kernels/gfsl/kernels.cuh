@@ -68,7 +68,7 @@ __global__ void kPrepSort(size_t n, const i64 *key, i64 kBase, u64 *uk, uint32_t
 # define KLOOKUP_MIN_BLOCKS 8
 #endif
 
-__global__ void __launch_bounds__(256, KLOOKUP_MIN_BLOCKS) kLookup(KP P, size_t n, const i64 *key,
+__global__ void __launch_bounds__(gpuds_launch::kBlock, KLOOKUP_MIN_BLOCKS) kLookup(KP P, size_t n, const i64 *key,
                                                uint8_t *found, u64 *val){
   const int lane = gfslLane();
   for( size_t base=gfslWarpId()*32; base<n; base+=gfslWarpCount()*32 ){
@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(256, KLOOKUP_MIN_BLOCKS) kLookup(KP P, size_t 
 
 /* Point lookups (the default): one key per warp iteration, the key loaded by
 ** every lane (a broadcast), the result stored by lane 0. */
-__global__ void __launch_bounds__(256) kLookup1(KP P, size_t n, const i64 *key,
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kLookup1(KP P, size_t n, const i64 *key,
                                                 uint8_t *found, u64 *val){
   const int lane = gfslLane();
   for( size_t i=gfslWarpId(); i<n; i+=gfslWarpCount() ){
@@ -173,7 +173,7 @@ __device__ __forceinline__ bool moveFinger(const KP &P, i64 k, int lane, uint32_
 ** shuffles, measured no faster on H200: the sort and the scattered result
 ** stores dominate.)  found/val may be NULL. */
 template<typename K>
-__global__ void __launch_bounds__(256) kLookupSorted(KP P, uint32_t n, uint32_t segLen, const K *sk,
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kLookupSorted(KP P, uint32_t n, uint32_t segLen, const K *sk,
                                                      i64 kBase, const uint32_t *perm, uint8_t *found,
                                                      u64 *val){
   const int lane = gfslLane();
@@ -207,26 +207,27 @@ __global__ void __launch_bounds__(256) kLookupSorted(KP P, uint32_t n, uint32_t 
   }
 }
 
-/* RESOLVE: one warp per run of equal keys in the sorted batch.  Finds the
-** key's state before the batch, replays the run's operations in array order
-** (each operation sees the state left by the last UPSERT/DELETE before it),
-** writes per-operation results at their original positions, and records the
-** run's net effect. */
-__global__ void __launch_bounds__(256) kResolve(KP P, BP B){
+/* RESOLVE: the search phase of a batch, one warp per operation of the
+** sorted batch, whose keys are distinct (the backend contract).  Finds the
+** key's state before the batch, writes the operation's (found, old) at its
+** original position and records its net effect: a value update in place,
+** the insert of an absent key, the delete of a present one, or nothing (a
+** lookup, the delete of an absent key).  Every batch needs this phase; the
+** replay of runs of equal keys it once did (for batches that could repeat a
+** key) is gone: a key that appears twice is counted in bc.nDup instead, and
+** the host refuses the batch before anything changes. */
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kResolve(KP P, BP B){
   const int lane = gfslLane();
   for( size_t i=gfslWarpId(); i<B.n; i+=gfslWarpCount() ){
-    u64 uk = B.sk[i];
+    const u64 uk = B.sk[i];
+    const i64 k = (i64)(uk + (u64)B.kBase);
     if( i>0 && B.sk[i-1]==uk ){
-      if( lane==0 ){ B.flIns[i] = 0; B.flDel[i] = 0; }
+      if( lane==0 ){
+        B.flIns[i] = 0; B.flDel[i] = 0;
+        atomicAdd(&P.ds->bc.nDup, 1u);
+        P.ds->bc.dupKey = k;
+      }
       continue;
-    }
-    i64 k = (i64)(uk + (u64)B.kBase);
-    size_t j = i+1;                              /* end of the run */
-    while( true ){
-      size_t q = j + lane;
-      unsigned b = __ballot_sync(GFSL_FULL_MASK, q>=B.n || B.sk[q]!=uk);
-      if( b ){ j += __ffs(b)-1; break; }
-      j += 32;
     }
     int seen = -1;
     uint32_t ch = NIL;
@@ -237,44 +238,18 @@ __global__ void __launch_bounds__(256) kResolve(KP P, BP B){
       if( lane==0 ) setErr(P.ds, s==NIL ? E_RESTART : E_LOOP, 0, s, k);
       slot = -1;
     }
-    const bool f0 = slot>=0;
-    const u64 v0 = f0 ? fv : 0;
-    bool f = f0;
-    u64 v = v0;
-    for( size_t b=i; b<j; b+=32 ){
-      size_t q = b + lane;
-      bool act = q<j;
-      uint32_t o = act ? B.perm[q] : 0;
-      int op = act ? (int)B.op[o] : GPUDS_OP_LOOKUP;
-      u64 nv = (act && B.val) ? B.val[o] : 0;
-      bool mod = act && op!=GPUDS_OP_LOOKUP;
-      int lm = mod ? lane : -1;                  /* last modifier <= lane */
-      for( int d=1; d<32; d<<=1 ){
-        int t = __shfl_up_sync(GFSL_FULL_MASK, lm, d);
-        if( lane>=d && t>lm ) lm = t;
-      }
-      int prev = __shfl_up_sync(GFSL_FULL_MASK, lm, 1);
-      if( lane==0 ) prev = -1;
-      int src = prev<0 ? 0 : prev;
-      int pop = __shfl_sync(GFSL_FULL_MASK, op, src);
-      u64 pv = __shfl_sync(GFSL_FULL_MASK, nv, src);
-      bool bf; u64 bv;
-      if( prev>=0 ){ bf = (pop==GPUDS_OP_UPSERT); bv = bf ? pv : 0; }
-      else{ bf = f; bv = v; }
-      if( act ){
-        if( B.found ) B.found[o] = bf ? 1 : 0;
-        if( B.old ) B.old[o] = bv;
-      }
-      int last = __shfl_sync(GFSL_FULL_MASK, lm, 31);
-      if( last>=0 ){
-        int lop = __shfl_sync(GFSL_FULL_MASK, op, last);
-        u64 lv = __shfl_sync(GFSL_FULL_MASK, nv, last);
-        f = (lop==GPUDS_OP_UPSERT);
-        v = f ? lv : 0;
-      }
-    }
     if( lane==0 ){
-      int h = seen>0 ? seen : 0;
+      const bool f0 = slot>=0;                   /* before the batch */
+      const u64 v0 = f0 ? fv : 0;
+      const uint32_t o = B.perm[i];
+      const int op = (int)B.op[o];
+      if( B.found ) B.found[o] = f0 ? 1 : 0;
+      if( B.old ) B.old[o] = v0;
+      bool f = f0;                               /* after the batch */
+      u64 v = v0;
+      if( op==GPUDS_OP_UPSERT ){ f = true; v = B.val ? B.val[o] : 0; }
+      else if( op==GPUDS_OP_DELETE ){ f = false; v = 0; }
+      const int h = seen>0 ? seen : 0;
       uint8_t ins = 0, del = 0;
       if( f0 && f && v!=v0 ){
         unsigned int u = atomicAdd(&P.ds->bc.nUpd, 1u);
@@ -428,7 +403,7 @@ __device__ void mergeNext(const KP &P, const BP &B, int level, uint32_t C, Hdr h
 ** The phases run from level 0 up, so the levels above the one being changed
 ** are still intact for the descents (a pointer leads to a chunk at or left
 ** of its key's enclosing chunk whether or not that key still exists). */
-__global__ void __launch_bounds__(256) kDelete(KP P, BP B, int level){
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kDelete(KP P, BP B, int level){
   const int lane = gfslLane();
   for( size_t t=gfslWarpId(); t<B.nDel; t+=gfslWarpCount() ){
     uint32_t pos = B.delPos[t];
@@ -562,7 +537,7 @@ __device__ uint32_t insertOne(const KP &P, int level, i64 k, u64 v, uint32_t cur
 ** each walk starting where the previous key went, so a group never walks
 ** over the chunks its own splits made and different groups meet only where
 ** merges joined their chunks (the chunk locks order them there). */
-__global__ void __launch_bounds__(256) kInsertGroups(KP P, int level, uint32_t nG, const uint32_t *gH,
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kInsertGroups(KP P, int level, uint32_t nG, const uint32_t *gH,
                                                      uint32_t n, const i64 *K, const u64 *V,
                                                      const uint32_t *T, Item *out,
                                                      unsigned int *outCount, uint32_t outCap){
@@ -577,7 +552,7 @@ __global__ void __launch_bounds__(256) kInsertGroups(KP P, int level, uint32_t n
 
 /* Locate: T[t] = the chunk of level `level` enclosing K[t] (nothing may
 ** change meanwhile). */
-__global__ void __launch_bounds__(256) kLocate(KP P, int level, uint32_t n, const i64 *K, uint32_t *T){
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kLocate(KP P, int level, uint32_t n, const i64 *K, uint32_t *T){
   const int lane = gfslLane();
   for( size_t t=gfslWarpId(); t<n; t+=gfslWarpCount() ){
     i64 k = K[t];
@@ -782,7 +757,7 @@ __global__ void kScanPlan(KP P, const uint32_t *idx, const i64 *fence, const u64
 
 /* Copy ranks [a,b) of the keys into outK/outV (reversed if desc): one warp
 ** per bottom-level chunk, positions pa.. of the directory. */
-__global__ void __launch_bounds__(256) kScanCopy(KP P, const uint32_t *idx, const u64 *pre,
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kScanCopy(KP P, const uint32_t *idx, const u64 *pre,
                                                  uint32_t pa, uint32_t nPos, u64 a, u64 b, int desc,
                                                  i64 *outK, u64 *outV){
   const int lane = gfslLane();
@@ -808,7 +783,7 @@ __global__ void kFlagKeep(const i64 *key, size_t n, const i64 *del, uint32_t nDe
 
 /* Bulk build of one level: chunk j of nc takes entries [j*fill, ...) of
 ** the n sorted entries K (with V64 on level 0, D32 above). */
-__global__ void __launch_bounds__(256) kBuild(Chunk *pool, uint32_t base, int level, uint32_t nc,
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kBuild(Chunk *pool, uint32_t base, int level, uint32_t nc,
                                               size_t n, const i64 *K, const u64 *V64,
                                               const uint32_t *D32, int fill){
   const int lane = gfslLane();
@@ -849,7 +824,7 @@ __global__ void kFillFree(uint32_t *freeList, uint32_t from, uint32_t n, uint32_
 }
 
 /* Checker: one warp per chunk of a level, in fence order. */
-__global__ void __launch_bounds__(256) kCheckLevel(KP P, int level, const uint32_t *idx,
+__global__ void __launch_bounds__(gpuds_launch::kBlock) kCheckLevel(KP P, int level, const uint32_t *idx,
                                                    const i64 *fence, uint32_t n){
   const int lane = gfslLane();
   DevState *ds = P.ds;

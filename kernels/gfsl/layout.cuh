@@ -10,6 +10,18 @@
 
 namespace {
 
+/* Warp-level shorthands. */
+#define GFSL_FULL_MASK 0xffffffffu
+/* Lane of the calling thread in its warp. */
+__device__ __forceinline__ int gfslLane(){ return threadIdx.x & 31; }
+/* Global warp number and warp count of a 1-D launch (grid-stride loops). */
+__device__ __forceinline__ size_t gfslWarpId(){
+  return (blockIdx.x*(size_t)blockDim.x + threadIdx.x) >> 5;
+}
+__device__ __forceinline__ size_t gfslWarpCount(){
+  return (gridDim.x*(size_t)blockDim.x) >> 5;
+}
+
 typedef long long i64;
 typedef unsigned long long u64;
 
@@ -77,6 +89,8 @@ struct BatchCounters {
   unsigned int nSel;                 /* generic CUB select output */
   unsigned int nReclaim;
   unsigned int maxGroup;             /* largest insert group */
+  unsigned int nDup;                 /* keys repeated in the batch (refused) */
+  i64 dupKey;                        /* one of them */
 };
 
 /* First failure found by the invariant checker. */
@@ -128,11 +142,11 @@ struct BP {
   const u64 *val;
   uint8_t *found;
   u64 *old;
-  u64 *netVal;                      /* per run head: final value (delete: chunk) */
-  uint8_t *netH;                    /* per run head: highest level holding key */
+  u64 *netVal;                      /* per sorted position: final value (delete: chunk) */
+  uint8_t *netH;                    /* per sorted position: highest level holding key */
   uint8_t *flIns, *flDel;           /* per sorted position */
   u64 *updLoc, *updVal;             /* in-place value updates */
-  uint32_t *insPos, *delPos;        /* run heads to insert / delete, sorted */
+  uint32_t *insPos, *delPos;        /* sorted positions to insert / delete */
   i64 *delKeys;                     /* keys deleted by the batch, sorted */
   uint32_t nIns, nDel;
   Item *rl[2];                      /* raise lists */

@@ -13,8 +13,39 @@ namespace {
 
 void gfslDestroy(gpuds_store *pStore);
 
+/* Set up a new store p (zeroed but for the knobs): stream, pinned landing
+** area, device state, a pool of kPoolMinChunks chunks holding the empty
+** level 0.  On failure p holds what was made so far (gfslDestroy frees it). */
+int gfslInit(GfslStore *p){
+  GPUDS_CK(p, cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
+  GPUDS_CK(p, cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
+  GPUDS_CK(p, cudaMallocHost(&p->hsPin, sizeof(DevState)));
+  GPUDS_CK(p, gpuds_mem::allocT(p->mem, &p->ds, sizeof(DevState)));
+  GPUDS_CK(p, gpuds_mem::allocT(p->mem, &p->pool, (size_t)kPoolMinChunks*sizeof(Chunk)));
+  p->cap = kPoolMinChunks;
+  GPUDS_CK(p, gpuds_mem::allocT(p->mem, &p->freeList, (size_t)p->cap*sizeof(uint32_t)));
+  /* empty store: level 0 is one chunk, head and last, no key */
+  DevState ds;
+  memset(&ds, 0, sizeof(ds));
+  for( int l=0; l<MAXLVL; l++ ) ds.head[l] = NIL;
+  ds.head[0] = 0; ds.nLevels = 1; ds.levelChunks[0] = 1; ds.freeTop = (int)p->cap-1;
+  GPUDS_CK(p, cudaMemsetAsync(p->pool, 0, (size_t)p->cap*sizeof(Chunk), p->st));
+  kFillFree<<<1, kBlock, 0, p->st>>>(p->freeList, 0, p->cap-1, p->cap);
+  GPUDS_CK_LAUNCH(p, "kFillFree");
+  Chunk c0;
+  memset(&c0, 0, sizeof(c0));
+  c0.next = NIL; c0.meta = M_LIVE|M_HEAD|M_LAST;
+  GPUDS_CK(p, cudaMemcpyAsync(p->pool, &c0, sizeof(c0), cudaMemcpyHostToDevice, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
+  GPUDS_CK(p, cudaMemcpyAsync(p->ds, &ds, sizeof(ds), cudaMemcpyHostToDevice, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
+  memcpy(&p->hs, &ds, sizeof(ds));
+  return GPUDS_OK;
+}
+
 int gfslCreate(gpuds_store **ppStore, char **pzErr){
   *ppStore = nullptr;
+  if( pzErr ) *pzErr = nullptr;
   char zDev[256];
   auto fail = [&](const char *zMsg) -> int {
     if( pzErr ){
@@ -25,54 +56,14 @@ int gfslCreate(gpuds_store **ppStore, char **pzErr){
   };
   if( !gpudsCudaDevice(zDev, sizeof(zDev), nullptr, nullptr) ) return fail(zDev);
   GfslStore *p = new (std::nothrow) GfslStore();
-  if( !p ){ if( pzErr ) *pzErr = nullptr; return GPUDS_NOMEM; }
+  if( !p ) return GPUDS_NOMEM;
   p->dirLevel = -1;
-  p->stageBytes = 4u<<20;
   p->chunk = gpuds_pipe::defaultChunk();
   p->rebuildMode = gpudsConfig()->eGfslRebuild;
-  cudaError_t e = cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0);
-  if( e==cudaSuccess ) e = cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking);
-  if( e==cudaSuccess ) e = cudaMallocHost(&p->hsPin, sizeof(DevState));
-  if( e==cudaSuccess ) e = cudaMalloc(&p->ds, sizeof(DevState));
-  p->cap = 1024;
-  if( e==cudaSuccess ) e = cudaMalloc(&p->pool, (size_t)p->cap*sizeof(Chunk));
-  if( e==cudaSuccess ) e = cudaMalloc(&p->freeList, (size_t)p->cap*sizeof(uint32_t));
-  if( e==cudaSuccess ) e = cudaEventCreateWithFlags(&p->ev[0], cudaEventDisableTiming);
-  if( e==cudaSuccess ) e = cudaEventCreateWithFlags(&p->ev[1], cudaEventDisableTiming);
-  if( e==cudaSuccess ){
-    /* pinned staging is an optimisation: go without it if it fails */
-    if( cudaMallocHost(&p->stage[0], p->stageBytes)!=cudaSuccess
-     || cudaMallocHost(&p->stage[1], p->stageBytes)!=cudaSuccess ){
-      cudaGetLastError();
-      if( p->stage[0] ) cudaFreeHost(p->stage[0]);
-      p->stage[0] = p->stage[1] = nullptr;
-    }
-  }
-  if( e==cudaSuccess ){
-    /* empty store: level 0 is one chunk, head and last, no key */
-    DevState ds;
-    memset(&ds, 0, sizeof(ds));
-    for( int l=0; l<MAXLVL; l++ ) ds.head[l] = NIL;
-    ds.head[0] = 0; ds.nLevels = 1; ds.levelChunks[0] = 1; ds.freeTop = (int)p->cap-1;
-    e = cudaMemsetAsync(p->pool, 0, (size_t)p->cap*sizeof(Chunk), p->st);
-    if( e==cudaSuccess ){
-      kFillFree<<<1, 256, 0, p->st>>>(p->freeList, 0, p->cap-1, p->cap);
-      e = cudaGetLastError();
-    }
-    Chunk c0;
-    memset(&c0, 0, sizeof(c0));
-    c0.next = NIL; c0.meta = M_LIVE|M_HEAD|M_LAST;
-    if( e==cudaSuccess ) e = cudaMemcpyAsync(p->pool, &c0, sizeof(c0), cudaMemcpyHostToDevice, p->st);
-    if( e==cudaSuccess ) e = cudaStreamSynchronize(p->st);
-    if( e==cudaSuccess ) e = cudaMemcpyAsync(p->ds, &ds, sizeof(ds), cudaMemcpyHostToDevice, p->st);
-    if( e==cudaSuccess ) e = cudaStreamSynchronize(p->st);
-    if( e==cudaSuccess ) memcpy(&p->hs, &ds, sizeof(ds));
-  }
-  if( e!=cudaSuccess ){
-    char zMsg[300];
-    snprintf(zMsg, sizeof(zMsg), "gfsl: cannot create store: %s", cudaGetErrorString(e));
-    int rc = gfslCudaCode(e);
-    cudaGetLastError();
+  int rc = gfslInit(p);
+  if( rc ){
+    char zMsg[sizeof(p->zErr)+32];
+    snprintf(zMsg, sizeof(zMsg), "%s (creating the store)", p->zErr);
     gfslDestroy((gpuds_store*)p);
     fail(zMsg);
     return rc;
@@ -85,16 +76,12 @@ void gfslDestroy(gpuds_store *pStore){
   GfslStore *p = (GfslStore*)pStore;
   if( !p ) return;
   if( p->st ) cudaStreamSynchronize(p->st);
-  forEachBuf(p, [](DBuf &b){ if( b.p ) cudaFree(b.p); });
+  forEachBuf(p, [p](DBuf &b){ gpuds_mem::releaseBuf(p->mem, b); });
   gpuds_pipe::release(p->pipe);
-  if( p->pool ) cudaFree(p->pool);
-  if( p->freeList ) cudaFree(p->freeList);
-  if( p->ds ) cudaFree(p->ds);
+  gpuds_mem::release(p->mem, p->pool, (size_t)p->cap*sizeof(Chunk));
+  gpuds_mem::release(p->mem, p->freeList, (size_t)p->cap*sizeof(uint32_t));
+  gpuds_mem::release(p->mem, p->ds, sizeof(DevState));
   if( p->hsPin ) cudaFreeHost(p->hsPin);
-  if( p->stage[0] ) cudaFreeHost(p->stage[0]);
-  if( p->stage[1] ) cudaFreeHost(p->stage[1]);
-  if( p->ev[0] ) cudaEventDestroy(p->ev[0]);
-  if( p->ev[1] ) cudaEventDestroy(p->ev[1]);
   if( p->st ) cudaStreamDestroy(p->st);
   cudaGetLastError();
   delete p;
@@ -121,7 +108,7 @@ int gfslBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp, const int64_t *
   }else{
     if( (rc = h2d(p, p->wOp.p, aOp, n)) ) return rc;
     if( aVal ){ if( (rc = h2d(p, p->wVal.p, aVal, n*8)) ) return rc; }
-    else GFSL_CK(cudaMemsetAsync(p->wVal.p, 0, n*8, p->st));
+    else GPUDS_CK(p, cudaMemsetAsync(p->wVal.p, 0, n*8, p->st));
     rc = batchDev(p, n, ptr<uint8_t>(p->wOp), ptr<i64>(p->wKey), ptr<u64>(p->wVal),
                   ptr<uint8_t>(p->wFound), ptr<u64>(p->wOld));
   }
@@ -137,7 +124,7 @@ int gfslLookup(gpuds_store *pStore, size_t n, const int64_t *aKey, uint8_t *aFou
   p->zErr[0] = 0;
   if( (rc = checkUsable(p)) ) return rc;
   if( n==0 ) return GPUDS_OK;
-  if( p->chunk && n>p->chunk && n<=0x7fffffffu ){
+  if( p->chunk && n>p->chunk && n<=kMaxBatchOps ){
     /* big batches: the chunked pipeline (hostpipe.cuh) */
     bool done = false;
     rc = lookupPipelined(p, n, aKey, aFound, aVal, &done);
@@ -187,7 +174,7 @@ int gfslBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey, const uint6
    || (rc = ensureBuf(p, p->wFound, n)) ) return rc;
   if( (rc = h2d(p, p->wKey.p, aKey, n*8)) ) return rc;
   if( aVal ){ if( (rc = h2d(p, p->wVal.p, aVal, n*8)) ) return rc; }
-  else GFSL_CK(cudaMemsetAsync(p->wVal.p, 0, n*8, p->st));
+  else GPUDS_CK(p, cudaMemsetAsync(p->wVal.p, 0, n*8, p->st));
   uint64_t count = p->hs.levelKeys[0];
   bool bRebuild = p->rebuildMode!=1 && (count==0 || (uint64_t)n*2>=count);
   if( bRebuild && count>0 ){
@@ -198,15 +185,15 @@ int gfslBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey, const uint6
     if( (rc = ensureBuf(p, p->wOp, n)) ) return rc;
     /* any found?  reuse kStats on the found flags as "ops" */
     kInitBatch<<<1, 32, 0, p->st>>>(p->ds);
-    GFSL_CKL("kInitBatch");
-    kStats<<<gridFor(p, n), 256, 0, p->st>>>(n, ptr<uint8_t>(p->wFound), ptr<i64>(p->wKey), p->ds);
-    GFSL_CKL("kStats");
+    GPUDS_CK_LAUNCH(p, "kInitBatch");
+    kStats<<<gridFor(p, n), kBlock, 0, p->st>>>(n, ptr<uint8_t>(p->wFound), ptr<i64>(p->wKey), p->ds);
+    GPUDS_CK_LAUNCH(p, "kStats");
     if( (rc = readState(p)) ) return rc;
     if( p->hs.bc.opMax ) bRebuild = false;
   }
   if( bRebuild ) return bulkDev(p, n, ptr<i64>(p->wKey), ptr<u64>(p->wVal), 1);
   if( (rc = ensureBuf(p, p->wOp, n)) || (rc = ensureBuf(p, p->wOld, n*8)) ) return rc;
-  GFSL_CK(cudaMemsetAsync(p->wOp.p, GPUDS_OP_UPSERT, n, p->st));
+  GPUDS_CK(p, cudaMemsetAsync(p->wOp.p, GPUDS_OP_UPSERT, n, p->st));
   return batchDev(p, n, ptr<uint8_t>(p->wOp), ptr<i64>(p->wKey), ptr<u64>(p->wVal),
                   ptr<uint8_t>(p->wFound), ptr<u64>(p->wOld));
 }
@@ -234,9 +221,9 @@ int gfslCheckImpl(GfslStore *p){
   if( hs.nLevels<1 || hs.nLevels>MAXLVL ) return setMsg(p, GPUDS_ERROR, "gfsl check: bad level count %d", hs.nLevels);
   KP P = kp(p);
   /* 1. chunk states and the free list */
-  GFSL_CK(cudaMemsetAsync(&p->ds->chk, 0, sizeof(CheckRes), p->st));
-  kCheckStates<<<gridFor(p, p->cap), 256, 0, p->st>>>(P, hs.freeTop);
-  GFSL_CKL("kCheckStates");
+  GPUDS_CK(p, cudaMemsetAsync(&p->ds->chk, 0, sizeof(CheckRes), p->st));
+  kCheckStates<<<gridFor(p, p->cap), kBlock, 0, p->st>>>(P, hs.freeTop);
+  GPUDS_CK_LAUNCH(p, "kCheckStates");
   if( (rc = readState(p)) ) return rc;
   CheckRes c = p->hs.chk;
   uint64_t liveWant = 0;
@@ -262,12 +249,12 @@ int gfslCheckImpl(GfslStore *p){
       return setMsg(p, GPUDS_ERROR, "gfsl check: level %d has %u live chunks, counter says %d",
                     l, p->nDir, hs.levelChunks[l]);
     }
-    GFSL_CK(cudaMemsetAsync(&p->ds->chk, 0, sizeof(CheckRes), p->st));
-    kCheckLevel<<<gridWarps(p, p->nDir), 256, 0, p->st>>>(P, l, ptr<uint32_t>(p->dirIdx), ptr<i64>(p->dirFence), p->nDir);
-    GFSL_CKL("kCheckLevel");
+    GPUDS_CK(p, cudaMemsetAsync(&p->ds->chk, 0, sizeof(CheckRes), p->st));
+    kCheckLevel<<<gridWarps(p, p->nDir), kBlock, 0, p->st>>>(P, l, ptr<uint32_t>(p->dirIdx), ptr<i64>(p->dirFence), p->nDir);
+    GPUDS_CK_LAUNCH(p, "kCheckLevel");
     if( l>0 ){
-      kCheckIndex<<<gridFor(p, (size_t)p->nDir*32), 256, 0, p->st>>>(P, l, ptr<uint32_t>(p->dirIdx), p->nDir);
-      GFSL_CKL("kCheckIndex");
+      kCheckIndex<<<gridFor(p, (size_t)p->nDir*32), kBlock, 0, p->st>>>(P, l, ptr<uint32_t>(p->dirIdx), p->nDir);
+      GPUDS_CK_LAUNCH(p, "kCheckIndex");
     }
     if( (rc = readState(p)) ) return rc;
     c = p->hs.chk;
@@ -287,14 +274,14 @@ int gfslCheckImpl(GfslStore *p){
   if( n>0 ){
     if( (rc = ensureBuf(p, p->exK, n*8)) || (rc = ensureBuf(p, p->exV, n*8))
      || (rc = ensureBuf(p, p->chkFound, n)) || (rc = ensureBuf(p, p->chkVal, n*8)) ) return rc;
-    kScanCopy<<<gridWarps(p, p->nDir), 256, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), ptr<u64>(p->dirPre), 0,
+    kScanCopy<<<gridWarps(p, p->nDir), kBlock, 0, p->st>>>(P, ptr<uint32_t>(p->dirIdx), ptr<u64>(p->dirPre), 0,
                                                         p->nDir, 0, n, 0, ptr<i64>(p->exK), ptr<u64>(p->exV));
-    GFSL_CKL("kScanCopy");
+    GPUDS_CK_LAUNCH(p, "kScanCopy");
     if( (rc = launchLookup(p, P, n, ptr<i64>(p->exK), ptr<uint8_t>(p->chkFound), ptr<u64>(p->chkVal))) ) return rc;
-    GFSL_CK(cudaMemsetAsync(&p->ds->chk, 0, sizeof(CheckRes), p->st));
-    kCheckFound<<<gridFor(p, n), 256, 0, p->st>>>(n, ptr<i64>(p->exK), ptr<u64>(p->exV), ptr<uint8_t>(p->chkFound),
+    GPUDS_CK(p, cudaMemsetAsync(&p->ds->chk, 0, sizeof(CheckRes), p->st));
+    kCheckFound<<<gridFor(p, n), kBlock, 0, p->st>>>(n, ptr<i64>(p->exK), ptr<u64>(p->exV), ptr<uint8_t>(p->chkFound),
                                                   ptr<u64>(p->chkVal), p->ds);
-    GFSL_CKL("kCheckFound");
+    GPUDS_CK_LAUNCH(p, "kCheckFound");
     if( (rc = readState(p)) ) return rc;
     if( (rc = deviceErr(p)) ) return rc;
     c = p->hs.chk;

@@ -42,7 +42,9 @@ int reserve(gpuds_store *pStore, uint64_t nKeys, double load){
 uint64_t buckets(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->T.nb : 0; }
 void setLookupIlp(int nOps){ gLookupIlp = nOps==1 ? 1 : 2; }
 uint64_t rehashCount(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->nRehash : 0; }
-void setDeviceLimit(gpuds_store *pStore, uint64_t bytes){ GpuHashStore *p = (GpuHashStore*)pStore; if( p ) p->devLimit = bytes; }
+void setDeviceLimit(gpuds_store *pStore, uint64_t bytes){ GpuHashStore *p = (GpuHashStore*)pStore; if( p ) p->mem.limit = bytes; }
+void failAlloc(gpuds_store *pStore, uint64_t k){ GpuHashStore *p = (GpuHashStore*)pStore; if( p ) gpuds_mem::failAfter(p->mem, k); }
+uint64_t allocCount(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->mem.nAlloc : 0; }
 cudaStream_t stream(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->st : nullptr; }
 void setHostChunk(gpuds_store *pStore, size_t nKeys){
   GpuHashStore *p = (GpuHashStore*)pStore;

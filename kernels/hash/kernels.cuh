@@ -19,7 +19,7 @@ namespace {
 // cannot tell from noise, and the comment at the top of hash.cu records
 // how much this kernel's speed depends on its code shape.)
 template<int MODE>
-__global__ void __launch_bounds__(BLOCK)
+__global__ void __launch_bounds__(gpuds_launch::kBlock)
 kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
      int defOp, const ull *keys, const ull *vals, const uint8_t *skip,
      uint8_t *found, ull *old){
@@ -68,7 +68,7 @@ __device__ __forceinline__ void tileLookupFrom(const Tile &tile, const Table T,
 
 // Lookups with two operations per tile: both home-bucket loads are issued
 // before either is used (more memory-level parallelism than kRun<M_LOOKUP>).
-__global__ void __launch_bounds__(BLOCK)
+__global__ void __launch_bounds__(gpuds_launch::kBlock)
 kLookup2(Table T, const Meta *meta, size_t n, const ull *keys, uint8_t *found,
          ull *vals){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
@@ -123,7 +123,7 @@ __global__ void kCountOps(size_t n, const uint8_t *ops, ull *out){
 
 // Insert every live key of the old table (one slot per tile) into the fresh
 // table T (no tombstones there; keys distinct, so no probe for presence).
-__global__ void __launch_bounds__(BLOCK)
+__global__ void __launch_bounds__(gpuds_launch::kBlock)
 kRehash(const Bucket *oldB, ull oldNb, Table T, Meta *meta){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
   const int lane = tile.thread_rank();
@@ -142,7 +142,7 @@ kRehash(const Bucket *oldB, ull oldNb, Table T, Meta *meta){
 // Invariant check: out[0] += live slots, out[1] += non-EMPTY slots, out[2] +=
 // live keys the probe rule does not find at their own slot (misplaced or
 // duplicated), out[3] = min such slot.
-__global__ void __launch_bounds__(BLOCK)
+__global__ void __launch_bounds__(gpuds_launch::kBlock)
 kCheck(Table T, ull *out){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
   const int lane = tile.thread_rank();

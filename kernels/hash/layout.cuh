@@ -10,7 +10,6 @@ namespace {
 
 constexpr int TS = kSlotsPerBucket;     // tile size = slots per bucket
 constexpr ull NONE = ~0ull;
-constexpr int BLOCK = 256;
 constexpr size_t kMaxBatch = 0x7fffffffu;   // op indices are 32-bit
 
 struct Slot {

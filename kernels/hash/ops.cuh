@@ -14,14 +14,33 @@ namespace {
 // kScanWindowMax (the window's scratch, 8 bytes a slot, stays <= 128 MiB).
 constexpr ull kScanWindowMin = 4096;
 constexpr ull kScanWindowMax = 1ull<<24;
+// Slots to look at per entry wanted: 1/load, and a quarter more, so that a
+// page usually needs one window.
+constexpr double kScanWindowSlack = 1.25;
 
 void hashDestroy(gpuds_store *pStore);
+
+// Set up a new (zeroed) store p: a stream, the counters, an empty table of
+// kMinBuckets buckets.  On failure p holds what was made so far
+// (hashDestroy frees it).
+int hashInit(GpuHashStore *p){
+  const size_t tb = kMinBuckets*sizeof(Bucket);
+  GPUDS_CK(p, cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
+  GPUDS_CK(p, cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
+  p->chunk = gpuds_pipe::defaultChunk();
+  GPUDS_CK(p, gpuds_mem::alloc(p->mem, (void**)&p->dMeta, sizeof(Meta)));
+  GPUDS_CK(p, cudaMemsetAsync(p->dMeta, 0, sizeof(Meta), p->st));
+  GPUDS_CK(p, gpuds_mem::alloc(p->mem, (void**)&p->T.b, tb));
+  p->T.nb = kMinBuckets;
+  GPUDS_CK(p, cudaMemsetAsync(p->T.b, 0xFE, tb, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
+  return GPUDS_OK;
+}
 
 // Create an empty store: kMinBuckets buckets, a stream, the counters.
 int hashCreate(gpuds_store **ppStore, char **pzErr){
   int rc = GPUDS_OK;
   char zDev[256];
-  const size_t tb = kMinBuckets*sizeof(Bucket);
   GpuHashStore *p = nullptr;
   *ppStore = nullptr;
   if( pzErr ) *pzErr = nullptr;
@@ -37,21 +56,14 @@ int hashCreate(gpuds_store **ppStore, char **pzErr){
     if( pzErr ) *pzErr = strdup("gpuhash: out of host memory");
     return GPUDS_NOMEM;
   }
-  HASH_CK(p, cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
-  HASH_CK(p, cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
-  p->chunk = gpuds_pipe::defaultChunk();
-  HASH_CK(p, devAlloc(p, (void**)&p->dMeta, sizeof(Meta)));
-  HASH_CK(p, cudaMemsetAsync(p->dMeta, 0, sizeof(Meta), p->st));
-  HASH_CK(p, devAlloc(p, (void**)&p->T.b, tb));
-  p->T.nb = kMinBuckets;
-  HASH_CK(p, cudaMemsetAsync(p->T.b, 0xFE, tb, p->st));
-  HASH_CK(p, cudaStreamSynchronize(p->st));
+  rc = hashInit(p);
+  if( rc ){
+    if( pzErr ) *pzErr = strdup(p->zErr);
+    hashDestroy((gpuds_store*)p);
+    return rc;
+  }
   *ppStore = (gpuds_store*)p;
   return GPUDS_OK;
-fail:
-  if( pzErr ) *pzErr = strdup(p->zErr);
-  hashDestroy((gpuds_store*)p);
-  return rc;
 }
 
 // Free the store and everything it holds; NULL is a no-op.
@@ -61,8 +73,7 @@ void hashDestroy(gpuds_store *pStore){
   if( p->st ) cudaStreamSynchronize(p->st);
   devFree(p, p->T.b, (size_t)p->T.nb*sizeof(Bucket));
   devFree(p, p->dMeta, sizeof(Meta));
-  devFree(p, p->dScratch, p->nScratch);
-  if( p->hStage ) cudaFreeHost(p->hStage);
+  gpuds_mem::releaseBuf(p->mem, p->scratch);
   gpuds_pipe::release(p->pipe);
   if( p->st ) cudaStreamDestroy(p->st);
   (void)cudaGetLastError();
@@ -122,7 +133,7 @@ int hashScan(gpuds_store *pStore, gpuds_scan *pScan, size_t nMax, int64_t *aKey,
   {
     // Window of slots expected to yield about nMax entries, within limits.
     const ull keys = p->h.count ? p->h.count : 1;
-    double w = (double)nMax*(double)total/(double)keys*1.25;
+    double w = (double)nMax*(double)total/(double)keys*kScanWindowSlack;
     W = w<kScanWindowMin ? kScanWindowMin : (w>(double)kScanWindowMax ? kScanWindowMax : (ull)w);
   }
   while( out<nMax && pos<total ){
@@ -132,39 +143,39 @@ int hashScan(gpuds_store *pStore, gpuds_scan *pScan, size_t nMax, int64_t *aKey,
     ScanPred pred{p->T.b, pScan->lo, pScan->hi};
     thrust::counting_iterator<ull> it(pos);
     nTemp = 0;
-    HASH_CK(p, cub::DeviceSelect::If(nullptr, nTemp, it, (ull*)nullptr, (ull*)nullptr,
+    GPUDS_CK(p, cub::DeviceSelect::If(nullptr, nTemp, it, (ull*)nullptr, (ull*)nullptr,
                                      (int64_t)win, pred, p->st));
     rc = ensureScratch(p, alignUp(8*win)+alignUp(16*nGather)+256+alignUp(nTemp));
     if( rc ) return rc;
-    S = (char*)p->dScratch;
+    S = (char*)p->scratch.p;
     dSel = (ull*)S;
     dK = (ull*)(S+alignUp(8*win));
     dV = dK+nGather;
     dNum = (ull*)(S+alignUp(8*win)+alignUp(16*nGather));
-    HASH_CK(p, cub::DeviceSelect::If(S+alignUp(8*win)+alignUp(16*nGather)+256, nTemp, it,
+    GPUDS_CK(p, cub::DeviceSelect::If(S+alignUp(8*win)+alignUp(16*nGather)+256, nTemp, it,
                                      dSel, dNum, (int64_t)win, pred, p->st));
-    HASH_CK(p, cudaMemcpyAsync(&nSel, dNum, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
-    HASH_CK(p, cudaStreamSynchronize(p->st));
+    GPUDS_CK(p, cudaMemcpyAsync(&nSel, dNum, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
+    GPUDS_CK(p, cudaStreamSynchronize(p->st));
     {
       const ull take = nSel<room ? nSel : room;
       if( take ){
-        kGather<<<gridFor(p, take), BLOCK, 0, p->st>>>(p->T.b, take, dSel, dK, dV);
-        HASH_CK_LAUNCH(p, "kGather");
-        HASH_CK(p, cudaMemcpyAsync(aKey+out, dK, 8*take, cudaMemcpyDeviceToHost, p->st));
-        if( aVal ) HASH_CK(p, cudaMemcpyAsync(aVal+out, dV, 8*take, cudaMemcpyDeviceToHost, p->st));
+        kGather<<<gridFor(p, take), kBlock, 0, p->st>>>(p->T.b, take, dSel, dK, dV);
+        GPUDS_CK_LAUNCH(p, "kGather");
+        GPUDS_CK(p, cudaMemcpyAsync(aKey+out, dK, 8*take, cudaMemcpyDeviceToHost, p->st));
+        if( aVal ) GPUDS_CK(p, cudaMemcpyAsync(aVal+out, dV, 8*take, cudaMemcpyDeviceToHost, p->st));
       }
       if( nSel>room ){
         ull last = 0;
-        HASH_CK(p, cudaMemcpyAsync(&last, dSel+take-1, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
-        HASH_CK(p, cudaStreamSynchronize(p->st));
+        GPUDS_CK(p, cudaMemcpyAsync(&last, dSel+take-1, sizeof(ull), cudaMemcpyDeviceToHost, p->st));
+        GPUDS_CK(p, cudaStreamSynchronize(p->st));
         pos = last+1;
       }else{
-        HASH_CK(p, cudaStreamSynchronize(p->st));
+        GPUDS_CK(p, cudaStreamSynchronize(p->st));
         pos += win;
       }
       out += take;
     }
-    if( out<nMax && W<(1ull<<24) ) W *= 2;   // sparse range: widen the window
+    if( out<nMax && W<kScanWindowMax ) W *= 2;   // sparse range: widen the window
   }
   while( out<nMax && pos>=total && pos<total+2 ){
     const int s = (int)(pos-total);
@@ -180,8 +191,6 @@ int hashScan(gpuds_store *pStore, gpuds_scan *pScan, size_t nMax, int64_t *aKey,
   pScan->done = pos>=total+2;
   *pnOut = out;
   return GPUDS_OK;
-fail:
-  return rc;
 }
 
 int64_t hashCount(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? (int64_t)p->h.count : 0; }
@@ -197,7 +206,7 @@ void hashInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
     "\"keys\":%llu,\"buckets\":%llu,\"slots\":%llu,\"load\":%.4f,"
     "\"tombstones\":%llu,\"device_bytes\":%llu,\"rehashes\":%llu}",
     (ull)p->h.count, (ull)p->T.nb, slots, slots ? (double)keys/(double)slots : 0.0,
-    (ull)(p->h.used-keys), (ull)p->devBytes, (ull)p->nRehash);
+    (ull)(p->h.used-keys), (ull)p->mem.bytes, (ull)p->nRehash);
 }
 
 // Check: every live key is found by the probe rule at its own slot (so no
@@ -211,11 +220,11 @@ int hashCheck(gpuds_store *pStore){
   if( !p ) return GPUDS_MISUSE;
   rc = ensureScratch(p, 256);
   if( rc ) return rc;
-  d = (ull*)p->dScratch;
-  HASH_CK(p, cudaMemcpyAsync(d, res, sizeof(res), cudaMemcpyHostToDevice, p->st));
-  kCheck<<<gridFor(p, (size_t)p->T.nb*TS, (const void*)kCheck), BLOCK, 0, p->st>>>(p->T, d);
-  HASH_CK_LAUNCH(p, "kCheck");
-  HASH_CK(p, cudaMemcpyAsync(res, d, sizeof(res), cudaMemcpyDeviceToHost, p->st));
+  d = (ull*)p->scratch.p;
+  GPUDS_CK(p, cudaMemcpyAsync(d, res, sizeof(res), cudaMemcpyHostToDevice, p->st));
+  kCheck<<<gridFor(p, (size_t)p->T.nb*TS, (const void*)kCheck), kBlock, 0, p->st>>>(p->T, d);
+  GPUDS_CK_LAUNCH(p, "kCheck");
+  GPUDS_CK(p, cudaMemcpyAsync(res, d, sizeof(res), cudaMemcpyDeviceToHost, p->st));
   rc = readMeta(p);   // synchronises
   if( rc ) return rc;
   if( res[2] ){
@@ -239,8 +248,6 @@ int hashCheck(gpuds_store *pStore){
     return setErr(p, GPUDS_ERROR, "check: used slots exceed the table");
   }
   return GPUDS_OK;
-fail:
-  return rc;
 }
 
 const char *hashErrmsg(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->zErr : ""; }

@@ -528,6 +528,93 @@ static void testNoMem(uint64_t seed){
   }
 }
 
+/* Fault injection (issue #11): every device allocation a call makes is
+** failed in turn (gfsl::failAlloc(k), on a fresh store in the same state for
+** each k).  A call whose fault is reached must return GPUDS_NOMEM with a
+** message and leave the store as it was (xCheck, all entries compared with
+** the host store, which did not get the call); one that absorbs it (an
+** optional buffer) must give the host store's results.  k grows until the
+** call makes fewer than k allocations. */
+enum { F_BATCH, F_BULK, F_LOOKUP };
+static void faultCase(const char *zName, int kind, int mode, size_t nFill, size_t n, uint64_t seed,
+                      size_t chunk, int variant){
+  const int kMaxPoints = 400;      /* far more allocations than any call makes */
+  int nReached = 0;
+  bool bDone = false;
+  for( int k=1; k<=kMaxPoints && !bDone && nFail==0; k++ ){
+    Rng r(seed);
+    Pair P = mkPair(std::string("fault/") + zName, mode, false);
+    gfsl::setHostChunk(P.g, chunk);
+    gfsl::setLookupVariant(P.g, variant);
+    std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+    genBatch(r, nFill, 1000000, 0, 0, 100, 0, op, key, val);
+    if( nFill ) batch(P, op, key, val, "fill");
+    /* the call */
+    std::vector<int64_t> bk; std::vector<uint64_t> bv;
+    if( kind==F_BULK ){
+      std::vector<uint8_t> lo; std::vector<int64_t> lk; std::vector<uint64_t> lv;
+      genBatch(r, n, 1000000, 2000000, 0, 100, 0, lo, lk, lv);  /* keys not in the store */
+      std::sort(lk.begin(), lk.end());
+      lk.erase(std::unique(lk.begin(), lk.end()), lk.end());
+      bk = lk; bv.assign(lk.size(), 0);
+      for( size_t i=0; i<bv.size(); i++ ) bv[i] = r();
+    }else if( kind==F_LOOKUP ){
+      bk.resize(n);
+      for( size_t i=0; i<n; i++ ) bk[i] = genKey(r, 1000000, 0, 0);
+    }else{
+      genBatch(r, n, 1000000, 0, 0, 60, 20, op, key, val);
+    }
+    const size_t m = kind==F_BATCH ? op.size() : bk.size();
+    std::vector<uint8_t> fg(m, 7), fh(m, 9);
+    std::vector<uint64_t> og(m, 77), oh(m, 99);
+    const uint64_t a0 = gfsl::allocCount(P.g);
+    gfsl::failAlloc(P.g, (uint64_t)k);
+    int rc;
+    if( kind==F_BULK ) rc = G->xBulkLoad(P.g, m, bk.data(), bv.data());
+    else if( kind==F_LOOKUP ) rc = G->xLookup(P.g, m, bk.data(), fg.data(), og.data());
+    else rc = G->xBatch(P.g, m, op.data(), key.data(), val.data(), fg.data(), og.data());
+    const bool reached = gfsl::allocCount(P.g) - a0 >= (uint64_t)k;
+    gfsl::failAlloc(P.g, 0);
+    if( reached ) nReached++;
+    if( rc==GPUDS_NOMEM ){
+      EXPECT(reached, "[%s] k=%d: NOMEM but the fault was not reached", P.name.c_str(), k);
+      EXPECT(G->xErrmsg(P.g)[0]!=0, "[%s] k=%d: NOMEM without a message", P.name.c_str(), k);
+      check(P, "after an injected allocation failure");
+      compareAll(P, "after an injected allocation failure (store unchanged)", 700);
+    }else{
+      EXPECT(rc==GPUDS_OK, "[%s] k=%d: rc %d (%s), expected GPUDS_NOMEM or GPUDS_OK", P.name.c_str(), k,
+             rc, G->xErrmsg(P.g));
+      int rh;
+      if( kind==F_BULK ) rh = H->xBulkLoad(P.h, m, bk.data(), bv.data());
+      else if( kind==F_LOOKUP ) rh = H->xLookup(P.h, m, bk.data(), fh.data(), oh.data());
+      else rh = H->xBatch(P.h, m, op.data(), key.data(), val.data(), fh.data(), oh.data());
+      EXPECT(rh==GPUDS_OK, "[%s] host rc %d", P.name.c_str(), rh);
+      if( kind!=F_BULK ){
+        EXPECT(fg==fh && og==oh, "[%s] k=%d: results differ from the host store's", P.name.c_str(), k);
+      }
+      check(P, "after the call");
+      compareAll(P, "after the call", 700);
+      if( !reached ) bDone = true;
+    }
+    freePair(P);
+  }
+  EXPECT(bDone, "[fault/%s] still reaching a fault after %d allocations", zName, kMaxPoints);
+  printf("   %s: %d allocation points failed\n", zName, nReached);
+}
+
+static void testFaults(uint64_t seed){
+  section("injected device allocation failures");
+  faultCase("batch/incremental", F_BATCH, 1, 3000, 30000, seed, 0, 0);    /* grows the pool */
+  faultCase("batch/rebuild", F_BATCH, 2, 3000, 30000, seed+1, 0, 0);
+  faultCase("batch/choose", F_BATCH, 0, 20000, 4000, seed+2, 0, 0);
+  faultCase("batch/empty store", F_BATCH, 0, 0, 5000, seed+3, 0, 0);
+  faultCase("bulk/empty store", F_BULK, 0, 0, 20000, seed+4, 0, 0);
+  faultCase("bulk/into a store", F_BULK, 0, 20000, 30000, seed+5, 0, 0);
+  faultCase("bulk/incremental", F_BULK, 1, 20000, 5000, seed+6, 0, 0);
+  faultCase("lookup/pipelined sorted", F_LOOKUP, 0, 5000, 20000, seed+7, 4096, 3);
+  faultCase("lookup/single-shot sorted", F_LOOKUP, 0, 5000, 20000, seed+8, 0, 3);
+}
+
 /* Determinism: the same contended batches on fresh stores give the same
 ** results and contents. */
 static void testDeterminism(uint64_t seed){
@@ -865,6 +952,7 @@ int main(int argc, char **argv){
   testBulk(5);
   testScans(6);
   testNoMem(7);
+  testFaults(13);
   testDeterminism(8);
   testLookups(9);
   testPipeline(12, bSmall ? 1 : 2);

@@ -490,6 +490,93 @@ static void testNoMem(){
   printf("nomem: ok\n");
 }
 
+// Fault injection (issue #11): every device allocation a call makes is
+// failed in turn (gpuds_hash::failAlloc(k), on a fresh store in the same
+// state for each k).  A call whose fault is reached must return GPUDS_NOMEM
+// with a message and leave the store as it was (count, xCheck, a full scan
+// and lookups against the model, which did not get the call); one that
+// absorbs it (the shrink after deletes is optional) must give the model's
+// results.  k grows until the call makes fewer than k allocations.
+enum { F_BATCH, F_BULK, F_LOOKUP };
+static void faultCase(const char *zName, int kind, size_t nFill, size_t n, uint64_t seed,
+                      size_t chunk, int pU, int pD){
+  const int kMaxPoints = 200;      // far more allocations than any call makes
+  int nReached = 0;
+  bool bDone = false;
+  for( int k=1; k<=kMaxPoints && !bDone && gFail==0; k++ ){
+    std::mt19937_64 r(seed);
+    std::string name = std::string("fault/") + zName;
+    Harness H(name.c_str());
+    gpuds_hash::setHostChunk(H.g, chunk);
+    std::vector<uint8_t> op; std::vector<int64_t> key; std::vector<uint64_t> val;
+    if( nFill ){
+      randomBatch(r, nFill, 1000000, 100, 0, op, key, val);
+      H.batch(op, key, val);
+    }
+    std::vector<int64_t> all;
+    for( auto &e : H.ref.m ) all.push_back(e.first);
+    if( kind==F_BULK ){
+      key.resize(n); val.resize(n);
+      for( size_t i=0; i<n; i++ ){ key[i] = 3000000 + 2*(int64_t)i; val[i] = r(); }
+      op.assign(n, GPUDS_OP_UPSERT);
+    }else if( kind==F_LOOKUP ){
+      key.resize(n);
+      for( size_t i=0; i<n; i++ ) key[i] = pickKey(r, 1000000);
+    }else if( pD==100 ){             // delete every key: the table shrinks after
+      key = all;
+      op.assign(key.size(), GPUDS_OP_DELETE);
+      val.assign(key.size(), 0);
+    }else{
+      randomBatch(r, n, 1000000, pU, pD, op, key, val);
+      keepFirst(op, key, val);
+    }
+    const size_t m = key.size();
+    std::vector<uint8_t> fG(m, 7), fR(m);
+    std::vector<uint64_t> oG(m, 7), oR(m);
+    const uint64_t a0 = gpuds_hash::allocCount(H.g);
+    gpuds_hash::failAlloc(H.g, (uint64_t)k);
+    int rc;
+    if( kind==F_BULK ) rc = G->xBulkLoad(H.g, m, key.data(), val.data());
+    else if( kind==F_LOOKUP ) rc = G->xLookup(H.g, m, key.data(), fG.data(), oG.data());
+    else rc = G->xBatch(H.g, m, op.data(), key.data(), val.data(), fG.data(), oG.data());
+    const bool reached = gpuds_hash::allocCount(H.g) - a0 >= (uint64_t)k;
+    gpuds_hash::failAlloc(H.g, 0);
+    if( reached ) nReached++;
+    if( rc==GPUDS_NOMEM ){
+      CHECK(reached, "[%s] k=%d: NOMEM but the fault was not reached", zName, k);
+      CHECK(G->xErrmsg(H.g)[0]!=0, "[%s] k=%d: NOMEM without a message", zName, k);
+    }else{
+      CHECK(rc==GPUDS_OK, "[%s] k=%d: rc %d (%s), expected GPUDS_NOMEM or GPUDS_OK", zName, k, rc,
+            G->xErrmsg(H.g));
+      if( kind==F_LOOKUP ){
+        std::vector<uint8_t> lo(m, GPUDS_OP_LOOKUP);
+        H.ref.apply(m, lo.data(), key.data(), nullptr, fR.data(), oR.data());
+      }else{
+        H.ref.apply(m, op.data(), key.data(), val.data(), fR.data(), oR.data());
+      }
+      if( kind!=F_BULK ) CHECK(fG==fR && oG==oR, "[%s] k=%d: results differ from the model", zName, k);
+      if( !reached ) bDone = true;
+    }
+    CHECK(G->xCount(H.g)==(int64_t)H.ref.m.size(), "[%s] k=%d: count %lld, model %zu", zName, k,
+          (long long)G->xCount(H.g), H.ref.m.size());
+    CHECK(G->xCheck(H.g)==GPUDS_OK, "[%s] k=%d: xCheck: %s", zName, k, G->xErrmsg(H.g));
+    H.scan(INT64_MIN, INT64_MAX, 4096);
+    H.lookup(all);
+  }
+  CHECK(bDone, "[fault/%s] still reaching a fault after %d allocations", zName, kMaxPoints);
+  printf("fault %s: %d allocation points failed\n", zName, nReached);
+}
+
+static void testFaults(){
+  faultCase("batch/growth", F_BATCH, 3000, 30000, 21, 0, 70, 10);
+  faultCase("batch/shrink", F_BATCH, 30000, 30000, 22, 0, 0, 100);
+  faultCase("batch/staged", F_BATCH, 3000, 30000, 23, 4096, 70, 10);
+  faultCase("bulk/empty store", F_BULK, 0, 20000, 24, 0, 0, 0);
+  faultCase("bulk/into a store", F_BULK, 3000, 20000, 25, 4096, 0, 0);
+  faultCase("lookup/pipelined", F_LOOKUP, 3000, 20000, 26, 4096, 0, 0);
+  printf("faults: ok\n");
+}
+
 // Big contended batches, run twice on fresh stores: results must be identical
 // (and equal to the model).
 static void testDeterminism(){
@@ -865,6 +952,7 @@ int main(int argc, char **argv){
   testChurn();
   testGrowShrink();
   testNoMem();
+  testFaults();
   testDeterminism();
   testDistinct();
   testDeviceApi();
