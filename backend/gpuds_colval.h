@@ -125,11 +125,10 @@ GPUDS_HD int gpudsColCompare(uint8_t ta, uint64_t a, uint8_t tb, uint64_t b){
   }
 }
 
-/* Does value (tag, val) satisfy term (op, ctag, cval)?  0 no, 1 yes, 2
-** maybe (the caller decides on the row itself). */
-GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
-                           uint64_t cval){
-  int o;
+/* Does a value of tag `tag` satisfy term (op, ctag, c), given o, the
+** comparison of the two values (GPUDS_ORD_xxx; unused when either is
+** NULL)?  0 no, 1 yes, 2 maybe (the caller decides on the row itself). */
+GPUDS_HD int gpudsColApply(int op, uint8_t tag, uint8_t ctag, int o){
   if( op==GPUDS_CMP_ISNULL ) return tag==GPUDS_TAG_NULL;
   if( op==GPUDS_CMP_NOTNULL ) return tag!=GPUDS_TAG_NULL;
   if( ctag==GPUDS_TAG_NULL ) return 0;
@@ -139,7 +138,6 @@ GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
     if( (ca==1 && cb==2) || (ca==2 && cb==1) ) return 2;
     op = GPUDS_CMP_EQ;
   }
-  o = gpudsColCompare(tag, val, ctag, cval);
   switch( op ){
     case GPUDS_CMP_EQ:    return o==GPUDS_ORD_EQ ? 1 : o==GPUDS_ORD_MAYBE ? 2 : 0;
     case GPUDS_CMP_NE:
@@ -150,6 +148,17 @@ GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
     case GPUDS_CMP_GE:    return o>=GPUDS_ORD_MAYBE ? 2 : o>=0;
   }
   return 2;
+}
+
+/* Does value (tag, val) satisfy term (op, ctag, cval)?  0 no, 1 yes, 2
+** maybe (the caller decides on the row itself). */
+GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
+                           uint64_t cval){
+  int o = 0;
+  if( tag!=GPUDS_TAG_NULL && ctag!=GPUDS_TAG_NULL ){
+    o = gpudsColCompare(tag, val, ctag, cval);
+  }
+  return gpudsColApply(op, tag, ctag, o);
 }
 
 /* A 64-bit key whose unsigned order never contradicts SQLite's order of
