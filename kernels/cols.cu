@@ -74,6 +74,7 @@ constexpr uint64_t kSign = 0x8000000000000000ULL;
 constexpr int kBlock = 256;
 constexpr int64_t kBitsMin = 1<<16;   // read the varying bits back from here on
 constexpr int64_t kTopkMin = 1<<16;   // matches from which top-k pre-selects
+static_assert(kTopkMin>=kBitsMin, "top-k needs the varying bits read back");
 constexpr int kHdrBytes = 128;        // Hdr's slot at the start of the buffers
 constexpr int kHistMax = 2048;        // bins of a top-k pass (11 bits)
 
@@ -550,9 +551,9 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   if( q->lo>q->hi ) return GPUDS_OK;                    // no key qualifies
 
   // 1. parameters: Hdr | terms | skip list, one upload; histogram at the end
+  if( (uint64_t)nSkip > ((uint64_t)1<<56) ) return colsSetErr(p, GPUDS_NOMEM, "skip list too large");
   size_t nUp = kHdrBytes + (size_t)nTerm*sizeof(DTerm) + (size_t)nSkip*8;
   size_t nPar = alignUp(nUp) + kHistMax*sizeof(ull);
-  if( (uint64_t)nSkip > ((uint64_t)1<<60) ) return colsSetErr(p, GPUDS_NOMEM, "skip list too large");
   if( (rc = ensurePin(p, kHdrBytes + nUp))!=0 ) return rc;
   if( p->par.n<nPar ){
     if( (rc = ensure(p, p->par, nPar))!=0 ) return rc;
