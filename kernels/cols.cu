@@ -1,0 +1,817 @@
+// cols.cu -- the CUDA column set: gpudsCudaColsOps (gpuds_backend.h, "column
+// sets"), with exactly the results of the host column set (backend/host_cols.c,
+// colsQuery): the same rows, in the same order, the same nFirst/ties rule and
+// the same sort keys.
+//
+// DATA (xLoad): on the device, as given: keys (int64), row words (u64) and,
+// per column, tags (u8) and values (u64), column-major (column c of row i at
+// c*n+i).  One stream per column set; every call leaves nothing in flight.
+//
+// A QUERY (xQuery), all on the set's stream:
+//   1. the terms, the skip list and a small header (Hdr: counters the host
+//      reads back) go up in one copy from a pinned buffer;
+//   2. key bounds: sorted keys -> one warp per bound does a 33-ary search
+//      (kBounds, 5 dependent loads for 10^7 keys) and the host reads [i0,i1);
+//      unsorted keys -> every row checks lo <= key <= hi in the predicate;
+//   3. cub::DeviceSelect::If over the row numbers i0..i1-1 with SelPred (the
+//      terms by gpudsColMatch, short-circuit, then the skip list by binary
+//      search, only for rows that passed) writes the matching row numbers in
+//      ascending order, and their count, which the host reads back;
+//   4. order, as host_cols.c does it: unsorted keys -> a stable radix sort of
+//      the matches by key ^ sign bit; a column -> a stable radix sort of
+//      (bDesc ? ~sortkey : sortkey) over the key-ordered matches; descending
+//      key order -> reversal while gathering the output.  Sorts use only the
+//      bits that vary (the OR and AND of all words, read back, for 2^16 or
+//      more items);
+//   5. TOP-K: with nFirst > 0, a sort ahead and at least 2^16 matches and 8
+//      nFirst or fewer of them, a radix select first finds the nFirst-th
+//      smallest sort word T (histogram passes of 11 bits, kHist/kChoose, all
+//      on the device; windows with no varying bit skipped) and keeps only the
+//      matches with word <= T (in their order).  Those are exactly the rows
+//      the host returns: the first nFirst and every tie of the last.  Steps 4
+//      and 6 then run on them alone;
+//   6. nFirst: the tie run past the first nFirst is found by a warp search in
+//      the sorted words (kTies); only the rows returned are gathered (kOut)
+//      and copied back.
+// Row numbers are 32-bit (IdxT = uint32_t) when the set has fewer than 2^32
+// rows, 64-bit otherwise: queryT is instantiated for both.
+//
+// MEMORY: the arrays, a small parameter buffer, and workspaces that grow and
+// are kept until xFree (sel: the matches; sort: the words and the second
+// row-number buffer; out: the gathered result; tmp: CUB's temporary storage).
+// Running out of device (or pinned) memory returns GPUDS_NOMEM and leaves the
+// set usable.  Every CUDA call and launch is checked through COLS_CK /
+// COLS_CKL: the one place to switch to a shared checking macro.
+#include "gpuds_backend.h"
+#include "gpuds_colval.h"
+
+#include <cuda_runtime.h>
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+struct CudaCols;
+namespace {
+int colsCudaFail(CudaCols *p, cudaError_t e, const char *zWhat, int iLine);
+}
+
+// Evaluate a CUDA runtime call in a function with a CudaCols *p; on failure
+// return its GPUDS_* code (GPUDS_NOMEM for out of memory), message recorded.
+#define COLS_CK(call) do{ cudaError_t e_ = (call); \
+  if( e_!=cudaSuccess ) return colsCudaFail(p, e_, #call, __LINE__); }while(0)
+// Check that the kernel just launched was accepted.
+#define COLS_CKL(zKernel) do{ cudaError_t e_ = cudaGetLastError(); \
+  if( e_!=cudaSuccess ) return colsCudaFail(p, e_, "launch " zKernel, __LINE__); }while(0)
+
+namespace {
+
+typedef unsigned long long ull;
+constexpr uint64_t kSign = 0x8000000000000000ULL;
+constexpr int kBlock = 256;
+constexpr int64_t kBitsMin = 1<<16;   // read the varying bits back from here on
+constexpr int64_t kTopkMin = 1<<16;   // matches from which top-k pre-selects
+static_assert(kTopkMin>=kBitsMin, "top-k needs the varying bits read back");
+constexpr int kHdrBytes = 128;        // Hdr's slot at the start of the buffers
+constexpr int kHistMax = 2048;        // bins of a top-k pass (11 bits)
+
+// One term as the device reads it.
+struct DTerm {
+  int64_t off;      // iCol*n: the column's first value
+  uint64_t cval;    // the constant
+  int32_t op;       // GPUDS_CMP_xxx
+  uint32_t ctag;    // the constant's tag
+};
+static_assert(sizeof(DTerm)==24, "DTerm layout");
+
+// Counters and state of one query, on the device (and read back to pinned
+// host memory).
+struct Hdr {
+  int64_t i0, i1;        // sorted keys: the rows within the key bounds
+  int64_t nSel;          // matches (DeviceSelect's count)
+  int64_t m;             // rows returned after the tie run (kTies)
+  ull orv, andv;         // OR and AND of the last words gathered
+  ull prefix, mask;      // top-k: the bits of T found so far, which ones
+  ull rank;              // top-k: rank (1-based) of T among the candidates
+};
+static_assert(sizeof(Hdr)<=kHdrBytes, "Hdr too big");
+
+// A device buffer that grows and keeps its allocation (contents not kept).
+struct DevBuf {
+  void *p = nullptr;
+  size_t n = 0;
+};
+
+}  // namespace
+
+struct CudaCols {
+  int nCol;
+  int64_t n;
+  int bSorted;
+  int64_t *dKey;
+  uint64_t *dRow;
+  uint8_t *dTag;
+  uint64_t *dVal;
+  cudaStream_t st;
+  int nSM;
+  DevBuf par;            // Hdr | terms | skip list | top-k histogram
+  DevBuf sel, sort, out, tmp;
+  void *hPin;            // pinned: Hdr read back | Hdr, terms, skip list going up
+  size_t nPin;
+  uint64_t devBytes;     // device bytes held
+  uint64_t devLimit;     // test hook: simulated device memory limit (0: none)
+  char zErr[512];
+};
+
+namespace {
+
+CudaCols *cc(gpuds_cols *p){ return (CudaCols*)p; }
+
+// Record the failed CUDA call on p and return its GPUDS_* code: GPUDS_NOMEM
+// for an allocation failure, GPUDS_ERROR otherwise.  Waits for p's stream
+// so that nothing is left in flight, and clears the runtime's last error.
+int colsCudaFail(CudaCols *p, cudaError_t e, const char *zWhat, int iLine){
+  int rc = e==cudaErrorMemoryAllocation ? GPUDS_NOMEM : GPUDS_ERROR;
+  snprintf(p->zErr, sizeof(p->zErr), "cudacols: %.300s: %s%s (line %d)", zWhat,
+           cudaGetErrorString(e), rc==GPUDS_NOMEM ? " (out of GPU memory)" : "",
+           iLine);
+  (void)cudaGetLastError();
+  if( p->st ) (void)cudaStreamSynchronize(p->st);
+  (void)cudaGetLastError();
+  return rc;
+}
+
+// Record message z with code rc on p; returns rc.
+int colsSetErr(CudaCols *p, int rc, const char *z){
+  snprintf(p->zErr, sizeof(p->zErr), "cudacols: %s", z);
+  return rc;
+}
+
+// cudaMalloc counted in p->devBytes and held to p->devLimit.
+cudaError_t devAlloc(CudaCols *p, void **pp, size_t n){
+  *pp = nullptr;
+  if( n==0 ) return cudaSuccess;
+  if( p->devLimit && p->devBytes+n > p->devLimit ) return cudaErrorMemoryAllocation;
+  cudaError_t e = cudaMalloc(pp, n);
+  if( e==cudaSuccess ) p->devBytes += n; else *pp = nullptr;
+  return e;
+}
+
+// Free memory from devAlloc (NULL is a no-op).
+void devFree(CudaCols *p, void *ptr, size_t n){
+  if( ptr ){ (void)cudaFree(ptr); p->devBytes -= n; }
+}
+
+// Make b at least n bytes (contents not kept; grows by 1.25x at least, to
+// 2 MiB steps).  On failure b is empty and the code is returned.
+int ensure(CudaCols *p, DevBuf &b, size_t n){
+  if( b.n>=n ) return GPUDS_OK;
+  size_t want = n + n/4;
+  if( want<n ) want = n;
+  want = (want + ((size_t)2<<20) - 1) & ~(((size_t)2<<20) - 1);
+  if( want<n ) want = n;
+  devFree(p, b.p, b.n);
+  b.p = nullptr; b.n = 0;
+  cudaError_t e = devAlloc(p, &b.p, want);
+  if( e!=cudaSuccess && want>n ){
+    (void)cudaGetLastError();
+    e = devAlloc(p, &b.p, n);
+    want = n;
+  }
+  if( e!=cudaSuccess ) return colsCudaFail(p, e, "device workspace", __LINE__);
+  b.n = want;
+  return GPUDS_OK;
+}
+
+// Make the pinned buffer at least n bytes (nothing may be in flight on it).
+int ensurePin(CudaCols *p, size_t n){
+  if( p->nPin>=n ) return GPUDS_OK;
+  if( p->hPin ){ (void)cudaFreeHost(p->hPin); p->hPin = nullptr; p->nPin = 0; }
+  size_t want = n<4096 ? 4096 : n + n/4;
+  COLS_CK(cudaMallocHost(&p->hPin, want));
+  p->nPin = want;
+  return GPUDS_OK;
+}
+
+size_t alignUp(size_t x){ return (x+255) & ~(size_t)255; }
+
+// Blocks for a grid-stride kernel over n items.
+unsigned gridFor(const CudaCols *p, int64_t n){
+  int64_t b = (n + kBlock - 1)/kBlock;
+  int64_t cap = (int64_t)(p->nSM>0 ? p->nSM : 1)*8;
+  if( b>cap ) b = cap;
+  return b<1 ? 1u : (unsigned)b;
+}
+
+// ---------------------------------------------------------------- device --
+
+// One warp: the first index i of ascending a[0..n-1] with a[i] > k (upper)
+// or a[i] >= k (!upper); n if none.  Each step probes 32 evenly spaced
+// positions and narrows the range to 1/33.  All lanes return the answer.
+template<typename T>
+__device__ int64_t warpBound(const T *a, int64_t n, T k, bool upper){
+  const unsigned full = 0xffffffffu;
+  int lane = threadIdx.x & 31;
+  int64_t lo = 0, hi = n;
+  while( lo<hi ){
+    int64_t len = hi-lo;
+    int64_t pos = lo + (len/33)*(lane+1) + ((len%33)*(lane+1))/33;   // < hi
+    T v = a[pos];
+    bool below = upper ? !(k<v) : (v<k);
+    unsigned b = __ballot_sync(full, below);
+    int c = __popc(b);
+    int64_t pLast = __shfl_sync(full, pos, c>0 ? c-1 : 0);
+    int64_t pNext = __shfl_sync(full, pos, c<32 ? c : 31);
+    if( c>0 ) lo = pLast+1;
+    if( c<32 ) hi = pNext;
+  }
+  return lo;
+}
+
+// Sorted keys: h->i0 = first row with key >= lo (warp 0), h->i1 = first row
+// with key > hi (warp 1).  Launch: 1 block of 64 threads.
+__global__ void kBounds(const int64_t *key, int64_t n, int64_t lo, int64_t hi, Hdr *h){
+  int w = threadIdx.x >> 5;
+  int64_t r = warpBound<int64_t>(key, n, w==0 ? lo : hi, w==1);
+  if( (threadIdx.x & 31)==0 ){
+    if( w==0 ) h->i0 = r; else h->i1 = r;
+  }
+}
+
+// The selection predicate of row i: key bounds (unsorted keys only), every
+// term ("maybe" passes), then not in the skip list.
+struct SelPred {
+  const int64_t *key;
+  const uint8_t *tag;
+  const uint64_t *val;
+  const DTerm *term;
+  const int64_t *skip;
+  int64_t nSkip;
+  int64_t lo, hi;
+  int nTerm;
+  int checkKey;
+  __device__ __forceinline__ bool operator()(int64_t i) const {
+    if( checkKey ){
+      int64_t k = key[i];
+      if( k<lo || k>hi ) return false;
+    }
+    for(int t=0; t<nTerm; t++){
+      const DTerm *T = &term[t];
+      int64_t o = T->off + i;
+      if( gpudsColMatch(tag[o], val[o], T->op, (uint8_t)T->ctag, T->cval)==0 ) return false;
+    }
+    if( nSkip>0 ){
+      int64_t k = key[i], a = 0, b = nSkip;
+      while( a<b ){
+        int64_t mid = a + (b-a)/2;
+        if( skip[mid]<k ) a = mid+1; else b = mid;
+      }
+      if( a<nSkip && skip[a]==k ) return false;
+    }
+    return true;
+  }
+};
+
+// OR and AND of v over the block's threads into *pOr, *pAnd (atomics, one
+// per warp).
+__device__ __forceinline__ void orAndReduce(ull o, ull a, ull *pOr, ull *pAnd){
+  for(int s=16; s>0; s>>=1){
+    o |= __shfl_xor_sync(0xffffffffu, o, s);
+    a &= __shfl_xor_sync(0xffffffffu, a, s);
+  }
+  if( (threadIdx.x & 31)==0 ){
+    atomicOr(pOr, o);
+    atomicAnd(pAnd, a);
+  }
+}
+
+// The sort word of each match j < m: key ^ sign bit (mode 0) or the
+// column's gpudsColSortKey (mode 1; tag, val point at the column), inverted
+// if inv; into out[j], with their OR and AND into h->orv, h->andv (which the
+// caller reset to 0 and ~0).
+template<typename IdxT>
+__global__ void kWords(const IdxT *idx, int64_t m, const int64_t *key,
+                       const uint8_t *tag, const uint64_t *val, int mode, int inv,
+                       uint64_t *out, Hdr *h){
+  ull o = 0, a = ~0ULL;
+  int64_t stride = (int64_t)gridDim.x*blockDim.x;
+  for(int64_t j=(int64_t)blockIdx.x*blockDim.x + threadIdx.x; j<m; j+=stride){
+    int64_t i = (int64_t)idx[j];
+    uint64_t w = mode==0 ? ((uint64_t)key[i] ^ kSign) : gpudsColSortKey(tag[i], val[i]);
+    if( inv ) w = ~w;
+    out[j] = w;
+    o |= w; a &= w;
+  }
+  orAndReduce(o, a, &h->orv, &h->andv);
+}
+
+// Top-k pass: histogram of bits [shift, shift+w) of the words whose bits
+// already decided (h->mask) equal h->prefix, added into hist (2^w bins,
+// zeroed by the caller).  Lanes with the same bin add once (__match_any).
+__global__ void kHist(const uint64_t *s, int64_t m, const Hdr *h, int shift, int w,
+                      ull *hist){
+  __shared__ unsigned sh[kHistMax];
+  const int bins = 1<<w;
+  for(int i=threadIdx.x; i<bins; i+=blockDim.x) sh[i] = 0;
+  __syncthreads();
+  const ull mask = h->mask, prefix = h->prefix;
+  const int lane = threadIdx.x & 31;
+  const int64_t stride = (int64_t)gridDim.x*blockDim.x;
+  // b is the same for every lane of a warp: the loop stays converged
+  for(int64_t b=(int64_t)blockIdx.x*blockDim.x + (threadIdx.x & ~31); b<m; b+=stride){
+    int64_t j = b + lane;
+    uint64_t v = j<m ? s[j] : 0;
+    bool ok = j<m && (v & mask)==prefix;
+    unsigned act = __ballot_sync(0xffffffffu, ok);
+    if( ok ){
+      unsigned bin = (unsigned)(v>>shift) & (unsigned)(bins-1);
+      unsigned peers = __match_any_sync(act, bin);
+      if( lane==__ffs(peers)-1 ) atomicAdd(&sh[bin], (unsigned)__popc(peers));
+    }
+  }
+  __syncthreads();
+  for(int i=threadIdx.x; i<bins; i+=blockDim.x){
+    if( sh[i] ) atomicAdd(&hist[i], (ull)sh[i]);
+  }
+}
+
+// Top-k: pick the bin of the pass holding the h->rank-th candidate, make its
+// digit part of h->prefix and the rank relative to it.  Launch: one warp.
+__global__ void kChoose(const ull *hist, int shift, int w, Hdr *h){
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  const int bins = 1<<w, per = bins/32;
+  ull sum = 0;
+  for(int i=0; i<per; i++) sum += hist[lane*per+i];
+  ull incl = sum;
+  for(int o=1; o<32; o<<=1){
+    ull t = __shfl_up_sync(full, incl, o);
+    if( lane>=o ) incl += t;
+  }
+  ull rank = h->rank;
+  unsigned b = __ballot_sync(full, incl>=rank);
+  int L = b ? __ffs(b)-1 : 31;     // b is never 0: rank <= candidates
+  if( lane==L ){
+    ull c = incl - sum;
+    int d = lane*per + per - 1;
+    for(int i=0; i<per; i++){
+      ull x = hist[lane*per+i];
+      if( c+x>=rank ){ d = lane*per+i; break; }
+      c += x;
+    }
+    h->rank = rank - c;
+    h->prefix |= (ull)d << shift;
+    h->mask |= (ull)(bins-1) << shift;
+  }
+}
+
+// Top-k candidate test of position j: word <= T, T = h->prefix | fixed.
+struct LeThr {
+  const uint64_t *s;
+  const Hdr *h;
+  ull fixed;
+  __device__ __forceinline__ bool operator()(int64_t j) const {
+    return s[j] <= (h->prefix | fixed);
+  }
+};
+
+// out[t] = in[pos[t]] for t < c.
+template<typename IdxT>
+__global__ void kGatherIdx(const IdxT *pos, int64_t c, const IdxT *in, IdxT *out){
+  int64_t stride = (int64_t)gridDim.x*blockDim.x;
+  for(int64_t t=(int64_t)blockIdx.x*blockDim.x + threadIdx.x; t<c; t+=stride){
+    out[t] = in[(int64_t)pos[t]];
+  }
+}
+
+// The end of the run of words equal to s[nFirst-1] from nFirst on (s sorted
+// ascending, nFirst < m): h->m.  Launch: one warp.
+__global__ void kTies(const uint64_t *s, int64_t m, int64_t nFirst, Hdr *h){
+  uint64_t v = s[nFirst-1];
+  int64_t r = warpBound<uint64_t>(s+nFirst, m-nFirst, v, true);
+  if( threadIdx.x==0 ) h->m = nFirst + r;
+}
+
+// The output rows j < m: row idx[j] (idx[nAll-1-j] if rev): its key, row word
+// and (if oS) the sort word s[j] (inverted back if inv).
+template<typename IdxT>
+__global__ void kOut(const IdxT *idx, int64_t nAll, int64_t m, int rev,
+                     const int64_t *key, const uint64_t *row, const uint64_t *s,
+                     int inv, int64_t *oK, uint64_t *oR, uint64_t *oS){
+  int64_t stride = (int64_t)gridDim.x*blockDim.x;
+  for(int64_t j=(int64_t)blockIdx.x*blockDim.x + threadIdx.x; j<m; j+=stride){
+    int64_t i = (int64_t)idx[rev ? nAll-1-j : j];
+    oK[j] = key[i];
+    oR[j] = row[i];
+    if( oS ) oS[j] = inv ? ~s[j] : s[j];
+  }
+}
+
+// ------------------------------------------------------------------ host --
+
+// Copy the device Hdr to the pinned read-back slot and wait: returns it.
+int readHdr(CudaCols *p, Hdr *pOut){
+  Hdr *hDown = (Hdr*)p->hPin;
+  COLS_CK(cudaMemcpyAsync(hDown, p->par.p, sizeof(Hdr), cudaMemcpyDeviceToHost, p->st));
+  COLS_CK(cudaStreamSynchronize(p->st));
+  *pOut = *hDown;
+  return GPUDS_OK;
+}
+
+// Reset h->orv to 0 and h->andv to ~0 (before kWords).
+int resetOrAnd(CudaCols *p){
+  Hdr *d = (Hdr*)p->par.p;
+  COLS_CK(cudaMemsetAsync(&d->orv, 0, sizeof(ull), p->st));
+  COLS_CK(cudaMemsetAsync(&d->andv, 0xff, sizeof(ull), p->st));
+  return GPUDS_OK;
+}
+
+// The sort words of the m matches idx[] into out (see kWords) and, for m >=
+// kBitsMin, their varying bits in *pDiff (read back); ~0 otherwise (all bits
+// taken as varying).  *pAnd: their AND (valid when *pDiff was read).
+template<typename IdxT>
+int words(CudaCols *p, const IdxT *idx, int64_t m, int col, int inv, uint64_t *out,
+          uint64_t *pDiff, uint64_t *pAnd){
+  const uint8_t *tag = nullptr;
+  const uint64_t *val = nullptr;
+  if( col>=0 ){
+    tag = p->dTag + (size_t)col*(size_t)p->n;
+    val = p->dVal + (size_t)col*(size_t)p->n;
+  }
+  int rc = resetOrAnd(p);
+  if( rc ) return rc;
+  kWords<IdxT><<<gridFor(p, m), kBlock, 0, p->st>>>(idx, m, p->dKey, tag, val,
+                                                    col>=0 ? 1 : 0, inv, out,
+                                                    (Hdr*)p->par.p);
+  COLS_CKL("kWords");
+  *pDiff = ~0ULL;
+  *pAnd = 0;
+  if( m>=kBitsMin ){
+    Hdr h;
+    rc = readHdr(p, &h);
+    if( rc ) return rc;
+    *pDiff = h.orv ^ h.andv;
+    *pAnd = h.andv;
+  }
+  return GPUDS_OK;
+}
+
+// Stable sort of the m pairs (keys.Current(), vals.Current()) by the bits of
+// the words that vary (diff; 0: nothing to do).
+template<typename IdxT>
+int sortPairs(CudaCols *p, cub::DoubleBuffer<uint64_t> &keys,
+              cub::DoubleBuffer<IdxT> &vals, int64_t m, uint64_t diff){
+  if( m<2 || diff==0 ) return GPUDS_OK;
+  int b0 = __builtin_ctzll(diff), b1 = 64 - __builtin_clzll(diff);
+  size_t nTmp = 0;
+  COLS_CK(cub::DeviceRadixSort::SortPairs(nullptr, nTmp, keys, vals, (IdxT)m, b0, b1, p->st));
+  int rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp);
+  if( rc ) return rc;
+  nTmp = p->tmp.n;
+  COLS_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, nTmp, keys, vals, (IdxT)m, b0, b1, p->st));
+  return GPUDS_OK;
+}
+
+// DeviceSelect::If of the positions first..first+nItems-1 with pred into
+// out, the count into the device Hdr's nSel, then read back into *pnSel.
+template<typename IdxT, typename Pred>
+int selectIf(CudaCols *p, int64_t first, int64_t nItems, Pred pred, IdxT *out,
+             int64_t *pnSel){
+  thrust::counting_iterator<int64_t> it(first);
+  int64_t *dCount = &((Hdr*)p->par.p)->nSel;
+  size_t nTmp = 0;
+  COLS_CK(cub::DeviceSelect::If(nullptr, nTmp, it, out, dCount, nItems, pred, p->st));
+  int rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp);
+  if( rc ) return rc;
+  nTmp = p->tmp.n;
+  COLS_CK(cub::DeviceSelect::If(p->tmp.p, nTmp, it, out, dCount, nItems, pred, p->st));
+  Hdr h;
+  rc = readHdr(p, &h);
+  if( rc ) return rc;
+  if( h.nSel<0 || h.nSel>nItems ) return colsSetErr(p, GPUDS_ERROR, "internal error: select count out of range");
+  *pnSel = h.nSel;
+  return GPUDS_OK;
+}
+
+// Top-k: of the nOut matches idx[] (words of their order in s, varying bits
+// diff, AND andv), keep those whose word is <= the nFirst-th smallest, in
+// their order, in idxOut; their count in *pc.  pos: scratch of nOut IdxT.
+template<typename IdxT>
+int topk(CudaCols *p, const IdxT *idx, int64_t nOut, const uint64_t *s, uint64_t diff,
+         uint64_t andv, int64_t nFirst, IdxT *pos, IdxT *idxOut, int64_t *pc){
+  static const int aShift[] = {53, 42, 31, 20, 9, 0};
+  static const int aW[] = {11, 11, 11, 11, 11, 9};
+  Hdr *d = (Hdr*)p->par.p;
+  ull *hist = (ull*)((char*)p->par.p + p->par.n - kHistMax*sizeof(ull));
+  ull init[3] = {0, 0, (ull)nFirst};       // prefix, mask, rank
+  ull mask = 0;
+  int rc;
+  // the pinned upload area is idle here (the query's upload finished at the
+  // first read-back), so it carries the state's initial values
+  memcpy((char*)p->hPin + kHdrBytes, init, sizeof(init));
+  COLS_CK(cudaMemcpyAsync(&d->prefix, (char*)p->hPin + kHdrBytes, sizeof(init),
+                          cudaMemcpyHostToDevice, p->st));
+  for(int k=0; k<6; k++){
+    ull win = ((1ULL<<aW[k])-1) << aShift[k];
+    if( (diff & win)==0 ) continue;      // the same bits in every word
+    COLS_CK(cudaMemsetAsync(hist, 0, kHistMax*sizeof(ull), p->st));
+    kHist<<<gridFor(p, nOut), kBlock, 0, p->st>>>(s, nOut, d, aShift[k], aW[k], hist);
+    COLS_CKL("kHist");
+    kChoose<<<1, 32, 0, p->st>>>(hist, aShift[k], aW[k], d);
+    COLS_CKL("kChoose");
+    mask |= win;
+  }
+  LeThr pred{s, d, (ull)(andv & ~mask)};
+  int64_t c = 0;
+  rc = selectIf<IdxT>(p, 0, nOut, pred, pos, &c);
+  if( rc ) return rc;
+  if( c<nFirst || c>nOut ) return colsSetErr(p, GPUDS_ERROR, "internal error: top-k candidates out of range");
+  if( c>0 ){
+    kGatherIdx<IdxT><<<gridFor(p, c), kBlock, 0, p->st>>>(pos, c, idx, idxOut);
+    COLS_CKL("kGatherIdx");
+  }
+  *pc = c;
+  return GPUDS_OK;
+}
+
+// xQuery for a set whose row numbers fit IdxT (q validated, p->n > 0).
+template<typename IdxT>
+int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
+           uint64_t **paRow, uint64_t **paSort){
+  const int64_t n = p->n;
+  const int nTerm = q->nTerm>0 ? q->nTerm : 0;
+  const int64_t nSkip = q->nSkip>0 && q->aSkip ? q->nSkip : 0;
+  const bool byCol = q->iOrderCol>=0;
+  const bool fullRange = q->lo==INT64_MIN && q->hi==INT64_MAX;
+  int rc;
+
+  if( q->lo>q->hi ) return GPUDS_OK;                    // no key qualifies
+
+  // 1. parameters: Hdr | terms | skip list, one upload; histogram at the end
+  if( (uint64_t)nSkip > ((uint64_t)1<<56) ) return colsSetErr(p, GPUDS_NOMEM, "skip list too large");
+  size_t nUp = kHdrBytes + (size_t)nTerm*sizeof(DTerm) + (size_t)nSkip*8;
+  size_t nPar = alignUp(nUp) + kHistMax*sizeof(ull);
+  if( (rc = ensurePin(p, kHdrBytes + nUp))!=0 ) return rc;
+  if( p->par.n<nPar ){
+    if( (rc = ensure(p, p->par, nPar))!=0 ) return rc;
+  }
+  char *hUp = (char*)p->hPin + kHdrBytes;
+  {
+    Hdr h0;
+    memset(&h0, 0, sizeof(h0));
+    h0.i0 = 0; h0.i1 = n; h0.andv = ~0ULL;
+    memset(hUp, 0, kHdrBytes);
+    memcpy(hUp, &h0, sizeof(h0));
+    DTerm *aT = (DTerm*)(hUp + kHdrBytes);
+    for(int t=0; t<nTerm; t++){
+      const gpuds_term *pT = &q->aTerm[t];
+      aT[t].off = (int64_t)pT->iCol*n;
+      aT[t].cval = pT->val;
+      aT[t].op = pT->op;
+      aT[t].ctag = pT->tag;
+    }
+    if( nSkip ) memcpy(hUp + kHdrBytes + (size_t)nTerm*sizeof(DTerm), q->aSkip, (size_t)nSkip*8);
+  }
+  COLS_CK(cudaMemcpyAsync(p->par.p, hUp, nUp, cudaMemcpyHostToDevice, p->st));
+  Hdr *dH = (Hdr*)p->par.p;
+  const DTerm *dTerm = (const DTerm*)((char*)p->par.p + kHdrBytes);
+  const int64_t *dSkip = (const int64_t*)((char*)p->par.p + kHdrBytes + (size_t)nTerm*sizeof(DTerm));
+
+  // 2. key bounds
+  int64_t i0 = 0, i1 = n;
+  if( p->bSorted && !fullRange ){
+    kBounds<<<1, 64, 0, p->st>>>(p->dKey, n, q->lo, q->hi, dH);
+    COLS_CKL("kBounds");
+    Hdr h;
+    if( (rc = readHdr(p, &h))!=0 ) return rc;
+    i0 = h.i0; i1 = h.i1;
+    if( i0<0 || i1>n ) return colsSetErr(p, GPUDS_ERROR, "internal error: key bounds out of range");
+  }
+  if( i1<=i0 ){
+    COLS_CK(cudaStreamSynchronize(p->st));
+    return GPUDS_OK;
+  }
+  const int64_t nRange = i1-i0;
+
+  // 3. the matches, ascending row numbers
+  if( (rc = ensure(p, p->sel, (size_t)nRange*sizeof(IdxT)))!=0 ) return rc;
+  SelPred pred;
+  pred.key = p->dKey; pred.tag = p->dTag; pred.val = p->dVal;
+  pred.term = dTerm; pred.skip = dSkip; pred.nSkip = nSkip;
+  pred.lo = q->lo; pred.hi = q->hi; pred.nTerm = nTerm;
+  pred.checkKey = !p->bSorted && !fullRange;
+  int64_t nOut = 0;
+  if( (rc = selectIf<IdxT>(p, i0, nRange, pred, (IdxT*)p->sel.p, &nOut))!=0 ) return rc;
+  if( nOut==0 ) return GPUDS_OK;
+
+  // 4./5. order (and the top-k pre-selection)
+  const bool needSort = byCol || !p->bSorted;
+  const size_t oA = 0, oB = alignUp((size_t)nOut*8), oI = 2*oB;
+  if( needSort ){
+    if( (rc = ensure(p, p->sort, oI + alignUp((size_t)nOut*sizeof(IdxT))))!=0 ) return rc;
+  }
+  uint64_t *wA = needSort ? (uint64_t*)((char*)p->sort.p + oA) : nullptr;
+  uint64_t *wB = needSort ? (uint64_t*)((char*)p->sort.p + oB) : nullptr;
+  IdxT *idx = (IdxT*)p->sel.p;
+  IdxT *idxAlt = needSort ? (IdxT*)((char*)p->sort.p + oI) : nullptr;
+  uint64_t diff = 0, andv = 0;
+  if( needSort && q->nFirst>0 && nOut>=kTopkMin && q->nFirst<=nOut/8 ){
+    // words of the final order: the column's, else the key (descending:
+    // the largest keys come first after the reversal)
+    if( (rc = words<IdxT>(p, idx, nOut, byCol ? q->iOrderCol : -1, q->bDesc ? 1 : 0,
+                          wA, &diff, &andv))!=0 ) return rc;
+    int64_t c = 0;
+    if( (rc = topk<IdxT>(p, idx, nOut, wA, diff, andv, q->nFirst, (IdxT*)wB, idxAlt, &c))!=0 ) return rc;
+    IdxT *x = idx; idx = idxAlt; idxAlt = x;
+    nOut = c;
+  }
+  if( !p->bSorted && nOut>1 ){
+    if( (rc = words<IdxT>(p, idx, nOut, -1, 0, wA, &diff, &andv))!=0 ) return rc;
+    cub::DoubleBuffer<uint64_t> keys(wA, wB);
+    cub::DoubleBuffer<IdxT> vals(idx, idxAlt);
+    if( (rc = sortPairs<IdxT>(p, keys, vals, nOut, diff))!=0 ) return rc;
+    idx = vals.Current(); idxAlt = vals.Alternate();
+  }
+  const uint64_t *sk = nullptr;
+  if( byCol ){
+    if( (rc = words<IdxT>(p, idx, nOut, q->iOrderCol, q->bDesc ? 1 : 0, wA, &diff, &andv))!=0 ) return rc;
+    cub::DoubleBuffer<uint64_t> keys(wA, wB);
+    cub::DoubleBuffer<IdxT> vals(idx, idxAlt);
+    if( (rc = sortPairs<IdxT>(p, keys, vals, nOut, diff))!=0 ) return rc;
+    idx = vals.Current(); idxAlt = vals.Alternate();
+    sk = keys.Current();
+  }
+
+  // 6. the rows returned
+  int64_t m = nOut;
+  if( q->nFirst>0 && nOut>q->nFirst ){
+    m = q->nFirst;
+    if( byCol ){
+      kTies<<<1, 32, 0, p->st>>>(sk, nOut, q->nFirst, dH);
+      COLS_CKL("kTies");
+      Hdr h;
+      if( (rc = readHdr(p, &h))!=0 ) return rc;
+      if( h.m<q->nFirst || h.m>nOut ) return colsSetErr(p, GPUDS_ERROR, "internal error: tie run out of range");
+      m = h.m;
+    }
+  }
+  const bool wantSort = paSort && byCol;
+  const size_t nA = alignUp((size_t)m*8);
+  if( (rc = ensure(p, p->out, nA*(wantSort ? 3 : 2)))!=0 ) return rc;
+  int64_t *oK = (int64_t*)p->out.p;
+  uint64_t *oR = (uint64_t*)((char*)p->out.p + nA);
+  uint64_t *oS = wantSort ? (uint64_t*)((char*)p->out.p + 2*nA) : nullptr;
+  kOut<IdxT><<<gridFor(p, m), kBlock, 0, p->st>>>(idx, nOut, m, (!byCol && q->bDesc) ? 1 : 0,
+                                                 p->dKey, p->dRow, sk, q->bDesc ? 1 : 0,
+                                                 oK, oR, oS);
+  COLS_CKL("kOut");
+  int64_t *aK = (int64_t*)malloc((size_t)m*8);
+  uint64_t *aR = (uint64_t*)malloc((size_t)m*8);
+  uint64_t *aS = wantSort ? (uint64_t*)malloc((size_t)m*8) : nullptr;
+  if( !aK || !aR || (wantSort && !aS) ){
+    (void)cudaStreamSynchronize(p->st);
+    free(aK); free(aR); free(aS);
+    return colsSetErr(p, GPUDS_NOMEM, "out of memory");
+  }
+  cudaError_t e = cudaMemcpyAsync(aK, oK, (size_t)m*8, cudaMemcpyDeviceToHost, p->st);
+  if( e==cudaSuccess ) e = cudaMemcpyAsync(aR, oR, (size_t)m*8, cudaMemcpyDeviceToHost, p->st);
+  if( e==cudaSuccess && aS ) e = cudaMemcpyAsync(aS, oS, (size_t)m*8, cudaMemcpyDeviceToHost, p->st);
+  if( e==cudaSuccess ) e = cudaStreamSynchronize(p->st);
+  if( e!=cudaSuccess ){
+    rc = colsCudaFail(p, e, "copy of the result to the host", __LINE__);   // waits for the stream
+    free(aK); free(aR); free(aS);
+    return rc;
+  }
+  *paKey = aK; *paRow = aR;
+  if( wantSort ) *paSort = aS;
+  *pn = m;
+  return GPUDS_OK;
+}
+
+// ------------------------------------------------------------------- ops --
+
+// xFree: everything p holds, and p (after its stream is idle).  NULL: no-op.
+void colsFree(gpuds_cols *pCols){
+  CudaCols *p = cc(pCols);
+  if( !p ) return;
+  if( p->st ) (void)cudaStreamSynchronize(p->st);
+  devFree(p, p->dKey, 0); devFree(p, p->dRow, 0);
+  devFree(p, p->dTag, 0); devFree(p, p->dVal, 0);
+  devFree(p, p->par.p, 0); devFree(p, p->sel.p, 0); devFree(p, p->sort.p, 0);
+  devFree(p, p->out.p, 0); devFree(p, p->tmp.p, 0);
+  if( p->hPin ) (void)cudaFreeHost(p->hPin);
+  if( p->st ) (void)cudaStreamDestroy(p->st);
+  (void)cudaGetLastError();
+  free(p);
+}
+
+// xLoad's work on a zeroed p: stream, arrays, upload.  GPUDS_OK or a code
+// with p->zErr set (the caller frees p).
+int loadInto(CudaCols *p, int64_t n, int nc, const int64_t *aKey, const uint64_t *aRow,
+             const uint8_t *aTag, const uint64_t *aVal){
+  COLS_CK(cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
+  COLS_CK(cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
+  if( n==0 ) return GPUDS_OK;
+  if( (uint64_t)n > (uint64_t)SIZE_MAX/8/(uint64_t)(nc>0 ? nc : 1)/2 ){
+    return colsSetErr(p, GPUDS_NOMEM, "column set too large");
+  }
+  size_t nn = (size_t)n, nv = (size_t)n*(size_t)nc;
+  COLS_CK(devAlloc(p, (void**)&p->dKey, nn*8));
+  COLS_CK(devAlloc(p, (void**)&p->dRow, nn*8));
+  if( nc>0 ){
+    COLS_CK(devAlloc(p, (void**)&p->dTag, nv));
+    COLS_CK(devAlloc(p, (void**)&p->dVal, nv*8));
+  }
+  COLS_CK(cudaMemcpyAsync(p->dKey, aKey, nn*8, cudaMemcpyHostToDevice, p->st));
+  COLS_CK(cudaMemcpyAsync(p->dRow, aRow, nn*8, cudaMemcpyHostToDevice, p->st));
+  if( nc>0 ){
+    COLS_CK(cudaMemcpyAsync(p->dTag, aTag, nv, cudaMemcpyHostToDevice, p->st));
+    COLS_CK(cudaMemcpyAsync(p->dVal, aVal, nv*8, cudaMemcpyHostToDevice, p->st));
+  }
+  COLS_CK(cudaStreamSynchronize(p->st));
+  return GPUDS_OK;
+}
+
+// A malloc()ed copy of z (NULL if out of memory).
+char *dupStr(const char *z){
+  size_t k = strlen(z)+1;
+  char *r = (char*)malloc(k);
+  if( r ) memcpy(r, z, k);
+  return r;
+}
+
+// xLoad (see gpuds_backend.h).
+int colsLoad(gpuds_cols **pp, int nCol, int64_t n, int bSorted, const int64_t *aKey,
+             const uint64_t *aRow, const uint8_t *aTag, const uint64_t *aVal, char **pzErr){
+  char zDev[256];
+  *pp = nullptr;
+  if( pzErr ) *pzErr = nullptr;
+  if( !gpudsCudaDevice(zDev, sizeof(zDev), nullptr, nullptr) ){
+    if( pzErr ){
+      *pzErr = (char*)malloc(300);
+      if( *pzErr ) snprintf(*pzErr, 300, "cudacols: no usable CUDA device: %s", zDev);
+    }
+    return GPUDS_ERROR;
+  }
+  CudaCols *p = (CudaCols*)calloc(1, sizeof(CudaCols));
+  if( !p ){
+    if( pzErr ) *pzErr = dupStr("cudacols: out of memory");
+    return GPUDS_NOMEM;
+  }
+  p->nCol = nCol;
+  p->n = n>0 ? n : 0;
+  p->bSorted = bSorted;
+  int rc = loadInto(p, p->n, nCol>0 ? nCol : 0, aKey, aRow, aTag, aVal);
+  if( rc!=GPUDS_OK ){
+    if( pzErr ) *pzErr = dupStr(p->zErr);
+    colsFree((gpuds_cols*)p);
+    return rc;
+  }
+  *pp = (gpuds_cols*)p;
+  return GPUDS_OK;
+}
+
+// xQuery (see gpuds_backend.h).
+int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn, int64_t **paKey,
+              uint64_t **paRow, uint64_t **paSort){
+  CudaCols *p = cc(pCols);
+  *pn = 0; *paKey = nullptr; *paRow = nullptr;
+  if( paSort ) *paSort = nullptr;
+  for(int t=0; t<q->nTerm; t++){
+    if( q->aTerm[t].iCol<0 || q->aTerm[t].iCol>=p->nCol ){
+      return colsSetErr(p, GPUDS_MISUSE, "term on a column the set does not have");
+    }
+  }
+  if( q->iOrderCol>=p->nCol ) return colsSetErr(p, GPUDS_MISUSE, "order by a column the set does not have");
+  if( p->n==0 ) return GPUDS_OK;
+  if( (uint64_t)p->n <= (uint64_t)UINT32_MAX ){
+    return queryT<uint32_t>(p, q, pn, paKey, paRow, paSort);
+  }
+  return queryT<uint64_t>(p, q, pn, paKey, paRow, paSort);
+}
+
+// xBytes: device bytes held (arrays and workspaces).
+int64_t colsBytes(gpuds_cols *pCols){
+  CudaCols *p = cc(pCols);
+  return p ? (int64_t)p->devBytes : 0;
+}
+
+// xErrmsg
+const char *colsErrmsg(gpuds_cols *pCols){
+  return pCols ? cc(pCols)->zErr : "";
+}
+
+}  // namespace
+
+extern "C" const gpuds_cols_ops gpudsCudaColsOps = {
+  "cuda", colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg
+};
+
+// Test hook: simulate a device holding only `limit` bytes for this set's
+// allocations (0: no limit).
+extern "C" void gpudsCudaColsSetDeviceLimit(gpuds_cols *pCols, uint64_t limit){
+  if( pCols ) cc(pCols)->devLimit = limit;
+}
