@@ -8,11 +8,17 @@ workload's rate on gfsl and gpuhash to its rate on the ordinary SQLite table
 (>1 = faster than SQLite).  The ordinary table is the tuned one (a page cache
 that holds the database, mmap) where the run says so (meta.baseline "both" or
 "tuned"); with "both", the same ordinary table run with SQLite's default cache
-("sqlite_default") is shown beside it, as its ratio to the tuned one.  Writes:
+("sqlite_default") is shown beside it, as its ratio to the tuned one.  The
+indexed ordinary table ("sqlite_index", sqlbench --index-columns) and DuckDB
+("duckdb", added by bench/duckdb_bench.py --merge) are shown where the run has
+them; the column workloads (group "column", issue #12) get a table of their
+own: median latency per table and the gpuds tables against the ordinary
+table (with the issue's targets), the indexed one and DuckDB.  Writes:
 
   DIR/sqlbench_ratios.png        every workload, log scale (needs matplotlib)
   DIR/sqlbench_<group>.png       one chart per workload group
   DIR/sqlbench_bytes_per_row.png     bytes per row of each table (runs with a footprint)
+  DIR/sqlbench_column_latency.png    median latency of the column workloads, every table
   a markdown table               to stdout, or to FILE with --md, with the
                                  footprint table after it
 
@@ -27,9 +33,14 @@ import sys
 
 MODULES = ("gfsl", "gpuhash")
 DEFAULT = "sqlite_default"      # the ordinary table with SQLite's default cache
-TABLES = ("sqlite", "gfsl", "gpuhash", DEFAULT)
+INDEX = "sqlite_index"          # the ordinary table with indexes on v, r, s
+DUCK = "duckdb"                 # DuckDB on the same rows (duckdb_bench.py --merge)
+TABLES = ("sqlite", "gfsl", "gpuhash", INDEX, DUCK, DEFAULT)
 LABELS = {"sqlite": "sqlite", "gfsl": "gfsl", "gpuhash": "gpuhash",
-          DEFAULT: "sqlite, default cache"}
+          INDEX: "sqlite, indexed", DUCK: "DuckDB", DEFAULT: "sqlite, default cache"}
+# issue #12's targets: a gpuds table's rate over the ordinary table's (no index)
+TARGETS = {"col_eq": 100, "col_range_1pct": 20, "col_range_10pct": 3, "col_and": 50,
+           "col_top_desc": 100, "col_key_and": 10, "col_text_eq": 20}
 # footprint rows: (JSON key, title); per-row figures in bytes
 FOOTPRINT = (
     ("rss_bytes_per_row", "process memory added by loading (RSS), B/row"),
@@ -114,6 +125,10 @@ def has_default(d):
     return any(DEFAULT in w["results"] for w in d["workloads"])
 
 
+def present(d, t):
+    return any(t in w["results"] for w in d["workloads"])
+
+
 def partial(r):
     return bool(r.get("queries_planned")) and r.get("queries_run", 0) < r["queries_planned"]
 
@@ -155,17 +170,27 @@ def markdown(runs):
                         m.get("sqlite_version", "?"), m.get("date", "?")[:10],
                         m.get("hostname", "?"), m.get("cpus", "?")))
         bdef = has_default(d)
-        tabs = TABLES if bdef else TABLES[:3]
-        rats = MODULES + ((DEFAULT,) if bdef else ())
+        tabs = tuple(t for t in TABLES if t in TABLES[:3] or present(d, t))
+        rats = MODULES + tuple(t for t in (INDEX, DUCK, DEFAULT) if t in tabs)
         lines.append("Ratios are the rate on the table over the rate on %s, in the same run "
                      "(>1× is faster; a time in ms: its inverse)." % baseline(d))
         if bdef:
             lines.append("*sqlite, default cache*: the same ordinary table, its own copy of the "
                          "rows, run with SQLite's default page cache; its ratio column is it "
                          "against the tuned one.")
+        if INDEX in tabs:
+            lines.append("*sqlite, indexed*: the same ordinary table, its own copy of the rows, "
+                         "with an index on each of v, r and s (tuned cache).")
+        if DUCK in tabs:
+            dm = m.get("duckdb", {})
+            lines.append("*DuckDB*: DuckDB %s, %s threads, the same rows in an in-memory table, "
+                         "queries through its Python client (floor %.3g ms a query); column "
+                         "workloads only." % (dm.get("duckdb_version", "?"), dm.get("threads", "?"),
+                                              1e3 * (dm.get("client_floor_s") or 0)))
         lines.append("")
         lines.append("| workload | unit | " + " | ".join(LABELS[t] for t in tabs) + " | "
-                     + " | ".join("%s / sqlite" % ("default cache" if t == DEFAULT else t)
+                     + " | ".join("%s / sqlite" % {DEFAULT: "default cache", INDEX: "indexed",
+                                                   DUCK: "DuckDB"}.get(t, t)
                                   for t in rats) + " |")
         lines.append("|---|---|" + "--:|" * (len(tabs) + len(rats)))
         anypartial = False
@@ -191,6 +216,9 @@ def markdown(runs):
                          "over the queries run, every answer checked.")
         lines.append("")
         lines.append("Command: `%s`" % m.get("command", "?"))
+        if DUCK in tabs:
+            lines.append("DuckDB: `%s`" % m.get("duckdb", {}).get("command", "?"))
+        lines.extend(column_md(d))
         lines.extend(footprint_md(d))
     else:
         lines.append("sqlbench: rate on gfsl / gpuhash over the rate on an ordinary "
@@ -223,6 +251,72 @@ def markdown(runs):
                     row.append(fmt_ratio(ratio(w, mod)) if w else "-")
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+def fmt_ms(s):
+    if s is None:
+        return "-"
+    ms = s * 1e3
+    if ms >= 100:
+        return "%.0f" % ms
+    return "%.3g" % ms
+
+
+def column_md(d):
+    """The column workloads of one run (issue #12): median latency (ms) per
+    table, and each gpuds table's speed against the ordinary table (rate
+    ratio, with the issue's target), the indexed one and DuckDB (median
+    latency ratios); the bulk insert against the indexed table after it."""
+    cols = [w for w in d["workloads"] if w.get("group") == "column"]
+    if not cols:
+        return []
+    tabs = [t for t in TABLES if t != DEFAULT and any(t in w["results"] for w in cols)]
+    mods = [t for t in MODULES if t in tabs]
+    refs = [t for t in ("sqlite", INDEX, DUCK) if t in tabs]
+    head = ["query"] + ["%s, ms" % LABELS[t] for t in tabs]
+    for mod in mods:
+        for ref in refs:
+            head.append("%s / %s" % (mod, {"sqlite": "sqlite", INDEX: "indexed", DUCK: "DuckDB"}[ref]))
+    if "sqlite" in refs:
+        head.append("target / sqlite")
+    out = ["", "Column filters and ORDER BY (issue #12), median latency per query in ms; "
+           "ratios: against sqlite, the rate ratio (as above), against the indexed table and "
+           "DuckDB, their median over the table's (>1× is faster). The target is the issue's, "
+           "for both modules against sqlite (no index).", ""]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|---" + "|--:" * (len(head) - 1) + "|")
+    for w in cols:
+        res = w["results"]
+        cells = [w["title"]]
+        for t in tabs:
+            r = res.get(t)
+            cells.append(fmt_ms(r.get("median_s")) + ("\\*" if r and partial(r) else "") if r else "-")
+        for mod in mods:
+            for ref in refs:
+                a, b = res.get(mod), res.get(ref)
+                if ref == "sqlite":
+                    cells.append(fmt_ratio(ratio(w, mod)))
+                elif a and b and a.get("median_s") and b.get("median_s"):
+                    cells.append(fmt_ratio(b["median_s"] / a["median_s"]))
+                else:
+                    cells.append("-")
+        if "sqlite" in refs:
+            tg = TARGETS.get(w["name"])
+            cells.append("≥ %d×" % tg if tg else "≥ 1×")
+        out.append("| " + " | ".join(cells) + " |")
+    ins = next((w for w in d["workloads"] if w["name"] == "insert_random"), None)
+    if ins and INDEX in ins["results"]:
+        r = ins["results"]
+        parts = []
+        for mod in mods:
+            if mod in r and r[INDEX].get("rate") and r[mod].get("rate"):
+                parts.append("%s %s rows/s, %s the indexed table's"
+                             % (mod, fmt_rate(r[mod]["rate"]), fmt_ratio(r[mod]["rate"] / r[INDEX]["rate"])))
+        out.append("")
+        out.append("Bulk insert of the N rows in random key order, one transaction, into the "
+                   "ordinary table carrying indexes on v, r and s: %s rows/s; %s (target ≥ 5×)."
+                   % (fmt_rate(r[INDEX].get("rate")), "; ".join(parts) or "-"))
+    return out
 
 
 def fmt_per_row(x):
@@ -316,7 +410,7 @@ def charts(runs, outdir):
                 groups.setdefault(w["group"], []).append(w["name"])
     series = []          # (label, {workload: ratio})
     for i, d in enumerate(runs):
-        for mod in MODULES + (DEFAULT,):
+        for mod in MODULES + (INDEX, DUCK, DEFAULT):
             vals = {}
             for w in d["workloads"]:
                 x = ratio(w, mod)
@@ -373,7 +467,52 @@ def charts(runs, outdir):
     p = footprint_chart(runs, outdir, plt)
     if p:
         written.append(p)
+    p = column_chart(runs, outdir, plt)
+    if p:
+        written.append(p)
     return written
+
+
+def column_chart(runs, outdir, plt):
+    """Median latency (ms, log scale) of the column workloads on every table."""
+    bars = []            # (label, {workload: seconds})
+    names, titles = [], {}
+    for d in runs:
+        for w in d["workloads"]:
+            if w.get("group") == "column" and w["name"] not in titles:
+                names.append(w["name"])
+                titles[w["name"]] = w["title"]
+        for t in (x for x in TABLES if x != DEFAULT):
+            vals = {w["name"]: w["results"][t]["median_s"] for w in d["workloads"]
+                    if w.get("group") == "column" and t in w["results"]
+                    and w["results"][t].get("median_s")}
+            if vals:
+                bars.append((LABELS[t] if len(runs) == 1 else "%s — %s" % (LABELS[t], run_label(d, short=True)),
+                             vals))
+    if not bars:
+        return None
+    n, k = len(names), len(bars)
+    fig, ax = plt.subplots(figsize=(10, max(3, 0.3 * n * k + 1.5)))
+    bw = 0.8 / k
+    for j, (lab, vals) in enumerate(bars):
+        ys = [i + (j - (k - 1) / 2) * bw for i, nm in enumerate(names) if nm in vals]
+        xs = [vals[nm] * 1e3 for nm in names if nm in vals]
+        ax.barh(ys, xs, height=bw * 0.9, label=lab)
+        for y, x in zip(ys, xs):
+            ax.text(x * 1.08, y, "%.3g" % x, va="center", fontsize=6)
+    ax.set_xscale("log")
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([titles[nm] for nm in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("median latency per query, ms (log scale; shorter = faster)")
+    ax.set_title("sqlbench column filters: " + "; ".join(run_label(d) for d in runs), fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    path = os.path.join(outdir, "sqlbench_column_latency.png")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def main():

@@ -6,12 +6,16 @@
 **   sqlbench --ext build/gpuds --rows N --queries M [--json out.json]
 **            [--db path] [--only workload,...] [--tables sqlite,gfsl,gpuhash]
 **            [--budget S] [--timeout S] [--seed X] [--pragma P]... [--keep]
-**            [--baseline both|tuned|default]
+**            [--baseline both|tuned|default] [--index-columns] [--dump DIR]
 **
 ** Tables (same declared columns):
 **   t_sqlite   CREATE TABLE t_sqlite(k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT)
 **   t_gfsl     CREATE VIRTUAL TABLE t_gfsl USING gfsl(k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT)
 **   t_gpuhash  CREATE VIRTUAL TABLE t_gpuhash USING gpuhash(...same...)
+**   t_sqlite_index    (--index-columns) an ordinary table like t_sqlite with
+**                     an index on each of v, r and s (tuned cache): the
+**                     indexed baseline of the column workloads, and what
+**                     writes cost an ordinary table that carries indexes
 **   t_sqlite_default  (--baseline both) an ordinary table like t_sqlite
 **
 ** Page cache.  The reference is the ordinary table as a user who cares about
@@ -41,8 +45,10 @@
 ** Keys: N distinct keys, one per stratum of KEY_SPACING consecutive integers
 ** (key i = i*KEY_SPACING + a fixed-seed random offset), so that a range of
 ** W*KEY_SPACING keys holds exactly W rows, and the other integers of a
-** stratum are keys known to be absent.  v, r (= v/1024, exact) and s are
-** functions of the key.
+** stratum are keys known to be absent.  v, r and s are functions of the
+** key, with known selectivities at any N (see vOf): v on N/100 values (~100
+** rows each), r = w/1024 with w a permutation of 0..N-1 (distinct, exact in
+** binary), s one of N/4 strings (~4 rows each).
 **
 ** Every workload checks its answer: each table's result (count and sums) is
 ** compared with the first table's (sqlite) and, where it is known, with the
@@ -60,6 +66,19 @@
 **            the subquery), which bounds what any table can gain
 **   range:   range_{rows,agg}_{10,1k,1M} (k BETWEEN ? AND ?, ~W rows)
 **   desc:    desc (WHERE k<=? ORDER BY k DESC LIMIT 10)
+**   column:  filters and ORDER BY on the non-key columns (issue #12), each
+**            a query workload with median and p99 latency:
+**            col_eq (v = ?, ~100 rows), col_range_1pct, col_range_10pct
+**            (r BETWEEN, 1% / 10% of rows), col_rows_1pct (the 1% range,
+**            rows returned), col_and (v range AND r range, ~0.1%),
+**            col_key_and (k range of 10% AND v < ?, ~1%), col_text_eq
+**            (s = ?, ~4 rows), col_top_desc, col_top_asc (ORDER BY r [DESC]
+**            LIMIT 10); count+sum ones return count(*), sum(k).  The tables
+**            after the reference cycle through the reference's queries (a
+**            full scan of the ordinary table runs few within --budget).
+**            --dump DIR writes DIR/rows.csv (the rows) and DIR/queries.json
+**            (these queries and the reference's answers) for
+**            bench/duckdb_bench.py
 **   mix:     mix (10% INSERT, 10% DELETE, 80% point SELECT; COMMIT every 10^4)
 **   delete:  delete (DELETE of ~10% of the rows by one key range)
 **   footprint: reopen_point (see Footprint above)
@@ -93,22 +112,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 /* The tables, in the order every workload runs them.  T_SQLITE, the
 ** reference, runs with the tuned page cache (or SQLite's defaults under
-** --baseline default); T_SQLDEF is the same ordinary table run with SQLite's
-** default cache (--baseline both), last, so that the cache is switched once
-** per workload. */
-#define NTAB 4
-enum { T_SQLITE = 0, T_GFSL = 1, T_HASH = 2, T_SQLDEF = 3 };
-static const char *const azKind[NTAB] = { "sqlite", "gfsl", "gpuhash", "sqlite_default" };
-static const char *const azLabel[NTAB] = { "sqlite", "gfsl", "gpuhash", "sq-default" };
-static const char *const azTab[NTAB]  = { "t_sqlite", "t_gfsl", "t_gpuhash", "t_sqlite_default" };
+** --baseline default); T_SQLIDX (--index-columns) is the same ordinary table
+** with an index on each of v, r and s, tuned cache; T_SQLDEF is the same
+** ordinary table run with SQLite's default cache (--baseline both), last, so
+** that the cache is switched once per workload. */
+#define NTAB 5
+enum { T_SQLITE = 0, T_GFSL = 1, T_HASH = 2, T_SQLIDX = 3, T_SQLDEF = 4 };
+static const char *const azKind[NTAB] = { "sqlite", "gfsl", "gpuhash", "sqlite_index", "sqlite_default" };
+static const char *const azLabel[NTAB] = { "sqlite", "gfsl", "gpuhash", "sq-index", "sq-default" };
+static const char *const azTab[NTAB]  = { "t_sqlite", "t_gfsl", "t_gpuhash", "t_sqlite_index", "t_sqlite_default" };
 static const char *const zCols = "k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT";
-static const char *const azKvTab[NTAB] = { "kv_sqlite", "kv_gfsl", "kv_gpuhash", "kv_sqlite_default" };
+static const char *const azKvTab[NTAB] = { "kv_sqlite", "kv_gfsl", "kv_gpuhash", "kv_sqlite_index", "kv_sqlite_default" };
+/* The indexed ordinary table (--index-columns) carries one index per
+** non-key column: <table>_v, <table>_r, <table>_s. */
+static const char *const azIdxCol[3] = { "v", "r", "s" };
 
 /* Page-cache configurations of the connection. */
 enum { CFG_TUNED = 0, CFG_DEFAULT = 1 };
@@ -173,7 +197,7 @@ static struct {
   int aCache[2];       /* cache_size of each configuration (PRAGMA value) */
   int64_t aMmap[2];    /* mmap_size of each configuration (effective) */
   int iCfgNow;         /* the configuration the connection is in */
-  int bWarm;           /* t_sqlite read through the tuned cache since it was set */
+  unsigned mWarm;      /* bit t: table t read through the tuned cache since it was set */
   Fp fp[NTAB];         /* footprint figures */
   int bFp;             /* fp[] measured */
   int bDbstat;         /* the dbstat virtual table is available */
@@ -182,6 +206,12 @@ static struct {
   int argc; char **argv;
   sqlite3 *db;
   uint8_t *aOff;       /* aOff[i]: offset of key i in its stratum */
+  uint32_t *aRw;       /* aRw[i]: r*1024 of row i, a random permutation of 0..N-1 */
+  int64_t nV;          /* v takes the values 0..nV-1 (N/100: ~100 rows each) */
+  int64_t nS;          /* s takes nS distinct strings (N/4: ~4 rows each) */
+  const char *zDump;   /* --dump DIR: rows.csv and queries.json for duckdb_bench.py */
+  FILE *pDumpQ;        /* DIR/queries.json while the column workloads run */
+  int nDumpQ;          /* workloads written to it */
   int64_t *aPerm;      /* a random permutation of 0..N-1 (insert order) */
   char *zInfo;         /* gpuds_info() at the start */
   char *zInfoEnd;      /* gpuds_info() at the end */
@@ -194,6 +224,9 @@ static struct {
 } g;
 
 /* ---------------------------------------------------------------- helpers */
+
+static void jsonStr(FILE *f, const char *z);
+static void jsonInt(FILE *f, int64_t x);
 
 static double now(void){
   struct timespec ts;
@@ -260,13 +293,29 @@ static int64_t keyOf(int64_t i){ return i*KEY_SPACING + g.aOff[i]; }
 static int64_t absentKey(int64_t i, int j){
   return i*KEY_SPACING + (g.aOff[i] + 1 + j) % KEY_SPACING;
 }
-/* The columns of the row with key k.  r = v/1024 is exact in binary, so
-** sums of r*1024 compare exactly. */
-static int64_t vOf(int64_t k){ return (int64_t)(mix64((uint64_t)k) & 0xfffff); }
-static double rOf(int64_t k){ return (double)vOf(k)/1024.0; }
-static int sOf(int64_t k, char *z){      /* 10..25 chars, returns length */
+/* The columns of the row with key k, so that column filters have known
+** selectivities at any N:
+**   v  = mix(k) mod nV, nV = N/100: each value on ~100 rows;
+**   r  = w/1024 with w = aRw[k/KEY_SPACING], a random permutation of
+**        0..N-1 over the rows: every row's r is distinct (so ORDER BY r has
+**        no ties), a range of m consecutive w holds exactly m rows, and r is
+**        exact in binary, so sums of r*1024 compare exactly;
+**   s  = a string of 10..25 hex digits drawn from nS = N/4 strings (sOfU of
+**        u = mix(k ^ salt) mod nS): each on ~4 rows.
+** The three are independent of each other.  (Keys outside 0..N*KEY_SPACING-1
+** take w = mix(k) mod N.) */
+static int64_t vOf(int64_t k){ return (int64_t)(mix64((uint64_t)k) % (uint64_t)g.nV); }
+static int64_t wOf(int64_t k){
+  int64_t i = k/KEY_SPACING;
+  return k>=0 && i<g.nRow ? (int64_t)g.aRw[i] : (int64_t)(mix64((uint64_t)k) % (uint64_t)g.nRow);
+}
+static double rOf(int64_t k){ return (double)wOf(k)/1024.0; }
+static int64_t uOf(int64_t k){
+  return (int64_t)(mix64((uint64_t)k ^ 0x2545f4914f6cdd1dULL) % (uint64_t)g.nS);
+}
+static int sOfU(int64_t u, char *z){     /* string u of the domain: 10..25 chars, returns length */
   static const char hex[] = "0123456789abcdef";
-  uint64_t h = mix64((uint64_t)k ^ 0x5bd1e9955bd1e995ULL);
+  uint64_t h = mix64((uint64_t)u ^ 0x5bd1e9955bd1e995ULL);
   int n = 10 + (int)(h >> 60), i;
   uint64_t h2 = mix64(h);
   for(i=0; i<n; i++){
@@ -275,6 +324,7 @@ static int sOf(int64_t k, char *z){      /* 10..25 chars, returns length */
   z[n] = 0;
   return n;
 }
+static int sOf(int64_t k, char *z){ return sOfU(uOf(k), z); }
 
 /* Human-readable rate: 3 significant digits with k/M/G. */
 static const char *fmtNum(double x, char *z, size_t n){
@@ -351,14 +401,17 @@ static char *queryText(const char *zSql){
   return z;
 }
 
-/* count(*), sum(v), sum(k)+sum(1024r) of a whole table (untimed checks). */
+/* count(*), sum(v), sum(k)+sum(1024r) of a whole table (untimed checks).
+** Exact in any scan order: the integer sums are integers, and every partial
+** sum of r is a multiple of 1/1024 below 2^43 (r*1024 < N). */
 static void tableSums(int t, int64_t *c){
-  sqlite3_stmt *p = prep("SELECT count(*), total(v), total(k) + 1024*total(r) FROM %s", azTab[t]);
+  sqlite3_stmt *p = prep("SELECT count(*), coalesce(sum(v), 0), coalesce(sum(k), 0), 1024*total(r) FROM %s",
+                         azTab[t]);
   int rc = sqlite3_step(p);
   if( rc!=SQLITE_ROW ) dbFail("table check", sqlite3_reset(p));
   c[0] = sqlite3_column_int64(p, 0);
-  c[1] = (int64_t)sqlite3_column_double(p, 1);
-  c[2] = (int64_t)sqlite3_column_double(p, 2);
+  c[1] = sqlite3_column_int64(p, 1);
+  c[2] = sqlite3_column_int64(p, 2) + (int64_t)sqlite3_column_double(p, 3);
   fin(p);
 }
 
@@ -424,7 +477,7 @@ static void dbOpen(void){
   g.aCache[CFG_TUNED] = (int)pragmaInt("cache_size");
   g.aMmap[CFG_TUNED] = pragmaInt("mmap_size");
   g.iCfgNow = CFG_TUNED;
-  g.bWarm = 0;
+  g.mWarm = 0;
   sqlite3_progress_handler(g.db, 10000, progressCb, 0);
 }
 
@@ -435,20 +488,39 @@ static void applyCfg(int e){
   execf("PRAGMA cache_size=%d", g.aCache[e]);
   execf("PRAGMA mmap_size=%lld", (long long)g.aMmap[e]);
   g.iCfgNow = e;
-  if( e!=CFG_TUNED ) g.bWarm = 0;
+  if( e!=CFG_TUNED ) g.mWarm = 0;
 }
 
-/* Before table t runs a workload: its configuration; and if t is the tuned
-** ordinary table and bWarm, its pages read through the tuned cache first
-** (untimed), as in any process that has been using it: the tuned run
-** measures a cache that holds the table, not its filling. */
+/* True for the ordinary (rowid) tables. */
+static int isOrdinary(int t){ return t==T_SQLITE || t==T_SQLIDX || t==T_SQLDEF; }
+
+/* Read ordinary table t in full through the page cache (untimed): every
+** column of the table's b-tree and, for the indexed table, each index
+** (a covering scan of it). */
+static void readThrough(int t){
+  sqlite3_stmt *p = prep("SELECT count(*), total(v), total(r), total(length(s)) FROM %s", azTab[t]);
+  int i;
+  if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("cache warm-up", sqlite3_reset(p));
+  fin(p);
+  if( t!=T_SQLIDX ) return;
+  for(i=0; i<3; i++){
+    p = prep("SELECT count(*), max(%s) FROM %s INDEXED BY %s_%s WHERE %s IS NOT NULL",
+             azIdxCol[i], azTab[t], azTab[t], azIdxCol[i], azIdxCol[i]);
+    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("cache warm-up (index)", sqlite3_reset(p));
+    fin(p);
+  }
+}
+
+/* Before table t runs a workload: its configuration; and if t is an
+** ordinary table in the tuned configuration and bWarm, its pages (and its
+** indexes') read through the tuned cache first (untimed), as in any process
+** that has been using it: the tuned run measures a cache that holds the
+** table, not its filling. */
 static void useTable(int t, int bWarm){
   applyCfg(g.aCfg[t]);
-  if( bWarm && t==T_SQLITE && g.aCfg[t]==CFG_TUNED && !g.bWarm && g.bMain ){
-    sqlite3_stmt *p = prep("SELECT count(*), total(v), total(r), total(length(s)) FROM %s", azTab[t]);
-    if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("cache warm-up", sqlite3_reset(p));
-    fin(p);
-    g.bWarm = 1;
+  if( bWarm && isOrdinary(t) && g.aCfg[t]==CFG_TUNED && !(g.mWarm & (1u<<t)) && g.bMain ){
+    readThrough(t);
+    g.mWarm |= 1u<<t;
   }
 }
 
@@ -556,12 +628,15 @@ static void finishRes(Res *a, double sec, int64_t nItem){
   a->rate = sec>0 ? (double)nItem/sec : 0;
 }
 
-/* True for the ordinary (rowid) tables. */
-static int isOrdinary(int t){ return t==T_SQLITE || t==T_SQLDEF; }
-
+/* Create table zName of kind t (the indexed ordinary table with its three
+** indexes, <zName>_v, _r, _s). */
 static void createTable(int t, const char *zName){
   if( isOrdinary(t) ) execf("CREATE TABLE %s(%s)", zName, zCols);
   else execf("CREATE VIRTUAL TABLE %s USING %s(%s)", zName, azKind[t], zCols);
+  if( t==T_SQLIDX ){
+    int i;
+    for(i=0; i<3; i++) execf("CREATE INDEX %s_%s ON %s(%s)", zName, azIdxCol[i], zName, azIdxCol[i]);
+  }
 }
 
 /* Insert the N rows into zName (a new table of kind t), in random or key
@@ -640,6 +715,10 @@ static void insertSelect(Work *w, int t, const char *zName){
 typedef struct QAns { int64_t n, a, b; } QAns;
 typedef struct QSet {
   int nParam;
+  char zType[8];       /* per parameter: 'i' integer (default), 'r' the REAL
+                       ** aParam/1024.0 (exact), 't' the TEXT sOfU(aParam) */
+  int bCycle;          /* tables after the reference may run up to nQ queries,
+                       ** cycling through the reference's (answers checked) */
   int64_t nQ;          /* queries planned */
   int64_t *aParam;     /* nQ*nParam */
   QAns *aRef;          /* the first table's answers */
@@ -650,6 +729,24 @@ typedef struct QSet {
 static int cmpDouble(const void *a, const void *b){
   double x = *(const double*)a, y = *(const double*)b;
   return x<y ? -1 : x>y;
+}
+
+/* Bind the parameters of query q of qs to p, as zType says. */
+static void bindParams(sqlite3_stmt *p, const QSet *qs, int64_t q){
+  int i;
+  for(i=0; i<qs->nParam; i++){
+    int64_t x = qs->aParam[q*qs->nParam+i];
+    switch( qs->zType[i] ){
+      case 'r': sqlite3_bind_double(p, i+1, (double)x/1024.0); break;
+      case 't': {
+        char z[32];
+        int n = sOfU(x, z);
+        sqlite3_bind_text(p, i+1, z, n, SQLITE_TRANSIENT);
+        break;
+      }
+      default:  sqlite3_bind_int64(p, i+1, x); break;
+    }
+  }
 }
 
 /* Run the queries of qs on table t through statement zSql (%s = table),
@@ -664,7 +761,7 @@ static void runQueries(Work *w, int t, QSet *qs, int eMode, const char *zSqlFmt,
   int bRef = qs->iRef<0;
   if( zSql==0 ) die("out of memory");
   useTable(t, 1);
-  if( !bRef ) nMax = qs->nRef;
+  if( !bRef && !(qs->bCycle && qs->nRef>0) ) nMax = qs->nRef;
   a->zPlan = queryPlan(zSql);
   p = prep("%s", zSql);
   aLat = xmalloc(sizeof(double)*(size_t)(nMax ? nMax : 1));
@@ -674,9 +771,10 @@ static void runQueries(Work *w, int t, QSet *qs, int eMode, const char *zSqlFmt,
   for(q=0; q<nMax; q++){
     QAns ans = {0, 0, 0};
     double tq = now();
+    int64_t qi = bRef ? q : q % qs->nRef;    /* the query (cycling: repeated) */
     int rc, i;
     if( q>0 && tq>tEnd ) break;
-    for(i=0; i<qs->nParam; i++) sqlite3_bind_int64(p, i+1, qs->aParam[q*qs->nParam+i]);
+    bindParams(p, qs, qi);
     while( (rc = sqlite3_step(p))==SQLITE_ROW ){
       switch( eMode ){
         case QM_POINT:
@@ -709,12 +807,12 @@ static void runQueries(Work *w, int t, QSet *qs, int eMode, const char *zSqlFmt,
     aLat[q] = now()-tq;
     if( bRef ){
       qs->aRef[q] = ans;
-    }else if( memcmp(&qs->aRef[q], &ans, sizeof(ans))!=0 ){
-      QAns *r = &qs->aRef[q];
+    }else if( memcmp(&qs->aRef[qi], &ans, sizeof(ans))!=0 ){
+      QAns *r = &qs->aRef[qi];
       fflush(stdout);
-      fprintf(stderr, "\nMISMATCH in %s, query %lld (", w->zName, (long long)q);
+      fprintf(stderr, "\nMISMATCH in %s, query %lld (", w->zName, (long long)qi);
       for(i=0; i<qs->nParam; i++){
-        fprintf(stderr, "%s%lld", i ? ", " : "", (long long)qs->aParam[q*qs->nParam+i]);
+        fprintf(stderr, "%s%lld", i ? ", " : "", (long long)qs->aParam[qi*qs->nParam+i]);
       }
       fprintf(stderr, "): %s gives (%lld, %lld, %lld), %s gives (%lld, %lld, %lld)\n  %s\n",
               azKind[t], (long long)ans.n, (long long)ans.a, (long long)ans.b,
@@ -1008,6 +1106,201 @@ static void phaseDesc(void){
   qsetFree(qs);
 }
 
+/* ---------------------------------------------------------- column filters */
+
+/* --dump DIR, after the load: DIR/rows.csv, the N rows (k,v,r,s) in key
+** order, as the generator makes them (r printed exactly: w/1024 has at most
+** 10 binary fraction digits, so 10 decimal ones are exact). */
+static void dumpRows(void){
+  char *zPath, zS[32];
+  FILE *f;
+  int64_t i;
+  double t0 = now();
+  if( g.zDump==0 ) return;
+  if( mkdir(g.zDump, 0777)!=0 && errno!=EEXIST ) die("cannot create %s: %s", g.zDump, strerror(errno));
+  zPath = sqlite3_mprintf("%s/rows.csv", g.zDump);
+  f = zPath ? fopen(zPath, "w") : 0;
+  if( f==0 ) die("cannot write %s: %s", zPath ? zPath : "?", strerror(errno));
+  fprintf(stderr, "[dump   ] %s, %lld rows ... ", zPath, (long long)g.nRow);
+  fprintf(f, "k,v,r,s\n");
+  for(i=0; i<g.nRow; i++){
+    int64_t k = keyOf(i), w = wOf(k);
+    sOf(k, zS);
+    fprintf(f, "%lld,%lld,%lld.%010lld,%s\n", (long long)k, (long long)vOf(k),
+            (long long)(w/1024), (long long)((w%1024)*9765625LL), zS);
+  }
+  if( fclose(f)!=0 ) die("cannot write %s: %s", zPath, strerror(errno));
+  fprintf(stderr, "%.1f s\n", now()-t0);
+  sqlite3_free(zPath);
+}
+
+/* --dump DIR: append workload w to DIR/queries.json: its SQL on table "t",
+** how its answer is summed, and the queries the reference table ran (at
+** most 10^4) with their answers, for duckdb_bench.py to run and check. */
+static void dumpQueries(const Work *w, const QSet *qs, int eMode, const char *zSqlFmt,
+                        int64_t nExp){
+  char *zSql;
+  int64_t q, nQ = qs->nRef < 10000 ? qs->nRef : 10000;
+  int i;
+  FILE *f = g.pDumpQ;
+  if( f==0 || qs->iRef<0 ) return;
+  zSql = sqlite3_mprintf(zSqlFmt, "t");
+  fprintf(f, "%s\n  {\"name\": ", g.nDumpQ++ ? "," : "");
+  jsonStr(f, w->zName);
+  fprintf(f, ", \"title\": ");
+  jsonStr(f, w->zTitle);
+  fprintf(f, ", \"sql\": ");
+  jsonStr(f, zSql);
+  fprintf(f, ", \"mode\": \"%s\", \"expect_rows\": ",
+          eMode==QM_AGG ? "agg" : eMode==QM_ROWS ? "rows" : eMode==QM_DESC ? "desc" : "point");
+  jsonInt(f, nExp);
+  fprintf(f, ", \"reference\": \"%s\",\n   \"params\": [", azKind[qs->iRef]);
+  for(q=0; q<nQ; q++){
+    fprintf(f, "%s[", q ? ", " : "");
+    for(i=0; i<qs->nParam; i++){
+      int64_t x = qs->aParam[q*qs->nParam+i];
+      if( i ) fputs(", ", f);
+      if( qs->zType[i]=='r' ) fprintf(f, "%.17g", (double)x/1024.0);
+      else if( qs->zType[i]=='t' ){ char z[32]; sOfU(x, z); jsonStr(f, z); }
+      else fprintf(f, "%lld", (long long)x);
+    }
+    fputc(']', f);
+  }
+  fprintf(f, "],\n   \"answers\": [");
+  for(q=0; q<nQ; q++){
+    fprintf(f, "%s[%lld, %lld, %lld]", q ? ", " : "", (long long)qs->aRef[q].n,
+            (long long)qs->aRef[q].a, (long long)qs->aRef[q].b);
+  }
+  fprintf(f, "]}");
+  sqlite3_free(zSql);
+}
+
+/* One workload of the column group: every table, the later ones cycling
+** through the reference's queries (so that a fast table is not limited to
+** the few full scans the ordinary table ran within --budget). */
+static void columnWorkload(const char *zName, const char *zTitle, QSet *qs, int eMode,
+                           const char *zSqlFmt, int64_t nExp){
+  Work *w = newWork(zName, "column", "queries/s", "%s", zTitle);
+  w->bLatency = 1;
+  qs->bCycle = 1;
+  queryWorkload(w, qs, eMode, zSqlFmt, nExp);
+  dumpQueries(w, qs, eMode, zSqlFmt, nExp);
+  qsetFree(qs);
+}
+
+/* Random r ranges of m rows each (w BETWEEN lo AND lo+m-1) into params
+** iParam, iParam+1 of every query of qs. */
+static void rRanges(QSet *qs, int iParam, int64_t m, Rng *r){
+  int64_t q;
+  qs->zType[iParam] = qs->zType[iParam+1] = 'r';
+  for(q=0; q<qs->nQ; q++){
+    int64_t lo = (int64_t)rngBelow(r, (uint64_t)(g.nRow - m + 1));
+    qs->aParam[q*qs->nParam+iParam] = lo;
+    qs->aParam[q*qs->nParam+iParam+1] = lo + m - 1;
+  }
+}
+
+/* Filters and ORDER BY on the non-key columns (issue #12): the answers
+** are summed as the other query workloads' are and compared with the
+** reference's query by query; where the row count is known exactly (r
+** ranges: w is a permutation, so m consecutive values are m rows) it is
+** checked too.  Runs before mix and delete: the tables hold the N rows. */
+static void phaseColumn(void){
+  static const char *const azAll[] = {
+    "col_eq", "col_range_1pct", "col_range_10pct", "col_rows_1pct", "col_and",
+    "col_key_and", "col_text_eq", "col_top_desc", "col_top_asc", 0
+  };
+  int i, bAny = 0;
+  int64_t q, m1 = g.nRow/100 > 0 ? g.nRow/100 : 1, m10 = g.nRow/10 > 0 ? g.nRow/10 : 1;
+  int64_t nTop = g.nRow < 10 ? g.nRow : 10;
+  QSet *qs;
+  Rng r;
+  for(i=0; azAll[i]; i++) bAny |= selected(azAll[i], "column");
+  if( !bAny || !g.bMain ) return;
+  if( g.zDump ){
+    char *zPath = sqlite3_mprintf("%s/queries.json", g.zDump);
+    g.pDumpQ = zPath ? fopen(zPath, "w") : 0;
+    if( g.pDumpQ==0 ) die("cannot write %s: %s", zPath ? zPath : "?", strerror(errno));
+    sqlite3_free(zPath);
+    fprintf(g.pDumpQ, "{\"tool\": \"sqlbench\", \"rows\": %lld, \"seed\": %llu, \"key_spacing\": %d,"
+            " \"rows_file\": \"rows.csv\", \"table\": \"t\", \"workloads\": [",
+            (long long)g.nRow, (unsigned long long)g.seed, KEY_SPACING);
+  }
+  if( selected("col_eq", "column") ){
+    qs = qsetNew(1, g.nQuery);
+    rngSeed(&r, 40);
+    for(q=0; q<qs->nQ; q++) qs->aParam[q] = (int64_t)rngBelow(&r, (uint64_t)g.nV);
+    columnWorkload("col_eq", "v=? (~100 rows), count+sum", qs, QM_AGG,
+                   "SELECT count(*), sum(k) FROM %s WHERE v = ?1", -1);
+  }
+  for(i=0; i<2; i++){
+    const char *zName = i==0 ? "col_range_1pct" : "col_range_10pct";
+    if( !selected(zName, "column") ) continue;
+    qs = qsetNew(2, g.nQuery);
+    rngSeed(&r, 41 + i);
+    rRanges(qs, 0, i==0 ? m1 : m10, &r);
+    columnWorkload(zName, i==0 ? "r BETWEEN, 1% of rows, count+sum" : "r BETWEEN, 10% of rows, count+sum",
+                   qs, QM_AGG, "SELECT count(*), sum(k) FROM %s WHERE r BETWEEN ?1 AND ?2",
+                   i==0 ? m1 : m10);
+  }
+  if( selected("col_rows_1pct", "column") ){
+    qs = qsetNew(2, g.nQuery);
+    rngSeed(&r, 43);
+    rRanges(qs, 0, m1, &r);
+    columnWorkload("col_rows_1pct", "r BETWEEN, 1% of rows, step + read", qs, QM_ROWS,
+                   "SELECT k, v, r, s FROM %s WHERE r BETWEEN ?1 AND ?2", m1);
+  }
+  if( selected("col_and", "column") ){
+    /* v in 10% of its values AND r in 1% of its range: ~0.1% of rows. */
+    int64_t wv = g.nV/10 > 0 ? g.nV/10 : 1;
+    qs = qsetNew(4, g.nQuery);
+    rngSeed(&r, 44);
+    rRanges(qs, 2, m1, &r);
+    for(q=0; q<qs->nQ; q++){
+      int64_t v0 = (int64_t)rngBelow(&r, (uint64_t)(g.nV - wv + 1));
+      qs->aParam[4*q] = v0;
+      qs->aParam[4*q+1] = v0 + wv - 1;
+    }
+    columnWorkload("col_and", "v, r ranges: 0.1% of rows, count+sum", qs, QM_AGG,
+                   "SELECT count(*), sum(k) FROM %s WHERE v BETWEEN ?1 AND ?2 AND r BETWEEN ?3 AND ?4", -1);
+  }
+  if( selected("col_key_and", "column") ){
+    /* A key range of 10% of the rows AND v in 10% of its values: ~1%. */
+    qs = qsetNew(3, g.nQuery);
+    rngSeed(&r, 45);
+    for(q=0; q<qs->nQ; q++){
+      int64_t i0 = (int64_t)rngBelow(&r, (uint64_t)(g.nRow - m10 + 1));
+      qs->aParam[3*q] = i0*KEY_SPACING;
+      qs->aParam[3*q+1] = (i0+m10)*KEY_SPACING - 1;
+      qs->aParam[3*q+2] = g.nV/10 > 0 ? g.nV/10 : 1;
+    }
+    columnWorkload("col_key_and", "k range 10% AND v<?: 1%, count+sum", qs, QM_AGG,
+                   "SELECT count(*), sum(k) FROM %s WHERE k BETWEEN ?1 AND ?2 AND v < ?3", -1);
+  }
+  if( selected("col_text_eq", "column") ){
+    qs = qsetNew(1, g.nQuery);
+    qs->zType[0] = 't';
+    rngSeed(&r, 46);
+    for(q=0; q<qs->nQ; q++) qs->aParam[q] = (int64_t)rngBelow(&r, (uint64_t)g.nS);
+    columnWorkload("col_text_eq", "s=? TEXT (~4 rows), count+sum", qs, QM_AGG,
+                   "SELECT count(*), sum(k) FROM %s WHERE s = ?1", -1);
+  }
+  for(i=0; i<2; i++){
+    const char *zName = i==0 ? "col_top_desc" : "col_top_asc";
+    if( !selected(zName, "column") ) continue;
+    qs = qsetNew(0, g.nQuery);
+    columnWorkload(zName, i==0 ? "ORDER BY r DESC LIMIT 10, rows" : "ORDER BY r LIMIT 10, rows",
+                   qs, QM_DESC, i==0 ? "SELECT k, v FROM %s ORDER BY r DESC LIMIT 10"
+                                     : "SELECT k, v FROM %s ORDER BY r LIMIT 10", nTop);
+  }
+  if( g.pDumpQ ){
+    fprintf(g.pDumpQ, "\n]}\n");
+    if( fclose(g.pDumpQ)!=0 ) die("cannot write %s/queries.json: %s", g.zDump, strerror(errno));
+    g.pDumpQ = 0;
+    fprintf(stderr, "[dump   ] %s/queries.json\n", g.zDump);
+  }
+}
+
 /* 10% INSERT of new keys, 10% DELETE, 80% point SELECT; COMMIT every
 ** COMMIT_EVERY statements; the final COMMIT included. */
 static void phaseMix(void){
@@ -1260,11 +1553,10 @@ static void phaseFootprint(void){
       sqlite3_free(zEqp);
     }
     if( isOrdinary(t) ){
-      /* What a cache that holds the table costs: read it all through it. */
-      p = prep("SELECT count(*), total(v), total(r), total(length(s)) FROM %s", azTab[t]);
-      if( sqlite3_step(p)!=SQLITE_ROW ) dbFail("footprint scan", sqlite3_reset(p));
-      fin(p);
-      if( t==T_SQLITE && g.aCfg[t]==CFG_TUNED ) g.bWarm = 1;
+      /* What a cache that holds the table costs: read it (and its indexes)
+      ** all through it. */
+      readThrough(t);
+      if( g.aCfg[t]==CFG_TUNED ) g.mWarm |= 1u<<t;
     }
     readRss(&rss1, &anon1);
     free1 = infoInt(0, "$.gpu_memory_free");
@@ -1289,7 +1581,8 @@ static void kvCreate(void){
   for(t=0; t<NTAB; t++){
     sqlite3_stmt *p;
     int64_t i;
-    if( !g.aUse[t] || t==T_SQLDEF ) continue;   /* nothing to load: once is enough */
+    /* An ordinary table has nothing to load: once is enough. */
+    if( !g.aUse[t] || t==T_SQLDEF || t==T_SQLIDX ) continue;
     useTable(t, 0);
     fprintf(stderr, "[%-7s] %s(k INTEGER PRIMARY KEY, v INTEGER), %lld rows ... ",
             azKind[t], azKvTab[t], (long long)g.nRow);
@@ -1323,7 +1616,7 @@ static void kvReload(void){
     int64_t c[3], aExp[3], v;
     double t0;
     sqlite3_stmt *p;
-    if( !g.aUse[t] || t==T_SQLDEF ) continue;
+    if( !g.aUse[t] || t==T_SQLDEF || t==T_SQLIDX ) continue;
     useTable(t, 0);
     snprintf(zSql, sizeof(zSql), "SELECT v FROM %s WHERE k=?1", azKvTab[t]);
     progressStart(t, "reopen, first SELECT v FROM %s WHERE k=?", azKvTab[t]);
@@ -1442,22 +1735,35 @@ static int hasRatio(const Work *w){
   return strcmp(w->zName, "reload_kv")!=0;
 }
 
-static double ratioOf(const Work *w, int t){
-  const Res *a = &w->a[t], *s = &w->a[T_SQLITE];
+/* Table t's rate over table ref's (NaN where either is missing). */
+static double ratioTo(const Work *w, int t, int ref){
+  const Res *a = &w->a[t], *s = &w->a[ref];
   if( !hasRatio(w) ) return NAN;
   if( !a->bRan || !s->bRan || a->bTimeout || s->bTimeout || s->rate<=0 ) return NAN;
   return a->rate / s->rate;
 }
-
+static double ratioOf(const Work *w, int t){ return ratioTo(w, t, T_SQLITE); }
 /* Table t's rate over the default-cache ordinary table's. */
-static double ratioDefault(const Work *w, int t){
-  const Res *a = &w->a[t], *s = &w->a[T_SQLDEF];
-  if( !hasRatio(w) ) return NAN;
-  if( !a->bRan || !s->bRan || a->bTimeout || s->bTimeout || s->rate<=0 ) return NAN;
-  return a->rate / s->rate;
-}
+static double ratioDefault(const Work *w, int t){ return ratioTo(w, t, T_SQLDEF); }
 
-static const char *const azRatio[NTAB] = { "", "gfsl/sq", "hash/sq", "dflt/sq" };
+static const char *const azRatio[NTAB] = { "", "gfsl/sq", "hash/sq", "idx/sq", "dflt/sq" };
+
+/* The ratio columns of the main table: (table, reference) pairs, every
+** table against sqlite, and the gpuds tables against sq-index when it ran.
+** Returns their number. */
+static int ratioColumns(int *aT, int *aRef, const char **azHead){
+  int t, n = 0;
+  if( g.aUse[T_SQLITE] ){
+    for(t=1; t<NTAB; t++) if( g.aUse[t] ){
+      aT[n] = t; aRef[n] = T_SQLITE; azHead[n] = azRatio[t]; n++;
+    }
+  }
+  if( g.aUse[T_SQLIDX] ){
+    if( g.aUse[T_GFSL] ){ aT[n] = T_GFSL; aRef[n] = T_SQLIDX; azHead[n] = "gfsl/idx"; n++; }
+    if( g.aUse[T_HASH] ){ aT[n] = T_HASH; aRef[n] = T_SQLIDX; azHead[n] = "hash/idx"; n++; }
+  }
+  return n;
+}
 
 /* x bytes per row, or n/a. */
 static void printPerRow(int64_t x, int64_t nRow){
@@ -1515,7 +1821,8 @@ static void printFootprint(void){
 }
 
 static void printTable(void){
-  int i, t;
+  int i, t, j, nRat, aRT[2*NTAB], aRRef[2*NTAB];
+  const char *azRHead[2*NTAB];
   char z[32];
   printf("\nsqlbench: gpuds backend %s, device %s; SQLite %s\n",
          g.zBackend, g.zDevice, sqlite3_libversion());
@@ -1528,13 +1835,14 @@ static void printTable(void){
   printf("sqlite: the ordinary table, %s cache; gfsl, gpuhash: tuned cache%s\n",
          g.aCfg[T_SQLITE]==CFG_TUNED ? "tuned" : "default",
          g.aUse[T_SQLDEF] ? "; sq-default: the ordinary table again, default cache (its own copy of the rows)" : "");
+  nRat = ratioColumns(aRT, aRRef, azRHead);
   printf("\n%-42s %-10s", "workload", "unit");
   for(t=0; t<NTAB; t++) if( g.aUse[t] ) printf(" %10s", azLabel[t]);
-  for(t=1; t<NTAB; t++) if( g.aUse[t] && g.aUse[T_SQLITE] ) printf(" %10s", azRatio[t]);
+  for(j=0; j<nRat; j++) printf(" %10s", azRHead[j]);
   printf("\n");
   {
-    int nCol = 0;
-    for(t=0; t<NTAB; t++) nCol += g.aUse[t] + (t>0 && g.aUse[t] && g.aUse[T_SQLITE]);
+    int nCol = nRat;
+    for(t=0; t<NTAB; t++) nCol += g.aUse[t];
     for(i=0; i<42+11+11*nCol; i++) putchar('-');
   }
   printf("\n");
@@ -1556,10 +1864,8 @@ static void printTable(void){
         printf(" %10s", z2);
       }
     }
-    for(t=1; t<NTAB; t++){
-      double x;
-      if( !g.aUse[t] || !g.aUse[T_SQLITE] ) continue;
-      x = ratioOf(w, t);
+    for(j=0; j<nRat; j++){
+      double x = ratioTo(w, aRT[j], aRRef[j]);
       if( x!=x ) printf(" %10s", "-");
       else printf(" %9.3gx", x);
     }
@@ -1573,12 +1879,10 @@ static void printTable(void){
           if( !w->a[t].bRan ) printf(" %10s", "-");
           else printf(" %10.2f", 1e6*(k==0 ? w->a[t].med : w->a[t].p99));
         }
-        for(t=1; t<NTAB; t++){
-          double x, y;
-          if( !g.aUse[t] || !g.aUse[T_SQLITE] ) continue;
-          x = k==0 ? w->a[T_SQLITE].med : w->a[T_SQLITE].p99;
-          y = k==0 ? w->a[t].med : w->a[t].p99;
-          if( !w->a[t].bRan || !w->a[T_SQLITE].bRan || y<=0 ) printf(" %10s", "-");
+        for(j=0; j<nRat; j++){
+          const Res *a = &w->a[aRT[j]], *s = &w->a[aRRef[j]];
+          double x = k==0 ? s->med : s->p99, y = k==0 ? a->med : a->p99;
+          if( !a->bRan || !s->bRan || y<=0 ) printf(" %10s", "-");
           else printf(" %9.3gx", x/y);
         }
         printf("\n");
@@ -1587,6 +1891,10 @@ static void printTable(void){
     (void)bPartial;
   }
   printf("\nratios: rate / sqlite rate (latency, ms: sqlite's time / the table's); >1x is faster than sqlite.\n");
+  if( g.aUse[T_SQLIDX] ){
+    printf("sq-index: the ordinary table with an index on each of v, r, s (tuned cache); gfsl/idx,\n"
+           "hash/idx: a gpuds table against it (\"ratio_index\" in the JSON).\n");
+  }
   if( g.aUse[T_SQLDEF] && g.aUse[T_SQLITE] ){
     printf("dflt/sq: the default-cache ordinary table against the tuned one; a gpuds table against the\n"
            "default-cache table is its ratio / dflt/sq (\"ratio_default\" in the JSON).\n");
@@ -1750,6 +2058,10 @@ static void writeJson(const char *zPath){
         fprintf(f, ", \"ratio_default\": ");
         jsonNum(f, ratioDefault(w, t));
       }
+      if( (t==T_GFSL || t==T_HASH) && g.aUse[T_SQLIDX] ){
+        fprintf(f, ", \"ratio_index\": ");
+        jsonNum(f, ratioTo(w, t, T_SQLIDX));
+      }
       fprintf(f, ", \"timeout\": %s", a->bTimeout ? "true" : "false");
       if( a->nPlan ){
         fprintf(f, ", \"queries_run\": %lld, \"queries_planned\": %lld",
@@ -1811,7 +2123,7 @@ static void usage(void){
     "usage: sqlbench [--ext PATH] [--rows N] [--queries M] [--json FILE] [--db PATH]\n"
     "                [--only W,...] [--tables sqlite,gfsl,gpuhash] [--budget S]\n"
     "                [--timeout S] [--seed X] [--pragma P]... [--keep]\n"
-    "                [--baseline both|tuned|default]\n"
+    "                [--baseline both|tuned|default] [--index-columns] [--dump DIR]\n"
     "  --ext PATH     the gpuds extension (default ./build/gpuds)\n"
     "  --rows N       rows per table (default 1000000)\n"
     "  --queries M    point queries, probe keys, mix statements, ... (default 100000)\n"
@@ -1819,8 +2131,15 @@ static void usage(void){
     "  --db PATH      database file (deleted first, kept); default a temporary file\n"
     "  --only LIST    workloads or groups: insert insert_random insert_sorted\n"
     "                 insert_select point probe in join range range_rows_10 ...\n"
-    "                 range_agg_1M desc mix delete reload reload_kv footprint\n"
-    "  --tables LIST  which of sqlite,gfsl,gpuhash to run (default all)\n"
+    "                 range_agg_1M desc column col_eq col_range_1pct col_range_10pct\n"
+    "                 col_rows_1pct col_and col_key_and col_text_eq col_top_desc\n"
+    "                 col_top_asc mix delete reload reload_kv footprint\n"
+    "  --tables LIST  which of sqlite,gfsl,gpuhash,sqlite_index to run (default\n"
+    "                 the first three)\n"
+    "  --index-columns  add sqlite_index (\"sq-index\"): the ordinary table with an\n"
+    "                 index on each of v, r, s, in every workload\n"
+    "  --dump DIR     write DIR/rows.csv (the rows, key order) and, with the column\n"
+    "                 workloads, DIR/queries.json, for bench/duckdb_bench.py\n"
     "  --budget S     seconds per query workload and table (default 3)\n"
     "  --timeout S    seconds before a single statement is interrupted (default 60)\n"
     "  --seed X       PRNG seed (default 42)\n"
@@ -1859,11 +2178,13 @@ static const char *const azKnown[] = {
   "insert", "insert_random", "insert_sorted", "insert_select", "point", "probe",
   "in", "join", "range", "range_rows_10", "range_rows_1k", "range_rows_1M",
   "range_agg_10", "range_agg_1k", "range_agg_1M", "desc", "mix", "delete",
-  "reload", "reload_kv", "footprint", "reopen_point", 0
+  "reload", "reload_kv", "footprint", "reopen_point",
+  "column", "col_eq", "col_range_1pct", "col_range_10pct", "col_rows_1pct", "col_and",
+  "col_key_and", "col_text_eq", "col_top_desc", "col_top_asc", 0
 };
 
 int main(int argc, char **argv){
-  int i, t;
+  int i, t, bIndexCols = 0;
   const char *zJson = 0;
   char *zTmpl = 0;
 
@@ -1876,19 +2197,21 @@ int main(int argc, char **argv){
   g.budget = 3;
   g.timeout = 60;
   g.argc = argc; g.argv = argv;
-  for(t=0; t<NTAB; t++) g.aUse[t] = 1;
+  for(t=0; t<NTAB; t++) g.aUse[t] = t!=T_SQLIDX;
   for(i=1; i<argc; i++){
     const char *z = argv[i];
     const char *zVal = i+1<argc ? argv[i+1] : 0;
     if( strncmp(z, "--", 2)==0 ) z++;
     if( strcmp(z, "-help")==0 || strcmp(z, "-h")==0 ) usage();
     if( strcmp(z, "-keep")==0 ){ g.bKeep = 1; continue; }
+    if( strcmp(z, "-index-columns")==0 ){ bIndexCols = 1; continue; }
     if( zVal==0 ) usage();
     i++;
     if( strcmp(z, "-ext")==0 ) g.zExt = zVal;
     else if( strcmp(z, "-rows")==0 ) g.nRow = argInt(zVal);
     else if( strcmp(z, "-queries")==0 ) g.nQuery = argInt(zVal);
     else if( strcmp(z, "-json")==0 ) zJson = zVal;
+    else if( strcmp(z, "-dump")==0 ) g.zDump = zVal;
     else if( strcmp(z, "-db")==0 ) g.zDb = xstrdup(zVal);
     else if( strcmp(z, "-seed")==0 ) g.seed = strtoull(zVal, 0, 0);
     else if( strcmp(z, "-budget")==0 ) g.budget = atof(zVal);
@@ -1916,7 +2239,9 @@ int main(int argc, char **argv){
       for(t=0; t<NTAB; t++) g.aUse[t] = 0;
       for(j=0; j<n; j++){
         for(t=0; t<NTAB && strcmp(az[j], azKind[t]); t++){}
-        if( t==NTAB || t==T_SQLDEF ) die("unknown table kind \"%s\" (sqlite, gfsl, gpuhash)", az[j]);
+        if( t==NTAB || t==T_SQLDEF ){
+          die("unknown table kind \"%s\" (sqlite, gfsl, gpuhash, sqlite_index)", az[j]);
+        }
         g.aUse[t] = 1;
         free(az[j]);
       }
@@ -1928,12 +2253,15 @@ int main(int argc, char **argv){
   /* The ordinary table twice (both), tuned, or with SQLite's defaults;
   ** the gpuds tables always run with the tuned cache. */
   g.aUse[T_SQLDEF] = g.eBaseline==0 && g.aUse[T_SQLITE];
+  if( bIndexCols ) g.aUse[T_SQLIDX] = 1;
   for(t=0; t<NTAB; t++) g.aCfg[t] = CFG_TUNED;
   g.aCfg[T_SQLDEF] = CFG_DEFAULT;
   if( g.eBaseline==2 ) g.aCfg[T_SQLITE] = CFG_DEFAULT;
   if( g.budget<=0 ) g.budget = 1e30;
   if( g.timeout<=0 ) g.timeout = 1e30;
-  if( g.nRow > INT64_MAX/KEY_SPACING/2 ) die("--rows too large");
+  if( g.nRow > 0xffffffffLL ) die("--rows too large (at most 2^32-1)");
+  g.nV = g.nRow/100 > 0 ? g.nRow/100 : 1;
+  g.nS = g.nRow/4 > 0 ? g.nRow/4 : 1;
 
   /* The database file. */
   if( g.zDb ){
@@ -1962,6 +2290,7 @@ int main(int argc, char **argv){
     int64_t n;
     g.aOff = xmalloc((size_t)g.nRow);
     g.aPerm = xmalloc(sizeof(int64_t)*(size_t)g.nRow);
+    g.aRw = xmalloc(sizeof(uint32_t)*(size_t)g.nRow);
     rngSeed(&r, 1);
     for(n=0; n<g.nRow; n++){
       g.aOff[n] = (uint8_t)rngBelow(&r, KEY_SPACING);
@@ -1972,6 +2301,15 @@ int main(int argc, char **argv){
       int64_t j = (int64_t)rngBelow(&r, (uint64_t)(n+1)), x = g.aPerm[n];
       g.aPerm[n] = g.aPerm[j];
       g.aPerm[j] = x;
+    }
+    /* r*1024 of each row: another random permutation (its own stream). */
+    rngSeed(&r, 3);
+    for(n=0; n<g.nRow; n++) g.aRw[n] = (uint32_t)n;
+    for(n=g.nRow-1; n>0; n--){
+      int64_t j = (int64_t)rngBelow(&r, (uint64_t)(n+1));
+      uint32_t x = g.aRw[n];
+      g.aRw[n] = g.aRw[j];
+      g.aRw[j] = x;
     }
   }
 
@@ -1989,11 +2327,13 @@ int main(int argc, char **argv){
           (long long)g.nRow, (long long)g.nQuery, g.zDb);
 
   phaseInsert();
+  if( g.bMain ) dumpRows();
   phaseFootprint();
   phasePoint();
   phaseProbe();
   phaseRange();
   phaseDesc();
+  phaseColumn();
   phaseMix();
   phaseDelete();
   phaseReload();
@@ -2018,7 +2358,7 @@ int main(int argc, char **argv){
   for(i=0; i<g.nPragma; i++) free(g.azPragma[i]);
   free(g.azPragma);
   for(t=0; t<NTAB; t++) free(g.fp[t].zBtrees);
-  free(g.aOff); free(g.aPerm);
+  free(g.aOff); free(g.aPerm); free(g.aRw);
   free(g.zInfo); free(g.zInfoEnd); free(g.zBackend); free(g.zDevice);
   free(g.zVersion); free(g.zJournal); free(g.zDb);
   return 0;

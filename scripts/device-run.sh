@@ -4,6 +4,10 @@
 #   scripts/device-run.sh test    build, ctest (all), compute-sanitizer
 #   scripts/device-run.sh bench   bench_gfsl, bench_hash, sqlbench
 #   scripts/device-run.sh sql     build, GPU tests, sqlbench (1M rows)
+#   scripts/device-run.sh column  build, sqlbench's column group (issue #12; 10M rows)
+#                                 with the indexed ordinary table and bulk insert,
+#                                 then DuckDB on the same rows (its wheel in .wheels/:
+#                                 carry it), side by side; ROWS, BUDGET override
 #   scripts/device-run.sh arch    a build for another GPU generation (sm_80 only):
 #                                 it must fall back to the host backend, saying
 #                                 why, and pass every test; cuobjdump lists the
@@ -99,6 +103,25 @@ case "${1:-test}" in
     log "sqlbench"
     timeout 130 $B/sqlbench --ext $B/gpuds --rows "${ROWS:-1000000}" --queries "${QUERIES:-100000}" --budget 2 \
       --json "$OUT/sqlbench.json" > "$OUT/sqlbench.log" 2>&1; cat "$OUT/sqlbench.log"
+    ;;
+  column)
+    build
+    log "sqlbench column group, ${ROWS:-10000000} rows"
+    DUMP=${DUMP:-/tmp/sqlbench-dump}
+    rm -rf "$DUMP"
+    timeout 420 $B/sqlbench --ext $B/gpuds --rows "${ROWS:-10000000}" --queries "${QUERIES:-100000}" \
+      --budget "${BUDGET:-2}" --baseline tuned --index-columns --only insert_random,column \
+      --dump "$DUMP" --json "$OUT/column.json" > "$OUT/column.log" 2>&1
+    sed -n '/^sqlbench: gpuds backend/,$p' "$OUT/column.log"; grep MISMATCH "$OUT/column.log"
+    log "duckdb"
+    if ! python3 -c 'import duckdb' 2>/dev/null; then
+      python3 -m pip install -q --target /tmp/ddb-site --no-index --find-links .wheels duckdb \
+        > "$OUT/duckdb-install.log" 2>&1 || tail -5 "$OUT/duckdb-install.log"
+      export PYTHONPATH=/tmp/ddb-site${PYTHONPATH:+:$PYTHONPATH}
+    fi
+    timeout 170 python3 bench/duckdb_bench.py "$DUMP" --budget "${BUDGET:-2}" --sqlbench "$OUT/column.json" \
+      --merge "$OUT/column-duckdb.json" --json "$OUT/duckdb.json" > "$OUT/duckdb.log" 2>&1; cat "$OUT/duckdb.log"
+    python3 bench/plot_sqlbench.py "$OUT/column-duckdb.json" -o "$OUT" --md "$OUT/column.md" 2>&1 | tail -3
     ;;
   bench)
     build
