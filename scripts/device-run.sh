@@ -14,6 +14,7 @@
 #                                 default build's architectures
 #   scripts/device-run.sh faults  test_faults on the CUDA backend under cuda-gdb
 #                                 (a backtrace where an allocation failure crashes)
+#   (CMAKE_ARGS=-DGPUDS_CUDA_ARCH=native builds for the machine's GPU only: faster)
 #   scripts/device-run.sh quick   build, GPU tests, sanitizers, short benchmarks
 #                                 (every step time-bounded: one call of < 10 min)
 # Logs and results go to $OUT (or ./device-out).
@@ -27,7 +28,7 @@ log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
 
 build() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/summary.txt"
-  cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 &&
+  cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} > "$OUT/build.log" 2>&1 &&
   cmake --build $B -j"$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   log "built"
 }
@@ -59,12 +60,13 @@ case "${1:-test}" in
     grep -E "^FAIL|^SKIP|passed" "$OUT/reliability-sys.log" | tail -8 | tee -a "$OUT/summary.txt"
     log "compute-sanitizer"
     {
-      for t in "gpu_test_hash small" "gpu_test_gfsl tiny"; do
+      for t in "gpu_test_hash small" "gpu_test_gfsl tiny" "gpu_test_cols small"; do
         set -- $t
         echo "--- memcheck $t"; compute-sanitizer --tool memcheck --leak-check full $B/$1 $2 2>&1 | tail -6
       done
       echo "--- racecheck gpu_test_hash small"; compute-sanitizer --tool racecheck $B/gpu_test_hash small 2>&1 | tail -4
       echo "--- racecheck gpu_test_gfsl micro"; compute-sanitizer --tool racecheck $B/gpu_test_gfsl micro 2>&1 | tail -4
+      echo "--- racecheck gpu_test_cols small"; compute-sanitizer --tool racecheck $B/gpu_test_cols small 2>&1 | tail -4
     } > "$OUT/sanitizer.log" 2>&1
     grep -E "^---|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|PASS|FAIL" "$OUT/sanitizer.log" | tee -a "$OUT/summary.txt"
     ;;
