@@ -107,7 +107,19 @@ typedef struct GpudsWbuf {
   int nMark, nMarkAlloc;
   uint64_t *aGarbage;     /* row handles to free once no cursor can see them */
   int64_t nGarbage, nGarbageAlloc;
+  int64_t nSynced;        /* undo entries whose batches an xSync persisted */
+  int bSyncLost;          /* a ROLLBACK TO undid persisted batches: what the
+                          ** shadow tables hold matches no prefix of the log */
 } GpudsWbuf;
+
+/* A batch the open transaction applied to the store (gpudsWbufBatches):
+** n distinct keys, ascending, and the values written (0 = deleted).  A view
+** into the undo log, valid until the write buffer next changes. */
+typedef struct GpudsBatch {
+  size_t n;
+  const int64_t *aKey;
+  const uint64_t *aNew;
+} GpudsBatch;
 
 struct GpudsTable {
   sqlite3_vtab base;          /* only base.zErrMsg is used: the last error */
@@ -143,8 +155,6 @@ struct GpudsTable {
   int64_t iTableId;           /* t_meta 'id' of the table the store holds */
   int iFormat;                /* t_meta 'format' (shadow.c SHADOW_FORMAT) */
   int64_t iGenPending;        /* generation after the commit in progress */
-  int64_t nUndoSynced;        /* undo entries already written by an xSync */
-  int bShadowDirty;           /* a ROLLBACK TO undid synced writes: rewrite */
   unsigned int iDataVersion;  /* SQLITE_FCNTL_DATA_VERSION when last checked */
   int64_t nLoadRows;          /* rows read by the last load */
   int64_t nLoadEntries;       /* sum of t_run.n seen by the last load */
@@ -172,8 +182,11 @@ int gpudsWbufRollback(GpudsTable *p);
 void gpudsWbufCommit(GpudsTable *p);
 void gpudsRowGarbage(GpudsTable *p, uint64_t hRow);
 void gpudsCollectGarbage(GpudsTable *p);
-int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
-                   const uint64_t **paNew);
+int gpudsWbufEmpty(const GpudsTable *p);
+int gpudsWbufBatches(GpudsTable *p, int bUnsynced, GpudsBatch **paBatch,
+                     int64_t *pnBatch);
+int gpudsWbufSyncLost(const GpudsTable *p);
+void gpudsWbufSynced(GpudsTable *p);
 void gpudsFilterRebuild(GpudsTable *p);
 
 /* The store and its host mirror (store.c) */

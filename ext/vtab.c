@@ -583,7 +583,7 @@ static int gpudsSync(sqlite3_vtab *pVtab){
   sqlite3_int64 iLastRowid = sqlite3_last_insert_rowid(p->db);
   int rc, bExists = 1;
   if( p->bBroken ) return vtabDone(pVtab, brokenCheck(p));
-  if( p->wb.nOver>0 || p->wb.nUndo>0 ){
+  if( !gpudsWbufEmpty(p) ){
     rc = gpudsShadowExists(p, &bExists);
     if( rc ) return vtabDone(pVtab, rc);
   }

@@ -54,6 +54,10 @@ struct GpudsFlush {
 #define REPACK_ROWS_PER_THREAD 65536
 #define REPACK_MAX_THREADS     8
 
+/* A full rollback sweeps the overlay's unlogged rows in pages of this many
+** keys: 64 KiB of buffers, enough to amortize a page's lookup. */
+#define WBUF_SWEEP_PAGE 4096
+
 /* Create the (empty) overlay. */
 int gpudsWbufInit(GpudsTable *p){
   p->wb.pOver = gpudsOvNew();
@@ -210,14 +214,69 @@ int gpudsWbufPut2(GpudsTable *p, int64_t k1, uint64_t v1, int64_t k2, uint64_t v
   return rc;
 }
 
-/* If undo entry i is an applied batch, give its keys and values. */
-int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
-                   const uint64_t **paNew){
-  GpudsFlush *f;
-  if( p->wb.aUndo[i].eType!=UNDO_FLUSH ) return 0;
-  f = (GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev;
-  *pn = f->n; *paKey = f->aKey; *paNew = f->aNew;
-  return 1;
+/* True if the open transaction has written nothing to this table: the
+** overlay is empty and the undo log holds no entry. */
+int gpudsWbufEmpty(const GpudsTable *p){
+  return p->wb.nOver==0 && p->wb.nUndo==0;
+}
+
+/* The batches the open transaction applied to the store, oldest first:
+** all of them, or (bUnsynced) those no xSync has persisted yet.  *paBatch
+** is sqlite3_malloc'd (NULL when *pnBatch is 0), its views valid until the
+** write buffer next changes. */
+int gpudsWbufBatches(GpudsTable *p, int bUnsynced, GpudsBatch **paBatch,
+                     int64_t *pnBatch){
+  const GpudsWbuf *w = &p->wb;
+  int64_t i, n = 0, iFirst = bUnsynced ? w->nSynced : 0;
+  GpudsBatch *a;
+  *paBatch = 0;
+  *pnBatch = 0;
+  for(i=iFirst; i<w->nUndo; i++) n += (w->aUndo[i].eType==UNDO_FLUSH);
+  if( n==0 ) return SQLITE_OK;
+  a = sqlite3_malloc64(n*sizeof(GpudsBatch));
+  if( a==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  for(i=iFirst, n=0; i<w->nUndo; i++){
+    if( w->aUndo[i].eType==UNDO_FLUSH ){
+      const GpudsFlush *f = (const GpudsFlush*)(uintptr_t)w->aUndo[i].prev;
+      a[n].n = f->n;
+      a[n].aKey = f->aKey;
+      a[n].aNew = f->aNew;
+      n++;
+    }
+  }
+  *paBatch = a;
+  *pnBatch = n;
+  return SQLITE_OK;
+}
+
+/* True if a ROLLBACK TO undid batches an xSync of this transaction had
+** persisted (a COMMIT that failed with BUSY): SQLite may or may not have
+** undone those shadow writes, so only a rewrite of the whole store is
+** known to be right. */
+int gpudsWbufSyncLost(const GpudsTable *p){
+  return p->wb.bSyncLost;
+}
+
+/* Everything the transaction applied so far is persisted (xSync wrote it). */
+void gpudsWbufSynced(GpudsTable *p){
+  p->wb.nSynced = p->wb.nUndo;
+  p->wb.bSyncLost = 0;
+}
+
+/* The log is undone to length iTarget: if that takes back persisted
+** batches, the shadow tables must be rewritten (gpudsWbufSyncLost). */
+static void syncUndoneTo(GpudsWbuf *w, int64_t iTarget){
+  if( w->nSynced>iTarget ){
+    w->bSyncLost = 1;
+    w->nSynced = 0;
+  }
+}
+
+/* The transaction ended (committed or rolled back): nothing of it is
+** pending persistence any more. */
+static void syncForget(GpudsWbuf *w){
+  w->nSynced = 0;
+  w->bSyncLost = 0;
 }
 
 /* Rebuild the key filter from the store's contents. */
@@ -525,38 +584,16 @@ int gpudsWbufRelease(GpudsTable *p, int iSavepoint){
   return SQLITE_OK;
 }
 
-/* Roll back to the state at the start of savepoint iSavepoint, which stays
-** open.  SQLite passes -1 for a savepoint that began the transaction: then
-** everything this table did in the transaction is undone. */
-int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
-  int rc;
-  if( iSavepoint<0 ){
-    rc = gpudsWbufRollback(p);
-    if( p->nUndoSynced>0 ){ p->bShadowDirty = 1; p->nUndoSynced = 0; }
-    return rc;
-  }
-  if( iSavepoint>=p->wb.nMark ) return SQLITE_OK;
-  if( p->nUndoSynced>p->wb.aMark[iSavepoint] ){
-    /* This undoes batches an xSync (of a COMMIT that failed) already wrote;
-    ** SQLite may or may not have undone those shadow writes: rewrite them. */
-    p->bShadowDirty = 1;
-    p->nUndoSynced = 0;
-  }
-  rc = undoTo(p, p->wb.aMark[iSavepoint]);
-  p->wb.nMark = iSavepoint+1;
-  gpudsCollectGarbage(p);
-  return rc;
-}
-
-/* Roll back the whole transaction: undo the log, then drop what is left in
-** the overlay (first writes that needed no log entry). */
-int gpudsWbufRollback(GpudsTable *p){
+/* Undo the whole transaction: undo the log, then drop what is left in the
+** overlay (first writes that needed no log entry).  What was persisted is
+** the caller's to account. */
+static int wbufUndoAll(GpudsTable *p){
   GpudsWbuf *w = &p->wb;
   int rc = undoTo(p, 0);
   p->bMaxValid = 0;
   {
     gpuds_scan s;
-    size_t nPage = 4096, nOut, i;
+    size_t nPage = WBUF_SWEEP_PAGE, nOut, i;
     int64_t *aK = sqlite3_malloc64(nPage*8);
     uint64_t *aV = sqlite3_malloc64(nPage*8);
     if( aK && aV ){
@@ -583,6 +620,32 @@ int gpudsWbufRollback(GpudsTable *p){
   return rc;
 }
 
+/* Roll back to the state at the start of savepoint iSavepoint, which stays
+** open.  SQLite passes -1 for a savepoint that began the transaction: then
+** everything this table did in the transaction is undone.  The transaction
+** goes on, so batches an xSync persisted and this undoes are remembered
+** (gpudsWbufSyncLost). */
+int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
+  int rc;
+  if( iSavepoint<0 ){
+    syncUndoneTo(&p->wb, 0);
+    return wbufUndoAll(p);
+  }
+  if( iSavepoint>=p->wb.nMark ) return SQLITE_OK;
+  syncUndoneTo(&p->wb, p->wb.aMark[iSavepoint]);
+  rc = undoTo(p, p->wb.aMark[iSavepoint]);
+  p->wb.nMark = iSavepoint+1;
+  gpudsCollectGarbage(p);
+  return rc;
+}
+
+/* Roll back the whole transaction, which ends (xRollback): its shadow
+** writes are rolled back with it. */
+int gpudsWbufRollback(GpudsTable *p){
+  syncForget(&p->wb);
+  return wbufUndoAll(p);
+}
+
 /* The transaction committed (its writes are in the store, flushed by
 ** xSync): free the rows it displaced and forget the log. */
 void gpudsWbufCommit(GpudsTable *p){
@@ -604,6 +667,7 @@ void gpudsWbufCommit(GpudsTable *p){
   }
   w->nUndo = 0;
   w->nMark = 0;
+  syncForget(w);
   if( w->nUndoAlloc > 65536 ){
     sqlite3_free(w->aUndo);
     w->aUndo = 0;
