@@ -12,14 +12,15 @@
 **     append, so a bulk insert in key order never touches a hash slot;
 **   - the ordered view (for merged scans and flushes) is an array of entry
 **     numbers sorted by key, rebuilt lazily after the key set changed: not
-**     at all while keys arrive in ascending order, else by an LSD radix sort
-**     that skips the byte positions where all keys agree.
+**     at all while keys arrive in ascending order, else by sort.c's radix
+**     sort.
 ** Deleted entries (only undo deletes) are marked dead and dropped when the
 ** array is compacted.  No SQLite dependency: tests/test_overlay.c links it
-** alone.  Returns GPUDS_OK or GPUDS_NOMEM (equal to the SQLite codes).
+** with sort.c alone.  Returns GPUDS_OK or GPUDS_NOMEM (equal to the SQLite codes).
 */
 #include "gpuds_backend.h"
 #include "overlay.h"
+#include "sort.h"
 #include "gpuds_mix.h"
 #include <string.h>
 #include <stdlib.h>
@@ -262,38 +263,30 @@ void gpudsOvDel(GpudsOverlay *p, int64_t k){
   p->aSlot[i] = OV_EMPTY;
 }
 
-/* Sort the live entry numbers by key into p->aSort. */
+/* Sort the live entry numbers by key into p->aSort (sort.c's radix sort,
+** unless the keys were appended in ascending order). */
 static int ovSort(GpudsOverlay *p){
   uint32_t n = p->nLive, i, j;
-  uint32_t *aIdx, *aTmp;
-  uint64_t diff = 0, first;
-  int b;
+  uint32_t *aIdx;
   if( p->bSorted && p->aSort ) return GPUDS_OK;
   free(p->aSort);
   p->aSort = 0;
   aIdx = malloc((size_t)(n ? n : 1)*4);
-  aTmp = malloc((size_t)(n ? n : 1)*4);
-  if( aIdx==0 || aTmp==0 ){ free(aIdx); free(aTmp); return GPUDS_NOMEM; }
-  for(i=j=0; i<p->nE; i++) if( !p->aDead[i] ) aIdx[j++] = i;
-  if( !p->bAppendSorted && n>1 ){
-    /* LSD radix sort on the key with its sign bit flipped, one byte per
-    ** pass, skipping bytes that are the same in every key. */
-    first = (uint64_t)p->aE[aIdx[0]].k ^ (1ULL<<63);
-    for(i=1; i<n; i++) diff |= ((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63)) ^ first;
-    for(b=0; b<64; b+=8){
-      uint32_t aCnt[256];
-      if( ((diff>>b) & 0xff)==0 ) continue;
-      memset(aCnt, 0, sizeof(aCnt));
-      for(i=0; i<n; i++) aCnt[(((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63))>>b) & 0xff]++;
-      for(i=0, j=0; i<256; i++){ uint32_t c = aCnt[i]; aCnt[i] = j; j += c; }
-      for(i=0; i<n; i++){
-        uint32_t d = (uint32_t)((((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63))>>b) & 0xff);
-        aTmp[aCnt[d]++] = aIdx[i];
-      }
-      { uint32_t *t = aIdx; aIdx = aTmp; aTmp = t; }
+  if( aIdx==0 ) return GPUDS_NOMEM;
+  if( p->bAppendSorted || n<2 ){
+    for(i=j=0; i<p->nE; i++) if( !p->aDead[i] ) aIdx[j++] = i;
+  }else{
+    int64_t *aK = malloc((size_t)n*sizeof(int64_t));
+    uint64_t *aV = malloc((size_t)n*sizeof(uint64_t));
+    int rc = (aK && aV) ? GPUDS_OK : GPUDS_NOMEM;
+    for(i=j=0; rc==GPUDS_OK && i<p->nE; i++){
+      if( !p->aDead[i] ){ aK[j] = p->aE[i].k; aV[j++] = i; }
     }
+    if( rc==GPUDS_OK ) rc = gpudsSortKeys(aK, aV, n);
+    for(i=0; rc==GPUDS_OK && i<n; i++) aIdx[i] = (uint32_t)aV[i];
+    free(aK); free(aV);
+    if( rc ){ free(aIdx); return rc; }
   }
-  free(aTmp);
   p->aSort = aIdx;
   p->bSorted = 1;
   return GPUDS_OK;

@@ -24,6 +24,7 @@
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include "runfmt.h"
+#include "sort.h"
 #include <string.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -196,41 +197,40 @@ static int rewriteCb(GpudsTable *p, void *pCtx, const int64_t *aK,
 
 /* The entries of a store collected for sorting (a hash store visits its
 ** entries in slot order; a run must be written in key order). */
-typedef struct RewritePair { int64_t k; uint64_t v; } RewritePair;
-typedef struct RewriteAll { RewritePair *a; size_t n, nAlloc; } RewriteAll;
+typedef struct RewriteAll { int64_t *aK; uint64_t *aV; size_t n, nAlloc; } RewriteAll;
 static int collectCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                      const uint64_t *aV, size_t n){
   RewriteAll *r = (RewriteAll*)pCtx;
-  size_t i;
   if( r->n+n>r->nAlloc ){
     size_t nNew = (r->n+n)*2;
-    RewritePair *aNew = sqlite3_realloc64(r->a, nNew*sizeof(RewritePair));
-    if( aNew==0 ) return SQLITE_NOMEM;
-    r->a = aNew; r->nAlloc = nNew;
+    int64_t *aKNew = sqlite3_realloc64(r->aK, nNew*sizeof(int64_t));
+    uint64_t *aVNew;
+    if( aKNew==0 ) return SQLITE_NOMEM;
+    r->aK = aKNew;
+    aVNew = sqlite3_realloc64(r->aV, nNew*sizeof(uint64_t));
+    if( aVNew==0 ) return SQLITE_NOMEM;
+    r->aV = aVNew;
+    r->nAlloc = nNew;
   }
-  for(i=0; i<n; i++){ r->a[r->n].k = aK[i]; r->a[r->n].v = aV[i]; r->n++; }
+  memcpy(&r->aK[r->n], aK, n*sizeof(int64_t));
+  memcpy(&r->aV[r->n], aV, n*sizeof(uint64_t));
+  r->n += n;
   return SQLITE_OK;
-}
-static int pairCmp(const void *a, const void *b){
-  int64_t x = ((const RewritePair*)a)->k, y = ((const RewritePair*)b)->k;
-  return x<y ? -1 : x>y;
 }
 static int shadowRewrite(GpudsTable *p){
   RunWriter w;
-  RewriteAll all = {0, 0, 0};
+  RewriteAll all = {0, 0, 0, 0};
   int rc = gpudsRunExec(p, "DELETE FROM %Q.'%q_run'", p->zDb, p->zName);
   if( rc ) return rc;
   rc = gpudsRunWriterOpen(p, 1, &w);
   if( rc==SQLITE_OK && p->eKind==GPUDS_ORDERED ){
     rc = gpudsStoreEach(p, rewriteCb, &w);      /* already in key order */
   }else if( rc==SQLITE_OK ){
-    size_t i;
     rc = gpudsStoreEach(p, collectCb, &all);
-    if( rc==SQLITE_OK ) qsort(all.a, all.n, sizeof(RewritePair), pairCmp);
-    for(i=0; rc==SQLITE_OK && i<all.n; i++){
-      rc = rewriteCb(p, &w, &all.a[i].k, &all.a[i].v, 1);
-    }
-    sqlite3_free(all.a);
+    if( rc==SQLITE_OK ) rc = gpudsSortKeys(all.aK, all.aV, all.n);
+    if( rc==SQLITE_OK ) rc = rewriteCb(p, &w, all.aK, all.aV, all.n);
+    sqlite3_free(all.aK);
+    sqlite3_free(all.aV);
   }
   if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
   gpudsRunWriterClose(&w);
@@ -400,7 +400,7 @@ static int checkSkipKeys(GpudsTable *p, CheckCtx *c){
     c->nSkip += (int64_t)aBatch[i].n;
   }
   sqlite3_free(aBatch);
-  if( rc==SQLITE_OK && c->nSkip ) qsort(c->aSkip, (size_t)c->nSkip, sizeof(int64_t), keyCmp);
+  if( rc==SQLITE_OK ) rc = gpudsSortKeys(c->aSkip, 0, (size_t)c->nSkip);
   return rc;
 }
 
