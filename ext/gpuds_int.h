@@ -51,7 +51,9 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** Layout: u32 nCol; then nCol (u8 type, u32 offset) pairs; then payload. */
 typedef struct GpudsRow GpudsRow;
 
-typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; void *pSpare; } GpudsLoader;
+/* Spare arena blocks for loaders: a list whose links row.c keeps. */
+typedef struct GpudsBlocks { void *pHead; int n; } GpudsBlocks;
+typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; GpudsBlocks spare; } GpudsLoader;
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff);
 void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
 size_t gpudsRowBytes(const GpudsRow *p);
@@ -67,8 +69,10 @@ uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int 
 uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h);
 size_t gpudsLoaderSpanMax(void);
 size_t gpudsLoaderRoom(const GpudsLoader *L);
-void *gpudsArenaBlock(void);
-void gpudsLoaderGive(GpudsLoader *L, void *pBlock);
+int gpudsBlocksAdd(GpudsBlocks *pList);
+void gpudsBlocksFree(GpudsBlocks *pList);
+void gpudsLoaderGive(GpudsLoader *L, GpudsBlocks *pList);
+void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList);
 unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nByte,
                                int64_t nLive);
 uint64_t gpudsLoaderHandle(const unsigned char *z);
