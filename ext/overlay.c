@@ -27,6 +27,14 @@
 
 #define OV_EMPTY 0xffffffffu          /* empty hash slot */
 
+/* The entry array starts with room for OV_INITIAL entries and doubles; a
+** clear frees arrays grown past OV_KEEP_MAX entries (a big transaction
+** should not pin its overlay), keeping smaller ones for the next. */
+#define OV_INITIAL  1024
+#define OV_KEEP_MAX 65536
+/* The hash table, once built, starts with at least this many slots. */
+#define OV_MIN_SLOTS 2048
+
 typedef struct OvEntry {
   int64_t k;
   uint64_t v;
@@ -69,7 +77,7 @@ void gpudsOvFree(GpudsOverlay *p){
 
 /* Empty the overlay, keeping its memory if it is small. */
 void gpudsOvClear(GpudsOverlay *p){
-  if( p->nEAlloc > 65536 ){
+  if( p->nEAlloc > OV_KEEP_MAX ){
     free(p->aE); free(p->aDead); free(p->aSlot); free(p->aSort);
     p->aE = 0; p->aDead = 0; p->aSlot = 0; p->aSort = 0;
     p->nEAlloc = 0; p->nSlot = 0;
@@ -126,7 +134,7 @@ static uint32_t ovSlotsFor(const GpudsOverlay *p, uint32_t nSlot){
 /* Make room for one more entry. */
 static int ovReserve(GpudsOverlay *p){
   if( p->nE==p->nEAlloc ){
-    uint32_t nNew = p->nEAlloc ? p->nEAlloc*2 : 1024;
+    uint32_t nNew = p->nEAlloc ? p->nEAlloc*2 : OV_INITIAL;
     OvEntry *aE;
     uint8_t *aDead;
     if( nNew>0x7fffffff ) return GPUDS_NOMEM;
@@ -139,7 +147,7 @@ static int ovReserve(GpudsOverlay *p){
     p->nEAlloc = nNew;
   }
   if( p->bHashed && (uint64_t)(p->nE+1)*2 > p->nSlot ){
-    return ovRehash(p, ovSlotsFor(p, p->nSlot ? p->nSlot : 2048));
+    return ovRehash(p, ovSlotsFor(p, p->nSlot ? p->nSlot : OV_MIN_SLOTS));
   }
   return GPUDS_OK;
 }
@@ -148,7 +156,7 @@ static int ovReserve(GpudsOverlay *p){
 static int ovHashBuild(GpudsOverlay *p){
   int rc;
   if( p->bHashed ) return GPUDS_OK;
-  rc = ovRehash(p, ovSlotsFor(p, 2048));
+  rc = ovRehash(p, ovSlotsFor(p, OV_MIN_SLOTS));
   if( rc==GPUDS_OK ) p->bHashed = 1;
   return rc;
 }

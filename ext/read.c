@@ -23,7 +23,15 @@ SQLITE_EXTENSION_INIT3
 #include "sort.h"
 #include <string.h>
 
-#define MERGE_PAGE_MAX 65536
+/* Store pages of a merged scan: the first holds MERGE_PAGE_FIRST entries
+** (a LIMIT hint, clamped to at least MERGE_PAGE_MIN, replaces it: a LIMIT 10
+** fetches little), each next one twice the last, up to MERGE_PAGE_MAX (1 MiB
+** of keys and values: round trips amortized, memory bounded). */
+#define MERGE_PAGE_FIRST 256
+#define MERGE_PAGE_MIN   16
+#define MERGE_PAGE_MAX   65536
+/* Write buffer pages of a merged scan: the overlay is in host memory, so a
+** page only bounds the copy. */
 #define OVER_PAGE 1024
 
 typedef struct MergeSrc {
@@ -146,8 +154,9 @@ int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
   m->pTab = p;
   m->bOrdered = p->pOps->kind==GPUDS_ORDERED;
   m->bDesc = bDesc;
-  if( nHint<=0 ) m->nPage = 256;
-  else m->nPage = nHint<16 ? 16 : (nHint>MERGE_PAGE_MAX ? MERGE_PAGE_MAX : (size_t)nHint);
+  if( nHint<=0 ) m->nPage = MERGE_PAGE_FIRST;
+  else m->nPage = nHint<MERGE_PAGE_MIN ? MERGE_PAGE_MIN
+                : (nHint>MERGE_PAGE_MAX ? MERGE_PAGE_MAX : (size_t)nHint);
   m->st.s.lo = m->ov.s.lo = lo;
   m->st.s.hi = m->ov.s.hi = hi;
   m->st.s.desc = m->ov.s.desc = m->bOrdered ? m->bDesc : 0;

@@ -46,8 +46,28 @@ struct GpudsFlush {
 };
 
 /* A flush of at least this many new rows copies them into load arenas in
-** key order (see repackRows). */
+** key order (see repackRows): below it a scan's cache misses cost less than
+** the copy. */
 #define REPACK_MIN_ROWS 1024
+
+/* Rows of a flush lying more than REPACK_GAP bytes apart in memory (a page),
+** or backwards, break the key order a scan would read them in; a flush is
+** repacked when at least one row in REPACK_BREAK_DIV does so (fewer: the
+** rows are already mostly in key order, e.g. a sorted insert). */
+#define REPACK_GAP       4096
+#define REPACK_BREAK_DIV 8
+
+/* The key filter is rebuilt once the keys deleted from the store since the
+** last rebuild pass half of those added plus FILTER_STALE_SLACK: stale keys
+** only cost false "maybe" answers, and the slack spares a small table a
+** rebuild at every delete. */
+#define FILTER_STALE_SLACK 1024
+
+/* The undo log starts with room for this many entries and doubles; after a
+** commit a log grown past UNDO_KEEP_MAX entries is freed rather than kept
+** for the next transaction (a big transaction should not pin its log). */
+#define UNDO_INITIAL  1024
+#define UNDO_KEEP_MAX 65536
 
 /* A repack uses one thread per this many rows, at most REPACK_MAX_THREADS
 ** (and no more than the machine's processors). */
@@ -121,7 +141,7 @@ void gpudsCollectGarbage(GpudsTable *p){
 /* Make room for n more undo entries. */
 static int undoReserve(GpudsWbuf *w, int64_t n){
   if( w->nUndo+n > w->nUndoAlloc ){
-    int64_t nNew = w->nUndoAlloc ? w->nUndoAlloc*2 : 1024;
+    int64_t nNew = w->nUndoAlloc ? w->nUndoAlloc*2 : UNDO_INITIAL;
     GpudsUndo *a;
     while( nNew < w->nUndo+n ) nNew *= 2;
     a = sqlite3_realloc64(w->aUndo, nNew*sizeof(GpudsUndo));
@@ -311,7 +331,7 @@ static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
     if( f->aNew[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
     else if( f->aFound[i] ) p->filter.nStale++;
   }
-  if( bFull || p->filter.nStale > p->filter.nAdded/2 + 1024 ){
+  if( bFull || p->filter.nStale > p->filter.nAdded/2 + FILTER_STALE_SLACK ){
     filterRebuild(p);
   }
 }
@@ -375,10 +395,10 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
     uint64_t h = f->aNew[i];
     if( h==0 ) continue;
     nRow++;
-    if( (uintptr_t)h < prev || (uintptr_t)h - prev > 4096 ) nBreak++;
+    if( (uintptr_t)h < prev || (uintptr_t)h - prev > REPACK_GAP ) nBreak++;
     prev = (uintptr_t)h;
   }
-  if( nRow<REPACK_MIN_ROWS || nBreak<nRow/8 ) return;
+  if( nRow<REPACK_MIN_ROWS || nBreak<nRow/REPACK_BREAK_DIV ) return;
   f->aOrig = sqlite3_malloc64(f->n*8);
   if( f->aOrig==0 ) return;
   memcpy(f->aOrig, f->aNew, f->n*8);
@@ -668,7 +688,7 @@ void gpudsWbufCommit(GpudsTable *p){
   w->nUndo = 0;
   w->nMark = 0;
   syncForget(w);
-  if( w->nUndoAlloc > 65536 ){
+  if( w->nUndoAlloc > UNDO_KEEP_MAX ){
     sqlite3_free(w->aUndo);
     w->aUndo = 0;
     w->nUndoAlloc = 0;
