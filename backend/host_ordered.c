@@ -36,6 +36,10 @@
 #define BT_FANOUT     64                 /* children of an inner node, at most */
 #define BT_INNER_MIN  (BT_FANOUT/2)      /* children of a non-root inner node */
 #define BT_MAX_HEIGHT 40                 /* far beyond 2^64 keys at min fill */
+/* A bulk load of at least 1/BT_REBUILD_DIV of the tree's entries rebuilds
+** the tree from the merge (O(old+new), full leaves); a smaller one inserts
+** key by key (O(new log old)), cheaper while new is small against old. */
+#define BT_REBUILD_DIV 16
 
 typedef struct BtNode BtNode;
 typedef struct BtLeaf BtLeaf;
@@ -895,7 +899,7 @@ static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
   if( (uint64_t)n >= (uint64_t)INT64_MAX/2 ){
     return btError(p, GPUDS_NOMEM, "xBulkLoad: too many entries");
   }
-  if( p->nKey==0 || (int64_t)n >= p->nKey/16 ){
+  if( p->nKey==0 || (int64_t)n >= p->nKey/BT_REBUILD_DIV ){
     BtSource src;
     int64_t nEntry = 0, k;
     uint64_t v;

@@ -20,6 +20,15 @@ SQLITE_EXTENSION_INIT3
 #define FILTER_K 3          /* bits per key */
 #define FILTER_BLOCK_LOG2 9 /* bits per block: 512 = 8 words = 64 bytes */
 
+/* Sizing: at least FILTER_BITS_PER_KEY bits per key the filter is made for
+** (the low end of the 16..32 above), rounded up to a power of two, and at
+** least FILTER_MIN_KEYS keys' worth (2 KiB: a tiny table rebuilds rarely);
+** at most 2^FILTER_MAX_LOG2 bits (see the block choice above). */
+#define FILTER_BITS_PER_KEY 16
+#define FILTER_MIN_KEYS     1024
+#define FILTER_MIN_LOG2     14
+#define FILTER_MAX_LOG2     40
+
 /* The first word of the block of hash h (the filter has 2^nLog2 bits,
 ** 14 <= nLog2 <= 40). */
 static uint64_t *filterBlock(const GpudsFilter *p, uint64_t h){
@@ -64,10 +73,10 @@ int gpudsFilterAdd(GpudsFilter *p, int64_t k){
 ** clears them).  SQLITE_NOMEM on failure, in which case the filter holds no
 ** bits and answers "might exist" for every key: slower, never wrong. */
 int gpudsFilterAlloc(GpudsFilter *p, int64_t nCap){
-  int nLog2 = 14;
+  int nLog2 = FILTER_MIN_LOG2;
   uint64_t nWord;
-  if( nCap<1024 ) nCap = 1024;
-  while( nLog2<40 && (1LL<<nLog2) < nCap*16 ) nLog2++;
+  if( nCap<FILTER_MIN_KEYS ) nCap = FILTER_MIN_KEYS;
+  while( nLog2<FILTER_MAX_LOG2 && (1LL<<nLog2) < nCap*FILTER_BITS_PER_KEY ) nLog2++;
   nWord = (1ULL<<nLog2)/64;
   gpudsFilterFree(p);
   {

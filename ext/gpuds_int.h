@@ -40,8 +40,19 @@ extern const sqlite3_api_routines *sqlite3_api;
 #define GPUDS_ARENA_ROWS 1024
 
 /* A key range of a hash table at most this wide is answered by one batch
-** lookup of its keys instead of a scan of every slot. */
+** lookup of its keys instead of a scan of every slot (vtab.c)... */
 #define GPUDS_HASH_RANGE_KEYS 65536
+/* ... and only while it is at most GPUDS_HASH_RANGE_PER_ROW keys per row of
+** the store plus GPUDS_HASH_RANGE_SLACK: a scan visits every slot and then
+** snapshots, sorts and looks up every row, while a probe for an absent key
+** stops at its first empty slot, so many probes per row are still cheaper;
+** the slack keeps short ranges on empty or tiny tables on the batch path. */
+#define GPUDS_HASH_RANGE_PER_ROW 16
+#define GPUDS_HASH_RANGE_SLACK   64
+
+/* The key filter of a new table is sized for this many keys (filter.c's
+** smallest size); it grows by rebuilds as keys arrive. */
+#define GPUDS_FILTER_INITIAL_KEYS 1024
 
 /* Module kinds */
 #define GPUDS_MOD_GFSL    GPUDS_ORDERED
@@ -52,7 +63,9 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** Layout: u32 nCol; then nCol (u8 type, u32 offset) pairs; then payload. */
 typedef struct GpudsRow GpudsRow;
 
-typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; void *pSpare; } GpudsLoader;
+/* Spare arena blocks for loaders: a list whose links row.c keeps. */
+typedef struct GpudsBlocks { void *pHead; int n; } GpudsBlocks;
+typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; GpudsBlocks spare; } GpudsLoader;
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff);
 void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
 size_t gpudsRowBytes(const GpudsRow *p);
@@ -68,8 +81,10 @@ uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int 
 uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h);
 size_t gpudsLoaderSpanMax(void);
 size_t gpudsLoaderRoom(const GpudsLoader *L);
-void *gpudsArenaBlock(void);
-void gpudsLoaderGive(GpudsLoader *L, void *pBlock);
+int gpudsBlocksAdd(GpudsBlocks *pList);
+void gpudsBlocksFree(GpudsBlocks *pList);
+void gpudsLoaderGive(GpudsLoader *L, GpudsBlocks *pList);
+void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList);
 unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nByte,
                                int64_t nLive);
 uint64_t gpudsLoaderHandle(const unsigned char *z);
@@ -121,6 +136,9 @@ typedef struct GpudsWbuf {
   int nMark, nMarkAlloc;
   uint64_t *aGarbage;     /* row handles to free once no cursor can see them */
   int64_t nGarbage, nGarbageAlloc;
+  int64_t nSynced;        /* undo entries whose batches an xSync persisted */
+  int bSyncLost;          /* a ROLLBACK TO undid persisted batches: what the
+                          ** shadow tables hold matches no prefix of the log */
 } GpudsWbuf;
 
 /* The column set of a table (colset.c): its non-key columns as arrays for
@@ -136,6 +154,15 @@ typedef struct GpudsColState {
   int64_t nBuild;             /* sets built (statistics) */
   int64_t nQuery;             /* queries run on sets (statistics) */
 } GpudsColState;
+
+/* A batch the open transaction applied to the store (gpudsWbufBatches):
+** n distinct keys, ascending, and the values written (0 = deleted).  A view
+** into the undo log, valid until the write buffer next changes. */
+typedef struct GpudsBatch {
+  size_t n;
+  const int64_t *aKey;
+  const uint64_t *aNew;
+} GpudsBatch;
 
 struct GpudsTable {
   sqlite3_vtab base;          /* only base.zErrMsg is used: the last error */
@@ -172,8 +199,6 @@ struct GpudsTable {
   int64_t iTableId;           /* t_meta 'id' of the table the store holds */
   int iFormat;                /* t_meta 'format' (shadow.c SHADOW_FORMAT) */
   int64_t iGenPending;        /* generation after the commit in progress */
-  int64_t nUndoSynced;        /* undo entries already written by an xSync */
-  int bShadowDirty;           /* a ROLLBACK TO undid synced writes: rewrite */
   unsigned int iDataVersion;  /* SQLITE_FCNTL_DATA_VERSION when last checked */
   int64_t nLoadRows;          /* rows read by the last load */
   int64_t nLoadEntries;       /* sum of t_run.n seen by the last load */
@@ -219,8 +244,11 @@ int gpudsWbufRollback(GpudsTable *p);
 void gpudsWbufCommit(GpudsTable *p);
 void gpudsRowGarbage(GpudsTable *p, uint64_t hRow);
 void gpudsCollectGarbage(GpudsTable *p);
-int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
-                   const uint64_t **paNew);
+int gpudsWbufEmpty(const GpudsTable *p);
+int gpudsWbufBatches(GpudsTable *p, int bUnsynced, GpudsBatch **paBatch,
+                     int64_t *pnBatch);
+int gpudsWbufSyncLost(const GpudsTable *p);
+void gpudsWbufSynced(GpudsTable *p);
 void gpudsFilterRebuild(GpudsTable *p);
 
 /* The store and its host mirror (store.c) */

@@ -8,6 +8,10 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 #include <pthread.h>
 
+/* Bytes for one store's xInfo() text in gpuds_info(): its few fields take a
+** few hundred (a store writes "{}" where its text would not fit). */
+#define INFO_STORE_MAX 4096
+
 static pthread_mutex_t tableListMutex = PTHREAD_MUTEX_INITIALIZER;
 static GpudsTable *pTableList = 0;
 
@@ -146,12 +150,12 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   sqlite3_str_appendf(s, "\"gpu_memory_total\":%llu,\"gpu_memory_free\":%llu,",
                       (unsigned long long)nTotal, (unsigned long long)nFree);
   sqlite3_str_appendf(s, "\"sqlite\":\"%s\",\"tables\":[", sqlite3_libversion());
-  zStore = sqlite3_malloc(4096);
+  zStore = sqlite3_malloc(INFO_STORE_MAX);
   pthread_mutex_lock(&tableListMutex);
   for(p=pTableList; p; p=p->pNextTable){
     if( p->db!=db ) continue;
     char *zFull = sqlite3_mprintf("%s.%s", p->zDb, p->zName);
-    if( zStore ) p->pOps->xInfo(p->pStore, zStore, 4096);
+    if( zStore ) p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
     sqlite3_str_appendf(s, "%s{\"name\":", nTab++ ? "," : "");
     jsonString(s, zFull ? zFull : "");
     sqlite3_free(zFull);

@@ -170,8 +170,7 @@ no_mem:
 typedef struct LoadBuf {
   unsigned char *a;               /* the chunk's vals (malloc) */
   size_t nAlloc, nv;
-  void *pSpare;                   /* arena blocks for the chunk, a list */
-  int nSpare;
+  GpudsBlocks spare;              /* arena blocks for the chunk */
   int eState;
   LoadRows *r;                    /* the chunk: aChunk[iChunk] of run iRun of r */
   int iChunk;
@@ -200,12 +199,7 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
   int64_t nTomb = 0;
   int rc;
   err.iRun = b->iRun; err.zWhy = 0;
-  while( b->pSpare ){                       /* the reader's blocks first */
-    void *pBlk = b->pSpare;
-    b->pSpare = *(void**)pBlk;
-    gpudsLoaderGive(L, pBlk);
-  }
-  b->nSpare = 0;
+  gpudsLoaderGive(L, &b->spare);            /* the reader's blocks first */
   if( pp->bSum ){
     /* loadRun made sure the vals hold at least the checksum */
     uint64_t h;
@@ -220,13 +214,7 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
   }else{
     rc = loadChunk(b->r, L, pp->nCol, b->i0, b->nEnt, b->a, b->nv, &nTomb, &err);
   }
-  while( L->pSpare ){                       /* and back, those not used */
-    void *pBlk = L->pSpare;
-    L->pSpare = *(void**)pBlk;
-    *(void**)pBlk = b->pSpare;
-    b->pSpare = pBlk;
-    b->nSpare++;
-  }
+  gpudsLoaderTakeBack(L, &b->spare);        /* and back, those not used */
   if( bLock ) pthread_mutex_lock(&pp->mu);
   if( rc==SQLITE_OK ){
     b->r->aChunk[b->iChunk].bDone = 1;    /* under pp->mu: see loadRun */
@@ -344,12 +332,8 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
   ** pages.  A chunk's rows take at most its vals' bytes and a block's
   ** wasted end (at most LOAD_SPAN_MIN); if they take more, the worker
   ** allocates. */
-  while( b->nSpare < (int)(nv/(gpudsLoaderSpanMax() - LOAD_SPAN_MIN)) + 2 ){
-    void *pBlk = gpudsArenaBlock();
-    if( pBlk==0 ) break;                    /* the worker will try */
-    *(void**)pBlk = b->pSpare;
-    b->pSpare = pBlk;
-    b->nSpare++;
+  while( b->spare.n < (int)(nv/(gpudsLoaderSpanMax() - LOAD_SPAN_MIN)) + 2 ){
+    if( !gpudsBlocksAdd(&b->spare) ) break;  /* the worker will try */
   }
   *pb = b;
   return SQLITE_OK;
@@ -389,12 +373,7 @@ static int loadPipeJoin(GpudsTable *p, LoadPipe *pp){
   }
   for(i=0; i<LOAD_NBUF; i++){
     LoadBuf *b = &pp->aBuf[i];
-    while( b->pSpare ){
-      void *pBlk = b->pSpare;
-      b->pSpare = *(void**)pBlk;
-      free(pBlk);
-    }
-    b->nSpare = 0;
+    gpudsBlocksFree(&b->spare);
     free(b->a);
     b->a = 0;
   }

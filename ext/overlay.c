@@ -12,19 +12,28 @@
 **     append, so a bulk insert in key order never touches a hash slot;
 **   - the ordered view (for merged scans and flushes) is an array of entry
 **     numbers sorted by key, rebuilt lazily after the key set changed: not
-**     at all while keys arrive in ascending order, else by an LSD radix sort
-**     that skips the byte positions where all keys agree.
+**     at all while keys arrive in ascending order, else by sort.c's radix
+**     sort.
 ** Deleted entries (only undo deletes) are marked dead and dropped when the
 ** array is compacted.  No SQLite dependency: tests/test_overlay.c links it
-** alone.  Returns GPUDS_OK or GPUDS_NOMEM (equal to the SQLite codes).
+** with sort.c alone.  Returns GPUDS_OK or GPUDS_NOMEM (equal to the SQLite codes).
 */
 #include "gpuds_backend.h"
 #include "overlay.h"
+#include "sort.h"
 #include "gpuds_mix.h"
 #include <string.h>
 #include <stdlib.h>
 
 #define OV_EMPTY 0xffffffffu          /* empty hash slot */
+
+/* The entry array starts with room for OV_INITIAL entries and doubles; a
+** clear frees arrays grown past OV_KEEP_MAX entries (a big transaction
+** should not pin its overlay), keeping smaller ones for the next. */
+#define OV_INITIAL  1024
+#define OV_KEEP_MAX 65536
+/* The hash table, once built, starts with at least this many slots. */
+#define OV_MIN_SLOTS 2048
 
 typedef struct OvEntry {
   int64_t k;
@@ -68,7 +77,7 @@ void gpudsOvFree(GpudsOverlay *p){
 
 /* Empty the overlay, keeping its memory if it is small. */
 void gpudsOvClear(GpudsOverlay *p){
-  if( p->nEAlloc > 65536 ){
+  if( p->nEAlloc > OV_KEEP_MAX ){
     free(p->aE); free(p->aDead); free(p->aSlot); free(p->aSort);
     p->aE = 0; p->aDead = 0; p->aSlot = 0; p->aSort = 0;
     p->nEAlloc = 0; p->nSlot = 0;
@@ -125,7 +134,7 @@ static uint32_t ovSlotsFor(const GpudsOverlay *p, uint32_t nSlot){
 /* Make room for one more entry. */
 static int ovReserve(GpudsOverlay *p){
   if( p->nE==p->nEAlloc ){
-    uint32_t nNew = p->nEAlloc ? p->nEAlloc*2 : 1024;
+    uint32_t nNew = p->nEAlloc ? p->nEAlloc*2 : OV_INITIAL;
     OvEntry *aE;
     uint8_t *aDead;
     if( nNew>0x7fffffff ) return GPUDS_NOMEM;
@@ -138,7 +147,7 @@ static int ovReserve(GpudsOverlay *p){
     p->nEAlloc = nNew;
   }
   if( p->bHashed && (uint64_t)(p->nE+1)*2 > p->nSlot ){
-    return ovRehash(p, ovSlotsFor(p, p->nSlot ? p->nSlot : 2048));
+    return ovRehash(p, ovSlotsFor(p, p->nSlot ? p->nSlot : OV_MIN_SLOTS));
   }
   return GPUDS_OK;
 }
@@ -147,7 +156,7 @@ static int ovReserve(GpudsOverlay *p){
 static int ovHashBuild(GpudsOverlay *p){
   int rc;
   if( p->bHashed ) return GPUDS_OK;
-  rc = ovRehash(p, ovSlotsFor(p, 2048));
+  rc = ovRehash(p, ovSlotsFor(p, OV_MIN_SLOTS));
   if( rc==GPUDS_OK ) p->bHashed = 1;
   return rc;
 }
@@ -262,38 +271,30 @@ void gpudsOvDel(GpudsOverlay *p, int64_t k){
   p->aSlot[i] = OV_EMPTY;
 }
 
-/* Sort the live entry numbers by key into p->aSort. */
+/* Sort the live entry numbers by key into p->aSort (sort.c's radix sort,
+** unless the keys were appended in ascending order). */
 static int ovSort(GpudsOverlay *p){
   uint32_t n = p->nLive, i, j;
-  uint32_t *aIdx, *aTmp;
-  uint64_t diff = 0, first;
-  int b;
+  uint32_t *aIdx;
   if( p->bSorted && p->aSort ) return GPUDS_OK;
   free(p->aSort);
   p->aSort = 0;
   aIdx = malloc((size_t)(n ? n : 1)*4);
-  aTmp = malloc((size_t)(n ? n : 1)*4);
-  if( aIdx==0 || aTmp==0 ){ free(aIdx); free(aTmp); return GPUDS_NOMEM; }
-  for(i=j=0; i<p->nE; i++) if( !p->aDead[i] ) aIdx[j++] = i;
-  if( !p->bAppendSorted && n>1 ){
-    /* LSD radix sort on the key with its sign bit flipped, one byte per
-    ** pass, skipping bytes that are the same in every key. */
-    first = (uint64_t)p->aE[aIdx[0]].k ^ (1ULL<<63);
-    for(i=1; i<n; i++) diff |= ((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63)) ^ first;
-    for(b=0; b<64; b+=8){
-      uint32_t aCnt[256];
-      if( ((diff>>b) & 0xff)==0 ) continue;
-      memset(aCnt, 0, sizeof(aCnt));
-      for(i=0; i<n; i++) aCnt[(((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63))>>b) & 0xff]++;
-      for(i=0, j=0; i<256; i++){ uint32_t c = aCnt[i]; aCnt[i] = j; j += c; }
-      for(i=0; i<n; i++){
-        uint32_t d = (uint32_t)((((uint64_t)p->aE[aIdx[i]].k ^ (1ULL<<63))>>b) & 0xff);
-        aTmp[aCnt[d]++] = aIdx[i];
-      }
-      { uint32_t *t = aIdx; aIdx = aTmp; aTmp = t; }
+  if( aIdx==0 ) return GPUDS_NOMEM;
+  if( p->bAppendSorted || n<2 ){
+    for(i=j=0; i<p->nE; i++) if( !p->aDead[i] ) aIdx[j++] = i;
+  }else{
+    int64_t *aK = malloc((size_t)n*sizeof(int64_t));
+    uint64_t *aV = malloc((size_t)n*sizeof(uint64_t));
+    int rc = (aK && aV) ? GPUDS_OK : GPUDS_NOMEM;
+    for(i=j=0; rc==GPUDS_OK && i<p->nE; i++){
+      if( !p->aDead[i] ){ aK[j] = p->aE[i].k; aV[j++] = i; }
     }
+    if( rc==GPUDS_OK ) rc = gpudsSortKeys(aK, aV, n);
+    for(i=0; rc==GPUDS_OK && i<n; i++) aIdx[i] = (uint32_t)aV[i];
+    free(aK); free(aV);
+    if( rc ){ free(aIdx); return rc; }
   }
-  free(aTmp);
   p->aSort = aIdx;
   p->bSorted = 1;
   return GPUDS_OK;

@@ -9,7 +9,7 @@
 ** the write buffer wins (a 0 value there hides the key).  Pages start small
 ** (a LIMIT 10 query fetches little) and double up to MERGE_PAGE_MAX.
 ** Hash stores: a snapshot of the keys (8 bytes each: the store's and the
-** write buffer's own), taken when the scan opens and radix-sorted, so a
+** write buffer's own), taken when the scan opens and sorted (sort.c), so a
 ** hash table is visited in key order as an ordinary table is (multi-row
 ** UPDATEs that move keys depend on it), read back a page at a time through
 ** a batch lookup of the current contents.  Slots
@@ -20,9 +20,18 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "sort.h"
 #include <string.h>
 
-#define MERGE_PAGE_MAX 65536
+/* Store pages of a merged scan: the first holds MERGE_PAGE_FIRST entries
+** (a LIMIT hint, clamped to at least MERGE_PAGE_MIN, replaces it: a LIMIT 10
+** fetches little), each next one twice the last, up to MERGE_PAGE_MAX (1 MiB
+** of keys and values: round trips amortized, memory bounded). */
+#define MERGE_PAGE_FIRST 256
+#define MERGE_PAGE_MIN   16
+#define MERGE_PAGE_MAX   65536
+/* Write buffer pages of a merged scan: the overlay is in host memory, so a
+** page only bounds the copy. */
 #define OVER_PAGE 1024
 
 typedef struct MergeSrc {
@@ -46,30 +55,6 @@ struct GpudsMerge {
 };
 
 static int srcReserve(MergeSrc *src, size_t nMax);
-
-/* Sort a[0..n-1] ascending: LSD radix sort on the keys with the sign bit
-** flipped, one byte a pass, skipping bytes that are the same in every key. */
-static int sortKeys(int64_t *a, int64_t n){
-  uint64_t diff = 0, first;
-  int64_t i, *aTmp;
-  int b;
-  if( n<2 ) return SQLITE_OK;
-  aTmp = sqlite3_malloc64(n*8);
-  if( aTmp==0 ) return SQLITE_NOMEM;
-  first = (uint64_t)a[0] ^ (1ULL<<63);
-  for(i=1; i<n; i++) diff |= ((uint64_t)a[i] ^ (1ULL<<63)) ^ first;
-  for(b=0; b<64; b+=8){
-    int64_t aCnt[256], j;
-    if( ((diff>>b) & 0xff)==0 ) continue;
-    memset(aCnt, 0, sizeof(aCnt));
-    for(i=0; i<n; i++) aCnt[(((uint64_t)a[i] ^ (1ULL<<63))>>b) & 0xff]++;
-    for(i=0, j=0; i<256; i++){ int64_t c = aCnt[i]; aCnt[i] = j; j += c; }
-    for(i=0; i<n; i++) aTmp[aCnt[(((uint64_t)a[i] ^ (1ULL<<63))>>b) & 0xff]++] = a[i];
-    memcpy(a, aTmp, n*8);
-  }
-  sqlite3_free(aTmp);
-  return SQLITE_OK;
-}
 
 /* Append key k to the hash scan's snapshot. */
 static int snapAdd(GpudsMerge *m, int64_t k, int64_t *pnAlloc){
@@ -113,7 +98,7 @@ static int snapshotKeys(GpudsMerge *m){
   }
   m->st.n = m->st.i = 0;
   m->ov.n = m->ov.i = 0;
-  if( rc==SQLITE_OK ) rc = sortKeys(m->aSnap, m->nSnap);
+  if( rc==SQLITE_OK ) rc = gpudsSortKeys(m->aSnap, 0, (size_t)m->nSnap);
   if( rc==SQLITE_OK && m->bDesc ){
     int64_t i, j;
     for(i=0, j=m->nSnap-1; i<j; i++, j--){
@@ -169,8 +154,9 @@ int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
   m->pTab = p;
   m->bOrdered = p->pOps->kind==GPUDS_ORDERED;
   m->bDesc = bDesc;
-  if( nHint<=0 ) m->nPage = 256;
-  else m->nPage = nHint<16 ? 16 : (nHint>MERGE_PAGE_MAX ? MERGE_PAGE_MAX : (size_t)nHint);
+  if( nHint<=0 ) m->nPage = MERGE_PAGE_FIRST;
+  else m->nPage = nHint<MERGE_PAGE_MIN ? MERGE_PAGE_MIN
+                : (nHint>MERGE_PAGE_MAX ? MERGE_PAGE_MAX : (size_t)nHint);
   m->st.s.lo = m->ov.s.lo = lo;
   m->st.s.hi = m->ov.s.hi = hi;
   m->st.s.desc = m->ov.s.desc = m->bOrdered ? m->bDesc : 0;

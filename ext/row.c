@@ -255,39 +255,61 @@ void gpudsLoaderBegin(GpudsLoader *L){
 /* Finish a loader started by gpudsLoaderBegin() (or gpudsLoaderInit()). */
 void gpudsLoaderEnd(GpudsLoader *L){
   if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
-  while( L->pSpare ){
-    void *p = L->pSpare;
-    L->pSpare = *(void**)p;
-    free(p);
-  }
+  gpudsBlocksFree(&L->spare);
   memset(L, 0, sizeof(*L));
 }
 
-/* A fresh arena block, or NULL if out of memory: for gpudsLoaderGive(). */
-void *gpudsArenaBlock(void){
-  void *pNew = 0;
-  return posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ? 0 : pNew;
+/* Push block pBlock onto list pList (its first word links the list). */
+static void blocksPush(GpudsBlocks *pList, void *pBlock){
+  *(void**)pBlock = pList->pHead;
+  pList->pHead = pBlock;
+  pList->n++;
 }
 
-/* Give loader L (started by gpudsLoaderBegin) a block from gpudsArenaBlock()
-** to use before it allocates one, so that a thread can use memory that
-** another thread took (a thread's malloc() gets fresh pages from its own
-** arena, while the thread that freed memory reuses it); gpudsLoaderEnd()
-** frees the blocks not used. */
-void gpudsLoaderGive(GpudsLoader *L, void *pBlock){
-  *(void**)pBlock = L->pSpare;
-  L->pSpare = pBlock;
+/* Pop a block off list pList, or NULL if it is empty. */
+static void *blocksPop(GpudsBlocks *pList){
+  void *pBlock = pList->pHead;
+  if( pBlock ){
+    pList->pHead = *(void**)pBlock;
+    pList->n--;
+  }
+  return pBlock;
+}
+
+/* Add one fresh arena block to list pList: 1, or 0 if out of memory. */
+int gpudsBlocksAdd(GpudsBlocks *pList){
+  void *pNew = 0;
+  if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
+  blocksPush(pList, pNew);
+  return 1;
+}
+
+/* Free every block of list pList, which is left empty. */
+void gpudsBlocksFree(GpudsBlocks *pList){
+  void *pBlock;
+  while( (pBlock = blocksPop(pList))!=0 ) free(pBlock);
+}
+
+/* Give loader L (started by gpudsLoaderBegin) the blocks of pList (left
+** empty) to use before it allocates any, so that a thread can use memory
+** that another thread took (a thread's malloc() gets fresh pages from its
+** own arena, while the thread that freed memory reuses it);
+** gpudsLoaderEnd() frees those not used. */
+void gpudsLoaderGive(GpudsLoader *L, GpudsBlocks *pList){
+  void *pBlock;
+  while( (pBlock = blocksPop(pList))!=0 ) blocksPush(&L->spare, pBlock);
+}
+
+/* Take loader L's spare blocks, those it has not used, onto list pList. */
+void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList){
+  void *pBlock;
+  while( (pBlock = blocksPop(&L->spare))!=0 ) blocksPush(pList, pBlock);
 }
 
 /* Move loader L to a fresh block.  0 if out of memory (L unchanged). */
 static int loaderNewBlock(GpudsLoader *L){
-  void *pNew = 0;
-  if( L->pSpare ){
-    pNew = L->pSpare;
-    L->pSpare = *(void**)pNew;
-  }else if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ){
-    return 0;
-  }
+  void *pNew = blocksPop(&L->spare);
+  if( pNew==0 && posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
   if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
   L->pBlock = (char*)pNew;
   *(int64_t*)L->pBlock = L->bHold ? 1 : 0;

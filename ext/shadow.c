@@ -24,6 +24,7 @@
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include "runfmt.h"
+#include "sort.h"
 #include <string.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -196,123 +197,107 @@ static int rewriteCb(GpudsTable *p, void *pCtx, const int64_t *aK,
 
 /* The entries of a store collected for sorting (a hash store visits its
 ** entries in slot order; a run must be written in key order). */
-typedef struct RewritePair { int64_t k; uint64_t v; } RewritePair;
-typedef struct RewriteAll { RewritePair *a; size_t n, nAlloc; } RewriteAll;
+typedef struct RewriteAll { int64_t *aK; uint64_t *aV; size_t n, nAlloc; } RewriteAll;
 static int collectCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                      const uint64_t *aV, size_t n){
   RewriteAll *r = (RewriteAll*)pCtx;
-  size_t i;
   if( r->n+n>r->nAlloc ){
     size_t nNew = (r->n+n)*2;
-    RewritePair *aNew = sqlite3_realloc64(r->a, nNew*sizeof(RewritePair));
-    if( aNew==0 ) return SQLITE_NOMEM;
-    r->a = aNew; r->nAlloc = nNew;
+    int64_t *aKNew = sqlite3_realloc64(r->aK, nNew*sizeof(int64_t));
+    uint64_t *aVNew;
+    if( aKNew==0 ) return SQLITE_NOMEM;
+    r->aK = aKNew;
+    aVNew = sqlite3_realloc64(r->aV, nNew*sizeof(uint64_t));
+    if( aVNew==0 ) return SQLITE_NOMEM;
+    r->aV = aVNew;
+    r->nAlloc = nNew;
   }
-  for(i=0; i<n; i++){ r->a[r->n].k = aK[i]; r->a[r->n].v = aV[i]; r->n++; }
+  memcpy(&r->aK[r->n], aK, n*sizeof(int64_t));
+  memcpy(&r->aV[r->n], aV, n*sizeof(uint64_t));
+  r->n += n;
   return SQLITE_OK;
-}
-static int pairCmp(const void *a, const void *b){
-  int64_t x = ((const RewritePair*)a)->k, y = ((const RewritePair*)b)->k;
-  return x<y ? -1 : x>y;
 }
 static int shadowRewrite(GpudsTable *p){
   RunWriter w;
-  RewriteAll all = {0, 0, 0};
+  RewriteAll all = {0, 0, 0, 0};
   int rc = gpudsRunExec(p, "DELETE FROM %Q.'%q_run'", p->zDb, p->zName);
   if( rc ) return rc;
   rc = gpudsRunWriterOpen(p, 1, &w);
   if( rc==SQLITE_OK && p->eKind==GPUDS_ORDERED ){
     rc = gpudsStoreEach(p, rewriteCb, &w);      /* already in key order */
   }else if( rc==SQLITE_OK ){
-    size_t i;
     rc = gpudsStoreEach(p, collectCb, &all);
-    if( rc==SQLITE_OK ) qsort(all.a, all.n, sizeof(RewritePair), pairCmp);
-    for(i=0; rc==SQLITE_OK && i<all.n; i++){
-      rc = rewriteCb(p, &w, &all.a[i].k, &all.a[i].v, 1);
-    }
-    sqlite3_free(all.a);
+    if( rc==SQLITE_OK ) rc = gpudsSortKeys(all.aK, all.aV, all.n);
+    if( rc==SQLITE_OK ) rc = rewriteCb(p, &w, all.aK, all.aV, all.n);
+    sqlite3_free(all.aK);
+    sqlite3_free(all.aV);
   }
   if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
   gpudsRunWriterClose(&w);
   return rc;
 }
 
-/* Write the batches applied since the last xSync of this transaction (undo
-** entries from nUndoSynced on) as ONE new run: a merge of the batches,
+/* Write the batches aBatch[0..nBatch-1] (oldest first; those the write
+** buffer has not persisted yet) as ONE new run: a merge of the batches,
 ** the newest value of each key winning, deletions kept. */
-static int shadowAppendRun(GpudsTable *p, int64_t iRun, int *pbAny){
-  int64_t i, nF = 0;
-  size_t *aPos = 0, *aN = 0;
-  const int64_t **aaKey = 0;
-  const uint64_t **aaNew = 0;
+static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch,
+                           int64_t nBatch){
+  size_t *aPos = sqlite3_malloc64(nBatch*sizeof(size_t));
   RunWriter w;
   int rc = SQLITE_OK;
-  *pbAny = 0;
-  for(i=p->nUndoSynced; i<p->wb.nUndo; i++){
-    size_t n; const int64_t *ak; const uint64_t *an;
-    if( gpudsUndoFlush(p, i, &n, &ak, &an) ) nF++;
-  }
-  if( nF==0 ) return SQLITE_OK;
-  aPos = sqlite3_malloc64(nF*sizeof(size_t));
-  aN = sqlite3_malloc64(nF*sizeof(size_t));
-  aaKey = sqlite3_malloc64(nF*sizeof(int64_t*));
-  aaNew = sqlite3_malloc64(nF*sizeof(uint64_t*));
-  if( !aPos || !aN || !aaKey || !aaNew ){ rc = SQLITE_NOMEM; goto append_out; }
-  nF = 0;
-  for(i=p->nUndoSynced; i<p->wb.nUndo; i++){
-    if( gpudsUndoFlush(p, i, &aN[nF], &aaKey[nF], &aaNew[nF]) ){ aPos[nF] = 0; nF++; }
-  }
+  int64_t j;
+  if( aPos==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  memset(aPos, 0, nBatch*sizeof(size_t));
   rc = gpudsRunWriterOpen(p, iRun, &w);
   while( rc==SQLITE_OK ){
-    int64_t j, jBest = -1, k = 0;
+    int64_t jBest = -1, k = 0;
     const GpudsRow *pRow;
-    for(j=0; j<nF; j++){                 /* smallest key; newest batch on ties */
-      if( aPos[j]>=aN[j] ) continue;
-      if( jBest<0 || aaKey[j][aPos[j]]<=k ){ k = aaKey[j][aPos[j]]; jBest = j; }
+    for(j=0; j<nBatch; j++){             /* smallest key; newest batch on ties */
+      if( aPos[j]>=aBatch[j].n ) continue;
+      if( jBest<0 || aBatch[j].aKey[aPos[j]]<=k ){ k = aBatch[j].aKey[aPos[j]]; jBest = j; }
     }
     if( jBest<0 ) break;
-    pRow = gpudsRowOf(aaNew[jBest][aPos[jBest]]);
+    pRow = gpudsRowOf(aBatch[jBest].aNew[aPos[jBest]]);
     rc = gpudsRunWriterAdd(p, &w, k, (const unsigned char*)pRow,
                    pRow ? (uint32_t)gpudsRowBytes(pRow) : 0);
-    for(j=0; j<nF; j++){
-      if( aPos[j]<aN[j] && aaKey[j][aPos[j]]==k ) aPos[j]++;
+    for(j=0; j<nBatch; j++){
+      if( aPos[j]<aBatch[j].n && aBatch[j].aKey[aPos[j]]==k ) aPos[j]++;
     }
   }
   if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
   gpudsRunWriterClose(&w);
-  *pbAny = 1;
-append_out:
-  sqlite3_free(aPos); sqlite3_free(aN); sqlite3_free((void*)aaKey); sqlite3_free((void*)aaNew);
+  sqlite3_free(aPos);
   return rc;
 }
 
 /* xSync, after the write buffer was flushed: bring the shadow tables to
-** the transaction's state and set the generation.  Safe to call again if
-** COMMIT failed (SQLITE_BUSY) and is retried.  Errors make SQLite roll back. */
+** the transaction's state and set the generation.  What to write is the
+** write buffer's to say: the batches it has not persisted yet (one new
+** run), or, after a ROLLBACK TO undid persisted ones, the whole store.
+** Safe to call again if COMMIT failed (SQLITE_BUSY) and is retried.
+** Errors make SQLite roll back. */
 int gpudsShadowSync(GpudsTable *p){
-  int64_t *aRun = 0, *aN = 0, iNext = 1, i;
-  int nRun = 0, rc, bAny = 0;
-  if( !p->bShadowDirty ){
+  int64_t *aRun = 0, *aN = 0, iNext = 1, nBatch = 0;
+  GpudsBatch *aBatch = 0;
+  int nRun = 0, rc = SQLITE_OK;
+  int bAll = gpudsWbufSyncLost(p);
+  if( !bAll ){
+    rc = gpudsWbufBatches(p, 1, &aBatch, &nBatch);
     /* Nothing new to write?  Then touch nothing: the shadow tables may even
     ** be gone (CREATE VIRTUAL TABLE undone by ROLLBACK TO). */
-    size_t n; const int64_t *ak; const uint64_t *an;
-    for(i=p->nUndoSynced; i<p->wb.nUndo; i++){
-      if( gpudsUndoFlush(p, i, &n, &ak, &an) ) break;
-    }
-    if( i>=p->wb.nUndo ) return SQLITE_OK;
+    if( rc || nBatch==0 ) return rc;
   }
-  if( p->bShadowDirty ){
+  if( bAll ){
     rc = shadowRewrite(p);
-    bAny = 1;
   }else{
     rc = gpudsRunList(p, &aRun, &aN, &nRun);
-    if( rc ) return rc;
-    if( nRun ) iNext = aRun[nRun-1] + 1;
+    if( rc==SQLITE_OK && nRun ) iNext = aRun[nRun-1] + 1;
     sqlite3_free(aRun); sqlite3_free(aN);
-    rc = shadowAppendRun(p, iNext, &bAny);
-    if( rc==SQLITE_OK && bAny ) rc = compactRuns(p);
+    if( rc==SQLITE_OK ) rc = shadowAppendRun(p, iNext, aBatch, nBatch);
+    if( rc==SQLITE_OK ) rc = compactRuns(p);
   }
-  if( rc==SQLITE_OK && bAny ){
+  sqlite3_free(aBatch);
+  if( rc==SQLITE_OK ){
     rc = gpudsRunExec(p, "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='generation';"
                        "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='rows';"
                        "DELETE FROM %Q.'%q_meta' WHERE key='entries';"
@@ -323,8 +308,7 @@ int gpudsShadowSync(GpudsTable *p){
                     p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName);
     if( rc==SQLITE_OK ){
       p->iGenPending = p->iGeneration + 1;
-      p->nUndoSynced = p->wb.nUndo;
-      p->bShadowDirty = 0;
+      gpudsWbufSynced(p);
     }
   }
   return rc;
@@ -338,7 +322,7 @@ int gpudsShadowRefresh(GpudsTable *p){
   int64_t iGen = 0;
   ShadowMeta meta = {0, 0, 0, -1};
   unsigned int iVersion = 0;
-  if( p->nCursor>0 || p->wb.nOver>0 || p->wb.nUndo>0 ) return SQLITE_OK;
+  if( p->nCursor>0 || !gpudsWbufEmpty(p) ) return SQLITE_OK;
   if( sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
     iVersion = 0;
   }
@@ -377,15 +361,11 @@ void gpudsShadowCommitted(GpudsTable *p){
     p->iGeneration = p->iGenPending;
     p->iGenPending = 0;
   }
-  p->nUndoSynced = 0;
-  p->bShadowDirty = 0;
 }
 
 /* The transaction rolled back: its shadow writes are gone too. */
 void gpudsShadowRolledBack(GpudsTable *p){
   p->iGenPending = 0;
-  p->nUndoSynced = 0;
-  p->bShadowDirty = 0;
 }
 
 /* ------------------------------------------------------------ gpuds_check */
@@ -407,22 +387,21 @@ static int keyCmp(const void *a, const void *b){
 ** store (not yet committed: the shadow tables still hold their committed
 ** rows), sorted, into c->aSkip. */
 static int checkSkipKeys(GpudsTable *p, CheckCtx *c){
-  int64_t i, nAll = 0;
-  size_t n; const int64_t *ak; const uint64_t *an;
-  for(i=0; i<p->wb.nUndo; i++){
-    if( gpudsUndoFlush(p, i, &n, &ak, &an) ) nAll += (int64_t)n;
+  GpudsBatch *aBatch = 0;
+  int64_t i, nBatch = 0, nAll = 0;
+  int rc = gpudsWbufBatches(p, 0, &aBatch, &nBatch);
+  for(i=0; i<nBatch; i++) nAll += (int64_t)aBatch[i].n;
+  if( rc==SQLITE_OK && nAll>0 ){
+    c->aSkip = sqlite3_malloc64(nAll*sizeof(int64_t));
+    if( c->aSkip==0 ) rc = SQLITE_NOMEM;
   }
-  if( nAll==0 ) return SQLITE_OK;
-  c->aSkip = sqlite3_malloc64(nAll*sizeof(int64_t));
-  if( c->aSkip==0 ) return SQLITE_NOMEM;
-  for(i=0; i<p->wb.nUndo; i++){
-    if( gpudsUndoFlush(p, i, &n, &ak, &an) ){
-      memcpy(&c->aSkip[c->nSkip], ak, n*sizeof(int64_t));
-      c->nSkip += (int64_t)n;
-    }
+  for(i=0; rc==SQLITE_OK && i<nBatch; i++){
+    memcpy(&c->aSkip[c->nSkip], aBatch[i].aKey, aBatch[i].n*sizeof(int64_t));
+    c->nSkip += (int64_t)aBatch[i].n;
   }
-  qsort(c->aSkip, (size_t)c->nSkip, sizeof(int64_t), keyCmp);
-  return SQLITE_OK;
+  sqlite3_free(aBatch);
+  if( rc==SQLITE_OK ) rc = gpudsSortKeys(c->aSkip, 0, (size_t)c->nSkip);
+  return rc;
 }
 
 /* gpudsRunMerge() callback for gpuds_check(): compare one shadow row with the
@@ -474,7 +453,7 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
   if( c.nBad ){
     *pzResult = sqlite3_mprintf("%s: %lld of %lld shadow rows disagree; first: %s",
                                 p->zName, (long long)c.nBad, (long long)c.n, c.zFirst);
-  }else if( nStore!=c.n && p->wb.nOver==0 && p->wb.nUndo==0 ){
+  }else if( nStore!=c.n && gpudsWbufEmpty(p) ){
     *pzResult = sqlite3_mprintf("%s: the structure holds %lld keys, the shadow tables %lld",
                                 p->zName, (long long)nStore, (long long)c.n);
   }else{

@@ -14,6 +14,10 @@ SQLITE_EXTENSION_INIT3
 #include <stdarg.h>
 #include <stdlib.h>
 
+/* Random keys tried for a NULL-key insert once the largest key is taken
+** (SQLite's own rowid allocation gives up after as many tries). */
+#define NEWKEY_TRIES 100
+
 typedef struct GpudsCursor {
   sqlite3_vtab_cursor base;
   int bEof;
@@ -187,7 +191,7 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     return rc;
   }
   rc = gpudsWbufInit(p);
-  if( rc==SQLITE_OK ) rc = gpudsFilterReset(&p->filter, 1024);
+  if( rc==SQLITE_OK ) rc = gpudsFilterReset(&p->filter, GPUDS_FILTER_INITIAL_KEYS);
   if( rc ){ tableFree(p); sqlite3_free(pV); return rc; }
   if( bCreate ){
     rc = gpudsShadowCreate(p);
@@ -425,7 +429,8 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   c->nLeft = -1;
   if( !pl.bEmpty && !pl.bList && !pl.bCols && p->eKind==GPUDS_HASH
    && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
-   && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= 16*p->pOps->xCount(p->pStore) + 64 ){
+   && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= GPUDS_HASH_RANGE_PER_ROW*p->pOps->xCount(p->pStore)
+                                                           + GPUDS_HASH_RANGE_SLACK ){
     /* A short key range on a hash table: look every key of it up in one
     ** batch rather than visit every slot. */
     int64_t n = (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) + 1, i;
@@ -487,7 +492,7 @@ static int newKey(GpudsTable *p, int64_t *pk){
   if( rc ) return rc;
   if( !bAny ){ *pk = 1; return SQLITE_OK; }
   if( mx<INT64_MAX ){ *pk = mx+1; return SQLITE_OK; }
-  for(i=0; i<100; i++){
+  for(i=0; i<NEWKEY_TRIES; i++){
     int64_t k;
     int bExists = 0;
     sqlite3_randomness(sizeof(k), &k);
@@ -641,7 +646,7 @@ static int gpudsSync(sqlite3_vtab *pVtab){
   sqlite3_int64 iLastRowid = sqlite3_last_insert_rowid(p->db);
   int rc, bExists = 1;
   if( p->bBroken ) return vtabDone(pVtab, brokenCheck(p));
-  if( p->wb.nOver>0 || p->wb.nUndo>0 ){
+  if( !gpudsWbufEmpty(p) ){
     rc = gpudsShadowExists(p, &bExists);
     if( rc ) return vtabDone(pVtab, rc);
   }

@@ -46,13 +46,37 @@ struct GpudsFlush {
 };
 
 /* A flush of at least this many new rows copies them into load arenas in
-** key order (see repackRows). */
+** key order (see repackRows): below it a scan's cache misses cost less than
+** the copy. */
 #define REPACK_MIN_ROWS 1024
+
+/* Rows of a flush lying more than REPACK_GAP bytes apart in memory (a page),
+** or backwards, break the key order a scan would read them in; a flush is
+** repacked when at least one row in REPACK_BREAK_DIV does so (fewer: the
+** rows are already mostly in key order, e.g. a sorted insert). */
+#define REPACK_GAP       4096
+#define REPACK_BREAK_DIV 8
+
+/* The key filter is rebuilt once the keys deleted from the store since the
+** last rebuild pass half of those added plus FILTER_STALE_SLACK: stale keys
+** only cost false "maybe" answers, and the slack spares a small table a
+** rebuild at every delete. */
+#define FILTER_STALE_SLACK 1024
+
+/* The undo log starts with room for this many entries and doubles; after a
+** commit a log grown past UNDO_KEEP_MAX entries is freed rather than kept
+** for the next transaction (a big transaction should not pin its log). */
+#define UNDO_INITIAL  1024
+#define UNDO_KEEP_MAX 65536
 
 /* A repack uses one thread per this many rows, at most REPACK_MAX_THREADS
 ** (and no more than the machine's processors). */
 #define REPACK_ROWS_PER_THREAD 65536
 #define REPACK_MAX_THREADS     8
+
+/* A full rollback sweeps the overlay's unlogged rows in pages of this many
+** keys: 64 KiB of buffers, enough to amortize a page's lookup. */
+#define WBUF_SWEEP_PAGE 4096
 
 /* Create the (empty) overlay. */
 int gpudsWbufInit(GpudsTable *p){
@@ -117,7 +141,7 @@ void gpudsCollectGarbage(GpudsTable *p){
 /* Make room for n more undo entries. */
 static int undoReserve(GpudsWbuf *w, int64_t n){
   if( w->nUndo+n > w->nUndoAlloc ){
-    int64_t nNew = w->nUndoAlloc ? w->nUndoAlloc*2 : 1024;
+    int64_t nNew = w->nUndoAlloc ? w->nUndoAlloc*2 : UNDO_INITIAL;
     GpudsUndo *a;
     while( nNew < w->nUndo+n ) nNew *= 2;
     a = sqlite3_realloc64(w->aUndo, nNew*sizeof(GpudsUndo));
@@ -210,14 +234,69 @@ int gpudsWbufPut2(GpudsTable *p, int64_t k1, uint64_t v1, int64_t k2, uint64_t v
   return rc;
 }
 
-/* If undo entry i is an applied batch, give its keys and values. */
-int gpudsUndoFlush(GpudsTable *p, int64_t i, size_t *pn, const int64_t **paKey,
-                   const uint64_t **paNew){
-  GpudsFlush *f;
-  if( p->wb.aUndo[i].eType!=UNDO_FLUSH ) return 0;
-  f = (GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev;
-  *pn = f->n; *paKey = f->aKey; *paNew = f->aNew;
-  return 1;
+/* True if the open transaction has written nothing to this table: the
+** overlay is empty and the undo log holds no entry. */
+int gpudsWbufEmpty(const GpudsTable *p){
+  return p->wb.nOver==0 && p->wb.nUndo==0;
+}
+
+/* The batches the open transaction applied to the store, oldest first:
+** all of them, or (bUnsynced) those no xSync has persisted yet.  *paBatch
+** is sqlite3_malloc'd (NULL when *pnBatch is 0), its views valid until the
+** write buffer next changes. */
+int gpudsWbufBatches(GpudsTable *p, int bUnsynced, GpudsBatch **paBatch,
+                     int64_t *pnBatch){
+  const GpudsWbuf *w = &p->wb;
+  int64_t i, n = 0, iFirst = bUnsynced ? w->nSynced : 0;
+  GpudsBatch *a;
+  *paBatch = 0;
+  *pnBatch = 0;
+  for(i=iFirst; i<w->nUndo; i++) n += (w->aUndo[i].eType==UNDO_FLUSH);
+  if( n==0 ) return SQLITE_OK;
+  a = sqlite3_malloc64(n*sizeof(GpudsBatch));
+  if( a==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  for(i=iFirst, n=0; i<w->nUndo; i++){
+    if( w->aUndo[i].eType==UNDO_FLUSH ){
+      const GpudsFlush *f = (const GpudsFlush*)(uintptr_t)w->aUndo[i].prev;
+      a[n].n = f->n;
+      a[n].aKey = f->aKey;
+      a[n].aNew = f->aNew;
+      n++;
+    }
+  }
+  *paBatch = a;
+  *pnBatch = n;
+  return SQLITE_OK;
+}
+
+/* True if a ROLLBACK TO undid batches an xSync of this transaction had
+** persisted (a COMMIT that failed with BUSY): SQLite may or may not have
+** undone those shadow writes, so only a rewrite of the whole store is
+** known to be right. */
+int gpudsWbufSyncLost(const GpudsTable *p){
+  return p->wb.bSyncLost;
+}
+
+/* Everything the transaction applied so far is persisted (xSync wrote it). */
+void gpudsWbufSynced(GpudsTable *p){
+  p->wb.nSynced = p->wb.nUndo;
+  p->wb.bSyncLost = 0;
+}
+
+/* The log is undone to length iTarget: if that takes back persisted
+** batches, the shadow tables must be rewritten (gpudsWbufSyncLost). */
+static void syncUndoneTo(GpudsWbuf *w, int64_t iTarget){
+  if( w->nSynced>iTarget ){
+    w->bSyncLost = 1;
+    w->nSynced = 0;
+  }
+}
+
+/* The transaction ended (committed or rolled back): nothing of it is
+** pending persistence any more. */
+static void syncForget(GpudsWbuf *w){
+  w->nSynced = 0;
+  w->bSyncLost = 0;
 }
 
 /* Rebuild the key filter from the store's contents. */
@@ -252,7 +331,7 @@ static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
     if( f->aNew[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
     else if( f->aFound[i] ) p->filter.nStale++;
   }
-  if( bFull || p->filter.nStale > p->filter.nAdded/2 + 1024 ){
+  if( bFull || p->filter.nStale > p->filter.nAdded/2 + FILTER_STALE_SLACK ){
     filterRebuild(p);
   }
 }
@@ -316,10 +395,10 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
     uint64_t h = f->aNew[i];
     if( h==0 ) continue;
     nRow++;
-    if( (uintptr_t)h < prev || (uintptr_t)h - prev > 4096 ) nBreak++;
+    if( (uintptr_t)h < prev || (uintptr_t)h - prev > REPACK_GAP ) nBreak++;
     prev = (uintptr_t)h;
   }
-  if( nRow<REPACK_MIN_ROWS || nBreak<nRow/8 ) return;
+  if( nRow<REPACK_MIN_ROWS || nBreak<nRow/REPACK_BREAK_DIV ) return;
   f->aOrig = sqlite3_malloc64(f->n*8);
   if( f->aOrig==0 ) return;
   memcpy(f->aOrig, f->aNew, f->n*8);
@@ -525,38 +604,16 @@ int gpudsWbufRelease(GpudsTable *p, int iSavepoint){
   return SQLITE_OK;
 }
 
-/* Roll back to the state at the start of savepoint iSavepoint, which stays
-** open.  SQLite passes -1 for a savepoint that began the transaction: then
-** everything this table did in the transaction is undone. */
-int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
-  int rc;
-  if( iSavepoint<0 ){
-    rc = gpudsWbufRollback(p);
-    if( p->nUndoSynced>0 ){ p->bShadowDirty = 1; p->nUndoSynced = 0; }
-    return rc;
-  }
-  if( iSavepoint>=p->wb.nMark ) return SQLITE_OK;
-  if( p->nUndoSynced>p->wb.aMark[iSavepoint] ){
-    /* This undoes batches an xSync (of a COMMIT that failed) already wrote;
-    ** SQLite may or may not have undone those shadow writes: rewrite them. */
-    p->bShadowDirty = 1;
-    p->nUndoSynced = 0;
-  }
-  rc = undoTo(p, p->wb.aMark[iSavepoint]);
-  p->wb.nMark = iSavepoint+1;
-  gpudsCollectGarbage(p);
-  return rc;
-}
-
-/* Roll back the whole transaction: undo the log, then drop what is left in
-** the overlay (first writes that needed no log entry). */
-int gpudsWbufRollback(GpudsTable *p){
+/* Undo the whole transaction: undo the log, then drop what is left in the
+** overlay (first writes that needed no log entry).  What was persisted is
+** the caller's to account. */
+static int wbufUndoAll(GpudsTable *p){
   GpudsWbuf *w = &p->wb;
   int rc = undoTo(p, 0);
   p->bMaxValid = 0;
   {
     gpuds_scan s;
-    size_t nPage = 4096, nOut, i;
+    size_t nPage = WBUF_SWEEP_PAGE, nOut, i;
     int64_t *aK = sqlite3_malloc64(nPage*8);
     uint64_t *aV = sqlite3_malloc64(nPage*8);
     if( aK && aV ){
@@ -583,6 +640,32 @@ int gpudsWbufRollback(GpudsTable *p){
   return rc;
 }
 
+/* Roll back to the state at the start of savepoint iSavepoint, which stays
+** open.  SQLite passes -1 for a savepoint that began the transaction: then
+** everything this table did in the transaction is undone.  The transaction
+** goes on, so batches an xSync persisted and this undoes are remembered
+** (gpudsWbufSyncLost). */
+int gpudsWbufRollbackTo(GpudsTable *p, int iSavepoint){
+  int rc;
+  if( iSavepoint<0 ){
+    syncUndoneTo(&p->wb, 0);
+    return wbufUndoAll(p);
+  }
+  if( iSavepoint>=p->wb.nMark ) return SQLITE_OK;
+  syncUndoneTo(&p->wb, p->wb.aMark[iSavepoint]);
+  rc = undoTo(p, p->wb.aMark[iSavepoint]);
+  p->wb.nMark = iSavepoint+1;
+  gpudsCollectGarbage(p);
+  return rc;
+}
+
+/* Roll back the whole transaction, which ends (xRollback): its shadow
+** writes are rolled back with it. */
+int gpudsWbufRollback(GpudsTable *p){
+  syncForget(&p->wb);
+  return wbufUndoAll(p);
+}
+
 /* The transaction committed (its writes are in the store, flushed by
 ** xSync): free the rows it displaced and forget the log. */
 void gpudsWbufCommit(GpudsTable *p){
@@ -604,7 +687,8 @@ void gpudsWbufCommit(GpudsTable *p){
   }
   w->nUndo = 0;
   w->nMark = 0;
-  if( w->nUndoAlloc > 65536 ){
+  syncForget(w);
+  if( w->nUndoAlloc > UNDO_KEEP_MAX ){
     sqlite3_free(w->aUndo);
     w->aUndo = 0;
     w->nUndoAlloc = 0;

@@ -22,6 +22,7 @@
 ** Exit status 0 when every check passed, 1 on the first failure.
 */
 #include "gpuds_backend.h"
+#include "gpuds_mix.h"
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,12 +81,9 @@ static int faultWorks(void){
 
 static uint64_t rngState;
 
-/* splitmix64. */
+/* splitmix64: the state steps by the golden ratio, gpudsMix64 finalizes. */
 static uint64_t rnd64(void){
-  uint64_t z = (rngState += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z>>30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z>>27)) * 0x94d049bb133111ebULL;
-  return z ^ (z>>31);
+  return gpudsMix64(rngState += 0x9e3779b97f4a7c15ULL);
 }
 /* Uniform in [0,n); 0 when n is 0. */
 static uint64_t rndN(uint64_t n){ return n ? rnd64()%n : 0; }

@@ -5,17 +5,16 @@
 ** Usage: test_overlay [seed]
 */
 #include "overlay.h"
+#include "gpuds_mix.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 static uint64_t rngState;
+/* splitmix64: the state steps by the golden ratio, gpudsMix64 finalizes. */
 static uint64_t rnd(void){
-  uint64_t x = (rngState += 0x9e3779b97f4a7c15ULL);
-  x = (x ^ (x>>30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x>>27)) * 0x94d049bb133111ebULL;
-  return x ^ (x>>31);
+  return gpudsMix64(rngState += 0x9e3779b97f4a7c15ULL);
 }
 
 /* Reference: sorted keys with values. */
