@@ -10,6 +10,7 @@
 SQLITE_EXTENSION_INIT3
 #include "schema.h"
 #include "plan.h"
+#include "runfmt.h"
 #include <string.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -540,11 +541,15 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
                      p->nCol-1, &argv[3], &p->aAff[1]);
   if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-  if( (sqlite3_int64)gpudsRowBytes(gpudsRowOf(hRow)) + 4
-        > sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1) ){
-    /* Its shadow-table chunk would pass SQLITE_LIMIT_LENGTH: refuse the
-    ** row now, as an ordinary table refuses a too-big record, rather than
-    ** fail the COMMIT and lose the transaction's other rows. */
+  if( gpudsRowPlainBytes(gpudsRowOf(hRow), &p->aAff[1])
+        > sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1)
+   || (p->iFormat<SHADOW_FORMAT_OVFL
+       && (int64_t)gpudsRowBytes(gpudsRowOf(hRow)) > gpudsRunInlineMax(p)) ){
+    /* An ordinary table's record of this row would pass
+    ** SQLITE_LIMIT_LENGTH: refuse the row now, as it does.  (Format 3
+    ** stores every other row, spilling records too big for a chunk; a table
+    ** of format 1 or 2 only those that fit in one.)  Refused here rather
+    ** than at COMMIT, which would lose the transaction's other rows. */
     gpudsRowFreeHandle(hRow);
     return gpudsVtabError(p, SQLITE_TOOBIG, "string or blob too big");
   }
