@@ -35,11 +35,15 @@ int gpudsShadowName(const char *zSuffix){
       || sqlite3_stricmp(zSuffix, "ovfl")==0;
 }
 
-/* Set *pbExists if the shadow tables exist; an error if that cannot be
-** told (out of memory), never a wrong "no".  They do not exist when the CREATE VIRTUAL
-** TABLE was undone by ROLLBACK TO: SQLite adds a table created inside a
-** savepoint to the transaction without telling it of the savepoint, so its
-** xRollbackTo is never called, yet xSync is. */
+/* Set *pbExists if this table's shadow tables exist; an error if that
+** cannot be told (out of memory), never a wrong "no".  They do not exist
+** when the CREATE VIRTUAL TABLE was undone by ROLLBACK TO: SQLite adds a
+** table created inside a savepoint to the transaction without telling it
+** of the savepoint, so its xRollbackTo is never called, yet xSync is.  And
+** they are another table's when this one was dropped in the transaction
+** and a table of the same name created: SQLite may still call xSync on a
+** handle of the dropped one (taken into the transaction before a schema
+** change made it connect again); t_meta's 'id' tells them apart. */
 int gpudsShadowExists(GpudsTable *p, int *pbExists){
   sqlite3_stmt *pStmt;
   int rc = gpudsRunPrepare(p, &pStmt,
@@ -49,7 +53,17 @@ int gpudsShadowExists(GpudsTable *p, int *pbExists){
   if( rc ) return rc;                 /* not known: never taken for "gone" */
   *pbExists = sqlite3_step(pStmt)==SQLITE_ROW;
   rc = sqlite3_finalize(pStmt);
-  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  if( *pbExists && p->iTableId!=0 ){
+    rc = gpudsRunPrepare(p, &pStmt, "SELECT value FROM %Q.'%q_meta' WHERE key='id'",
+                         p->zDb, p->zName);
+    if( rc ) return rc;
+    if( sqlite3_step(pStmt)==SQLITE_ROW && sqlite3_column_int64(pStmt, 0)!=p->iTableId ){
+      *pbExists = 0;                  /* another table's */
+    }
+    rc = sqlite3_finalize(pStmt);
+    if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  }
   return rc;
 }
 

@@ -593,7 +593,8 @@ static int gpudsSync(sqlite3_vtab *pVtab){
     if( rc ) return vtabDone(pVtab, rc);
   }
   if( !bExists ){
-    /* The table's creation was rolled back (ROLLBACK TO): so are its rows. */
+    /* The table's creation was rolled back (ROLLBACK TO), or it was dropped
+    ** (and another made under its name): so are its rows. */
     gpudsShadowRolledBack(p);
     return vtabDone(pVtab, gpudsWbufRollback(p));
   }

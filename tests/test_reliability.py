@@ -230,6 +230,35 @@ def d11_damaged_meta():
 
 
 
+@case
+def d02_drop_recreate_in_one_transaction():
+    """Writes to a table, a schema change (so SQLite connects the table
+    again), DROP and CREATE of the same name, a write, COMMIT, all in one
+    transaction: the dropped table's pending writes must not land in the new
+    table's shadow tables (found by test_concurrency: "t_meta is damaged: it
+    says 1 rows, t_run holds 2")."""
+    for mod in MODULES:
+        p = fresh("d02r_%s.db" % mod)
+        a = connect(p)
+        b = connect(p)
+        a.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod)
+        a.execute("CREATE TABLE other(x)")
+        a.execute("BEGIN")
+        a.execute("INSERT INTO t VALUES(28, 'old')")
+        a.execute("ALTER TABLE other RENAME TO other2")
+        a.execute("DROP TABLE t")
+        a.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod)
+        a.execute("INSERT INTO t VALUES(32, 'new')")
+        a.execute("COMMIT")
+        for who, c in (("same", a), ("other", b)):
+            got = err(c, "SELECT 1") or rows(c, "SELECT * FROM t")
+            check(got == [(32, "new")], "d02 %s: %s connection reads the new table only" % (mod, who), got)
+        check(rows(b, "SELECT gpuds_check('t')") == [("ok",)], "d02 %s: gpuds_check" % mod,
+              rows(b, "SELECT gpuds_check('t')"))
+        a.close()
+        b.close()
+
+
 # ---------------------------------------------------------------- defect 5
 @case
 def d05_row_size_limit():
