@@ -418,8 +418,11 @@ void gpudsShadowCommitted(GpudsTable *p){
   p->bShadowDirty = 0;
 }
 
-/* The transaction rolled back: its shadow writes are gone too. */
+/* The transaction rolled back: its shadow writes are gone too.  So may be
+** a DROP and CREATE of this name, which PRAGMA data_version does not show
+** (it counts other connections' commits): the next refresh reads t_meta. */
 void gpudsShadowRolledBack(GpudsTable *p){
+  p->iDataVersion = 0;
   p->iGenPending = 0;
   p->nUndoSynced = 0;
   p->bShadowDirty = 0;

@@ -151,6 +151,11 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     gpudsSchemaFree(&sch);
     p->nRef++;
     pV->pTab = p;
+    /* SQLite connects again after a schema change, which may have been a
+    ** ROLLBACK TO that undid a DROP and CREATE of this name (SQLite calls
+    ** no xRollbackTo of a table created inside the savepoint) and which
+    ** PRAGMA data_version does not show: the next refresh reads t_meta. */
+    p->iDataVersion = 0;
     sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
     *ppVtab = &pV->base;
     return SQLITE_OK;
@@ -630,6 +635,9 @@ static int gpudsRelease(sqlite3_vtab *pVtab, int i){
 }
 static int gpudsRollbackTo(sqlite3_vtab *pVtab, int i){
   tab(pVtab)->nWrites++;
+  /* It may have undone a DROP and CREATE of this name: the next refresh
+  ** reads t_meta (its 'id' tells). */
+  tab(pVtab)->iDataVersion = 0;
   return vtabDone(pVtab, gpudsWbufRollbackTo(tab(pVtab), i));
 }
 

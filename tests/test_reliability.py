@@ -259,6 +259,39 @@ def d02_drop_recreate_in_one_transaction():
         b.close()
 
 
+@case
+def d02_drop_recreate_rolled_back():
+    """DROP and CREATE of the same name undone by ROLLBACK or ROLLBACK TO
+    (no writes before the savepoint): the old table's rows are read again,
+    inside the transaction and after, and a later write is kept (found by
+    test_concurrency: the table object of the undone CREATE kept serving an
+    empty table, and a write after it was lost)."""
+    for mod in MODULES:
+        for undo in ("ROLLBACK", "ROLLBACK TO s"):
+            c = connect(":memory:")
+            creates = (("t", "CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod),
+                       ("r", "CREATE TABLE r(k INTEGER PRIMARY KEY, v)"))
+            for name, create in creates:
+                c.execute(create)
+                c.execute("INSERT INTO %s VALUES(5, 'five')" % name)
+            c.execute("BEGIN")
+            c.execute("SAVEPOINT s")
+            for name, create in creates:
+                c.execute("DROP TABLE %s" % name)
+                c.execute(create)
+                rows(c, "SELECT * FROM %s" % name)
+            c.execute(undo)
+            tag = "d02 %s %s" % (mod, undo)
+            agree(c, "SELECT * FROM {t}", tag + ": the old rows")
+            if c.in_transaction:
+                c.execute("COMMIT")
+            agree(c, "INSERT OR REPLACE INTO {t} VALUES(18, NULL)", tag + ": a write after it")
+            agree(c, "SELECT * FROM {t} ORDER BY k", tag + ": kept")
+            check(rows(c, "SELECT gpuds_check('t')") == [("ok",)], tag + ": gpuds_check",
+                  rows(c, "SELECT gpuds_check('t')"))
+            c.close()
+
+
 # ---------------------------------------------------------------- defect 5
 @case
 def d05_row_size_limit():
