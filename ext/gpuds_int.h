@@ -74,6 +74,7 @@ GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
 GpudsRow *gpudsRowOf(uint64_t h);
 void gpudsRowFreeHandle(uint64_t h);
 int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
+int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff);
 void gpudsLoaderInit(GpudsLoader *L);
 void gpudsLoaderBegin(GpudsLoader *L);
 void gpudsLoaderEnd(GpudsLoader *L);

@@ -32,6 +32,20 @@ typedef struct LoadRows {
   int nChunk, nChunkAlloc;
 } LoadRows;
 
+/* A spilled record's entry, while a load reads chunks: its handle is the
+** address of a malloc()'d GpudsOvfl with bit 1 set (a row handle never has
+** it: records are 8-byte aligned, or 4 more than that with bit 0 set).
+** Once the runs are merged, the connection's thread reads the records of
+** those that won (loadResolve); the others are freed with their entries. */
+#define LOAD_OVFL 2
+static int loadIsOvfl(uint64_t h){ return (h & 3)==LOAD_OVFL; }
+
+/* Free handle h of a load: a row, a spilled record's reference or 0. */
+static void loadFreeHandle(uint64_t h){
+  if( loadIsOvfl(h) ) free((void*)(uintptr_t)(h & ~(uint64_t)3));
+  else gpudsRowFreeHandle(h);
+}
+
 /* Size r for nAlloc entries. */
 static int loadRowsAlloc(LoadRows *r, int64_t nAlloc){
   memset(r, 0, sizeof(*r));
@@ -50,10 +64,10 @@ static void loadRowsFree(LoadRows *r){
   if( r->aChunk ){
     for(c=0; c<r->nChunk; c++){
       if( !r->aChunk[c].bDone ) continue;
-      for(i=0; i<r->aChunk[c].n; i++) gpudsRowFreeHandle(r->aVal[r->aChunk[c].i0+i]);
+      for(i=0; i<r->aChunk[c].n; i++) loadFreeHandle(r->aVal[r->aChunk[c].i0+i]);
     }
   }else{
-    for(i=0; i<r->n; i++) gpudsRowFreeHandle(r->aVal[i]);
+    for(i=0; i<r->n; i++) loadFreeHandle(r->aVal[i]);
   }
   sqlite3_free(r->aKey);
   sqlite3_free(r->aVal);
@@ -81,8 +95,9 @@ typedef struct LoadErr {
 ** (all records of fixed-size columns, e.g. (k INTEGER PRIMARY KEY, v
 ** INTEGER)), the vals are copied into the arena in a few spans and each
 ** record is used where it lands: one memcpy per span, none per row.  Calls
-** no SQLite routine: it runs on worker threads.  *pnTomb counts deletions. */
-static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n,
+** no SQLite routine: it runs on worker threads.  *pnTomb counts deletions.
+** A spilled record's entry (format 3) gets a LOAD_OVFL handle. */
+static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int bOvfl, int64_t i0, int n,
                      const unsigned char *pv, size_t nv, int64_t *pnTomb,
                      LoadErr *pErr){
   int64_t *aKey = &r->aKey[i0];
@@ -100,6 +115,16 @@ static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n,
     aOff[i] = off;
     if( off & 3 ) bSpan = 0;
     if( nRec==SHADOW_TOMB ){ off += 4; nTomb++; continue; }
+    if( nRec==SHADOW_OVFL ){
+      GpudsOvfl o;
+      if( !bOvfl || (uint64_t)off+4+SHADOW_OVFL_REF > nv || !gpudsOvflParse(pv+off+4, &o) ){
+        pErr->zWhy = "bad spilled record reference";
+        return SQLITE_CORRUPT_VTAB;
+      }
+      bSpan = 0;
+      off += 4 + SHADOW_OVFL_REF;
+      continue;
+    }
     if( (uint64_t)off+4+nRec > nv ){
       pErr->zWhy = "entry length past the end of vals";
       return SQLITE_CORRUPT_VTAB;
@@ -128,7 +153,12 @@ static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n,
     if( j==i ){                             /* entry i alone, copied */
       memcpy(&nRec, pv+aOff[i], 4);
       aVal[i] = 0;
-      if( nRec!=SHADOW_TOMB ){
+      if( nRec==SHADOW_OVFL ){
+        GpudsOvfl *pO = (GpudsOvfl*)malloc(sizeof(GpudsOvfl));
+        if( pO==0 ) goto no_mem;
+        gpudsOvflParse(pv+s+4, pO);
+        aVal[i] = (uint64_t)(uintptr_t)pO | LOAD_OVFL;
+      }else if( nRec!=SHADOW_TOMB ){
         aVal[i] = gpudsLoaderRow(L, pv+s+4, nRec, nCol);
         if( aVal[i]==0 ) goto no_mem;
       }
@@ -151,7 +181,7 @@ static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n,
   return SQLITE_OK;
 
 no_mem:
-  while( i-- > 0 ) gpudsRowFreeHandle(aVal[i]);
+  while( i-- > 0 ) loadFreeHandle(aVal[i]);
   return SQLITE_NOMEM;
 }
 
@@ -191,6 +221,7 @@ typedef struct LoadPipe {
   LoadErr err;
   int64_t nTomb;                  /* deletions placed */
   int bSum;                       /* format 2: chunks end with a checksum */
+  int bOvfl;                      /* format 3: spilled records may occur */
 } LoadPipe;
 
 /* Place buffer b's chunk with loader L; record the outcome. */
@@ -209,10 +240,10 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
       err.zWhy = "checksum mismatch";
       rc = SQLITE_CORRUPT_VTAB;
     }else{
-      rc = loadChunk(b->r, L, pp->nCol, b->i0, b->nEnt, b->a, nv, &nTomb, &err);
+      rc = loadChunk(b->r, L, pp->nCol, pp->bOvfl, b->i0, b->nEnt, b->a, nv, &nTomb, &err);
     }
   }else{
-    rc = loadChunk(b->r, L, pp->nCol, b->i0, b->nEnt, b->a, b->nv, &nTomb, &err);
+    rc = loadChunk(b->r, L, pp->nCol, pp->bOvfl, b->i0, b->nEnt, b->a, b->nv, &nTomb, &err);
   }
   gpudsLoaderTakeBack(L, &b->spare);        /* and back, those not used */
   if( bLock ) pthread_mutex_lock(&pp->mu);
@@ -271,12 +302,13 @@ static void *loadWorker(void *pArg){
 #define LOAD_THREAD_MIN 131072
 
 /* Start the pipe, with workers if nRow rows are worth them. */
-static void loadPipeOpen(LoadPipe *pp, int nCol, int bSum, int64_t nRow,
+static void loadPipeOpen(LoadPipe *pp, int nCol, int bSum, int bOvfl, int64_t nRow,
                          LoadWorkerArg *aArg){
   int i, nCpu = 1;
   memset(pp, 0, sizeof(*pp));
   pp->nCol = nCol;
   pp->bSum = bSum;
+  pp->bOvfl = bOvfl;
   for(i=0; i<=LOAD_MAX_WORKERS; i++) gpudsLoaderBegin(&pp->aL[i]);
 #ifdef _SC_NPROCESSORS_ONLN
   nCpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -512,7 +544,7 @@ static int loadMerge(LoadRows *aR, int nRun, LoadRows *pOut){
     }
     for(i=0; i<nRun; i++){
       if( aPos[i]<aR[i].n && aR[i].aKey[aPos[i]]==kMin ){
-        gpudsRowFreeHandle(aR[i].aVal[aPos[i]]);  /* overridden (0 if taken) */
+        loadFreeHandle(aR[i].aVal[aPos[i]]);  /* overridden (0 if taken) */
         aR[i].aVal[aPos[i]] = 0;
         aPos[i]++;
       }
@@ -522,6 +554,25 @@ static int loadMerge(LoadRows *aR, int nRun, LoadRows *pOut){
   return SQLITE_OK;
 }
 
+
+/* Read the spilled records the merged entries of r refer to: each
+** LOAD_OVFL handle becomes the handle of its record.  On an error the
+** handles not yet read stay as they are (loadRowsFree frees both kinds). */
+static int loadResolve(GpudsTable *p, LoadRows *r){
+  int64_t j;
+  for(j=0; j<r->n; j++){
+    GpudsOvfl *pO;
+    unsigned char *aRec = 0;
+    int rc;
+    if( !loadIsOvfl(r->aVal[j]) ) continue;
+    pO = (GpudsOvfl*)(uintptr_t)(r->aVal[j] & ~(uint64_t)3);
+    rc = gpudsOvflRead(p, 0, pO, p->nCol-1, &aRec);
+    if( rc ) return rc;
+    free(pO);
+    r->aVal[j] = (uint64_t)(uintptr_t)aRec;   /* malloc()'d: a row of its own */
+  }
+  return SQLITE_OK;
+}
 
 /* (Re)build the store from the shadow tables: read every run (loadRun),
 ** merge them (one run, the usual case after compaction, is read straight
@@ -546,7 +597,7 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
     if( aN[i]<0 ) aN[i] = 0;
     nRow += aN[i];
   }
-  loadPipeOpen(&pipe, p->nCol-1, p->iFormat>=2, nRow, aArg);
+  loadPipeOpen(&pipe, p->nCol-1, p->iFormat>=2, p->iFormat>=SHADOW_FORMAT_OVFL, nRow, aArg);
   if( rc==SQLITE_OK && nRun<=1 ){
     rc = loadRowsAlloc(&out, nRun ? aN[0] : 0);
     if( rc==SQLITE_OK && nRun ) rc = loadRun(p, &pipe, aRun[0], &out);
@@ -572,6 +623,7 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
     out.n = w;
   }
   if( rc==SQLITE_OK ){ sqlite3_free(out.aChunk); out.aChunk = 0; out.nChunk = 0; }
+  if( rc==SQLITE_OK && p->iFormat>=SHADOW_FORMAT_OVFL ) rc = loadResolve(p, &out);
   for(i=0; aR && i<nRun; i++) loadRowsFree(&aR[i]);
   sqlite3_free(aR);
 

@@ -363,6 +363,68 @@ uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h){
   return loaderCopy(L, (const unsigned char*)pRow, pRow->nByte);
 }
 
+/* Bytes of SQLite's varint encoding of v (sqlite3VarintLen). */
+static int varintLen(uint64_t v){
+  int n = 1;
+  while( (v >>= 7)!=0 && n<9 ) n++;
+  return n;
+}
+
+/* Payload bytes of integer v in an ordinary record (sqlite3VdbeSerialType,
+** file format 4: 0 and 1 take none). */
+static int plainIntBytes(int64_t v){
+  uint64_t u = v<0 ? ~(uint64_t)v : (uint64_t)v;
+  if( v==0 || v==1 ) return 0;
+  if( u<=127 ) return 1;
+  if( u<=32767 ) return 2;
+  if( u<=8388607 ) return 3;
+  if( u<=2147483647 ) return 4;
+  if( u<=0x7fffffffffffULL ) return 6;
+  return 8;
+}
+
+/* The bytes an ordinary rowid table with the same declarations would give
+** this row's record: the key (an INTEGER PRIMARY KEY) as NULL, then each
+** column as OP_MakeRecord (vdbe.c) encodes it, header included; a REAL
+** column's integral value is stored as an integer there.  That is what an
+** ordinary table compares with SQLITE_LIMIT_LENGTH ("string or blob too
+** big").  Text is counted in UTF-8. */
+int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff){
+  int64_t nHdr = 1, nData = 0;
+  uint32_t i;
+  for(i=0; i<p->nCol; i++){
+    const RowCell *c = rowCell(p, (int)i);
+    const char *z = (const char*)p + c->iOff;
+    uint64_t eSerial = 0;
+    int nPay = 0;
+    switch( c->eType & ~CELL_TERM ){
+      case SQLITE_INTEGER: {
+        int64_t x; memcpy(&x, z, 8);
+        nPay = plainIntBytes(x);
+        break;
+      }
+      case SQLITE_FLOAT: {
+        double r; sqlite3_int64 x;
+        memcpy(&r, z, 8);
+        nPay = (aAff[i]==GPUDS_AFF_REAL && gpudsRealToInt(r, &x)) ? plainIntBytes(x) : 8;
+        break;
+      }
+      case SQLITE_TEXT: eSerial = (uint64_t)c->nLen*2 + 13; nData += c->nLen; break;
+      case SQLITE_BLOB: eSerial = (uint64_t)c->nLen*2 + 12; nData += c->nLen; break;
+    }
+    nData += nPay;
+    nHdr += varintLen(eSerial);
+  }
+  if( nHdr<=126 ){
+    nHdr += 1;
+  }else{
+    int nVar = varintLen((uint64_t)nHdr);
+    nHdr += nVar;
+    if( nVar<varintLen((uint64_t)nHdr) ) nHdr++;
+  }
+  return nHdr + nData;
+}
+
 /* True if bytes a[0..n-1] are a valid record of nCol non-key columns. */
 int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol){
   return rowValid(a, n, nCol);

@@ -94,7 +94,9 @@ typedef struct RunReader {
   size_t nKeyBuf;          /* bytes of aKeyBuf */
   const unsigned char *aVal;  /* the chunk's vals */
   size_t nVal, iOff;       /* bytes of aVal, offset of entry i */
-  uint32_t nCur;           /* payload bytes of entry i (SHADOW_TOMB: none) */
+  uint32_t nCur;           /* payload bytes of entry i (SHADOW_TOMB: none;
+                           ** SHADOW_OVFL: a reference, in ovfl) */
+  GpudsOvfl ovfl;          /* entry i's reference, if nCur==SHADOW_OVFL */
   int bEof;
 } RunReader;
 
@@ -109,7 +111,12 @@ static int readerCheckEntry(GpudsTable *p, RunReader *r){
   uint32_t L;
   if( r->iOff+4 > r->nVal ) return readerCorrupt(p, r, "entry past the end of vals");
   memcpy(&L, r->aVal + r->iOff, 4);
-  if( L!=SHADOW_TOMB && (uint64_t)r->iOff+4+L > r->nVal ){
+  if( L==SHADOW_OVFL ){
+    if( p->iFormat<SHADOW_FORMAT_OVFL || r->iOff+4+SHADOW_OVFL_REF > r->nVal
+     || !gpudsOvflParse(r->aVal + r->iOff + 4, &r->ovfl) ){
+      return readerCorrupt(p, r, "bad spilled record reference");
+    }
+  }else if( L!=SHADOW_TOMB && (uint64_t)r->iOff+4+L > r->nVal ){
     return readerCorrupt(p, r, "entry length past the end of vals");
   }
   if( r->i>0 && r->aKey[r->i]<=r->aKey[r->i-1] ) return readerCorrupt(p, r, "keys out of order");
@@ -178,18 +185,21 @@ static int readerOpen(GpudsTable *p, int64_t iRun, RunReader *r){
 }
 
 /* The current (validated) entry: key, and its record bytes (NULL for a
-** tombstone). */
+** tombstone or a spilled record), or the spilled record's reference. */
 static void readerEntry(RunReader *r, int64_t *pKey,
-                        const unsigned char **paRec, uint32_t *pnRec){
+                        const unsigned char **paRec, uint32_t *pnRec,
+                        const GpudsOvfl **ppOvfl){
   *pKey = r->aKey[r->i];
+  *ppOvfl = 0;
   if( r->nCur==SHADOW_TOMB ){ *paRec = 0; *pnRec = 0; return; }
+  if( r->nCur==SHADOW_OVFL ){ *paRec = 0; *pnRec = r->ovfl.nRec; *ppOvfl = &r->ovfl; return; }
   *paRec = r->aVal + r->iOff + 4;
   *pnRec = r->nCur;
 }
 
 /* Step past the current entry and validate the next one. */
 static int readerNext(GpudsTable *p, RunReader *r){
-  r->iOff += 4 + (r->nCur==SHADOW_TOMB ? 0 : r->nCur);
+  r->iOff += 4 + (r->nCur==SHADOW_TOMB ? 0 : r->nCur==SHADOW_OVFL ? SHADOW_OVFL_REF : r->nCur);
   r->i++;
   if( r->i<r->n ) return readerCheckEntry(p, r);
   while( !r->bEof && r->i>=r->n ){
@@ -257,8 +267,11 @@ int gpudsRunList(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun){
 
 /* A k-way merge of runs aRun[0..nRun-1] (oldest first): each key once, with
 ** the value of the newest run that holds it.  xOut is called for each
-** (key, record or NULL for a tombstone), in key order. */
-int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int bDropTomb,
+** (key, record, spilled record or tombstone), in key order; with
+** MERGE_DROP_TOMB not for tombstones.  With MERGE_FREE_OVFL the pieces of
+** every spilled record a newer run overrides are deleted (the merge's output
+** replaces its input runs: they would be referenced by nothing). */
+int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int mFlags,
                      MergeOut xOut, void *pCtx){
   RunReader *aR = sqlite3_malloc64(sizeof(RunReader)*(nRun ? nRun : 1));
   int rc = SQLITE_OK, i;
@@ -270,6 +283,7 @@ int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int bDropTomb,
     int iBest = -1;
     const unsigned char *aRec = 0;
     uint32_t nRec = 0;
+    const GpudsOvfl *pOvfl = 0;
     /* Smallest current key; on ties the newest run (largest i) wins. */
     for(i=0; i<nRun; i++){
       if( aR[i].bEof ) continue;
@@ -279,10 +293,17 @@ int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int bDropTomb,
       }
     }
     if( iBest<0 ) break;
-    readerEntry(&aR[iBest], &kMin, &aRec, &nRec);
-    if( aRec || !bDropTomb ) rc = xOut(p, pCtx, kMin, aRec, nRec);
+    readerEntry(&aR[iBest], &kMin, &aRec, &nRec, &pOvfl);
+    if( aRec || pOvfl || !(mFlags & MERGE_DROP_TOMB) ){
+      rc = xOut(p, pCtx, kMin, aRec, nRec, pOvfl);
+    }
     for(i=0; i<nRun && rc==SQLITE_OK; i++){
-      if( !aR[i].bEof && aR[i].aKey[aR[i].i]==kMin ) rc = readerNext(p, &aR[i]);
+      if( !aR[i].bEof && aR[i].aKey[aR[i].i]==kMin ){
+        if( i!=iBest && aR[i].nCur==SHADOW_OVFL && (mFlags & MERGE_FREE_OVFL) ){
+          rc = gpudsOvflDelete(p, &aR[i].ovfl);     /* overridden */
+        }
+        if( rc==SQLITE_OK ) rc = readerNext(p, &aR[i]);
+      }
     }
   }
   for(i=0; i<nRun; i++) readerClose(&aR[i]);
@@ -290,20 +311,107 @@ int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int bDropTomb,
   return rc;
 }
 
+/* ------------------------------------------------------- spilled records */
+
+/* Decode a spilled record's reference from the SHADOW_OVFL_REF bytes a[]
+** (unaligned); 1 if it is well formed, 0 if not.  Calls no SQLite routine:
+** the loader's worker threads use it. */
+int gpudsOvflParse(const unsigned char *a, GpudsOvfl *o){
+  memcpy(&o->iFirst, a, 8);
+  memcpy(&o->nRec, a+8, 4);
+  memcpy(&o->nPiece, a+12, 4);
+  memcpy(&o->sum, a+16, 8);
+  return o->iFirst>0 && o->nPiece>=1 && o->nPiece<=o->nRec
+      && o->iFirst <= INT64_MAX - (int64_t)o->nPiece;
+}
+
+/* Read the record o refers to (found in run iRun) into *paRec, allocated
+** with malloc() (a row handle can take it over; else free() it), after
+** checking that every piece is there, that they add up to its length and
+** checksum, and that it is a valid record of nCol non-key columns.  Any
+** other state is SQLITE_CORRUPT_VTAB naming run iRun (if > 0).  Pieces are read with
+** sqlite3_blob_read: this connection's length limit does not apply. */
+int gpudsOvflRead(GpudsTable *p, int64_t iRun, const GpudsOvfl *o, int nCol,
+                  unsigned char **paRec){
+  sqlite3_blob *pBlob = 0;
+  char *zTab = sqlite3_mprintf("%s_ovfl", p->zName);
+  unsigned char *a = (unsigned char*)malloc(o->nRec ? o->nRec : 1);
+  size_t off = 0;
+  uint32_t i;
+  int rc = SQLITE_OK;
+  const char *zWhy = 0;
+  *paRec = 0;
+  if( zTab==0 || a==0 ){ rc = SQLITE_NOMEM; goto ovfl_out; }
+  for(i=0; i<o->nPiece && rc==SQLITE_OK; i++){
+    int n;
+    int64_t iRow = o->iFirst + i;
+    rc = pBlob ? sqlite3_blob_reopen(pBlob, iRow)
+               : sqlite3_blob_open(p->db, p->zDb, zTab, "data", iRow, 0, &pBlob);
+    if( rc==SQLITE_ERROR ){ zWhy = "a piece of a spilled record is missing"; break; }
+    if( rc ){ gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db)); break; }
+    n = sqlite3_blob_bytes(pBlob);
+    if( n<=0 || (size_t)n > o->nRec - off ){ zWhy = "spilled record pieces of the wrong size"; break; }
+    rc = sqlite3_blob_read(pBlob, a+off, n, 0);
+    if( rc ){ gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db)); break; }
+    off += (size_t)n;
+  }
+  if( rc==SQLITE_OK && zWhy==0 ){
+    if( off!=o->nRec ) zWhy = "spilled record pieces of the wrong size";
+    else if( gpudsChunkSum(a, o->nRec, 0, 0)!=o->sum ) zWhy = "spilled record checksum mismatch";
+    else if( !gpudsRowValid(a, o->nRec, nCol) ) zWhy = "bad spilled row record";
+  }
+  if( zWhy && iRun>0 ){
+    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
+                        p->zName, (long long)iRun, zWhy);
+  }else if( zWhy ){
+    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_ovfl is damaged (%s)", p->zName, zWhy);
+  }
+  if( rc==SQLITE_OK ){ *paRec = a; a = 0; }
+ovfl_out:
+  sqlite3_blob_close(pBlob);
+  sqlite3_free(zTab);
+  free(a);
+  return rc;
+}
+
+/* Delete the pieces of the spilled record o (its entry is being dropped). */
+int gpudsOvflDelete(GpudsTable *p, const GpudsOvfl *o){
+  return gpudsRunExec(p, "DELETE FROM %Q.'%q_ovfl' WHERE id BETWEEN %lld AND %lld",
+                      p->zDb, p->zName, (long long)o->iFirst,
+                      (long long)(o->iFirst + o->nPiece - 1));
+}
+
+/* Delete every piece (the runs are being written again from scratch). */
+int gpudsOvflDeleteAll(GpudsTable *p){
+  if( p->iFormat<SHADOW_FORMAT_OVFL ) return SQLITE_OK;
+  return gpudsRunExec(p, "DELETE FROM %Q.'%q_ovfl'", p->zDb, p->zName);
+}
+
+/* The largest record a chunk holds alone under this connection's length
+** limit (a bigger one is spilled, in format 3). */
+int64_t gpudsRunInlineMax(GpudsTable *p){
+  return sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1)
+       - (p->iFormat>=2 ? SHADOW_SUM : 0) - SHADOW_SLACK - 8 - 4;
+}
+
 /* ------------------------------------------------------------ run writer */
 
-/* Accumulates entries into chunks and inserts them as run iRun. */
+/* Accumulates entries into chunks and inserts them as run iRun.  Every
+** t_run row it writes (keys, vals and SHADOW_SLACK) stays within
+** SQLITE_LIMIT_LENGTH; in format 3 a record that does not fit in a chunk
+** alone is spilled to <name>_ovfl in pieces within the limit. */
 
 int gpudsRunWriterOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
   memset(w, 0, sizeof(*w));
   w->iRun = iRun;
   w->aKey = sqlite3_malloc64(SHADOW_CHUNK*8);
   if( w->aKey==0 ) return SQLITE_NOMEM;
-  w->nLimit = sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1);
+  w->nLimit = sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1) - SHADOW_SLACK;
   if( p->iFormat<SHADOW_FORMAT_MIN ){
     return gpudsVtabError(p, SQLITE_INTERNAL, "%s: storage format not read", p->zName);
   }
   w->bSum = p->iFormat>=2;
+  w->bOvfl = p->iFormat>=SHADOW_FORMAT_OVFL;
   if( w->bSum ) w->nLimit -= SHADOW_SUM;
   return gpudsRunPrepare(p, &w->pIns, "INSERT INTO %Q.'%q_run'(id, n, keys, vals) VALUES(?,?,?,?)",
                        p->zDb, p->zName);
@@ -316,7 +424,7 @@ int gpudsRunWriterFlush(GpudsTable *p, RunWriter *w){
   if( w->iChunk>=(1<<RUN_SHIFT) ) return gpudsVtabError(p, SQLITE_FULL, "run too large");
   if( w->bSum ){
     uint64_t h = gpudsChunkSum((const unsigned char*)w->aKey, (size_t)w->n*8, w->aVal, w->nVal);
-    memcpy(w->aVal + w->nVal, &h, SHADOW_SUM);   /* gpudsRunWriterAdd kept room */
+    memcpy(w->aVal + w->nVal, &h, SHADOW_SUM);   /* writerEntry kept room */
     w->nVal += SHADOW_SUM;
   }
   rc = sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
@@ -339,16 +447,16 @@ int gpudsRunWriterFlush(GpudsTable *p, RunWriter *w){
   return SQLITE_OK;
 }
 
-/* Append (key, record or NULL = tombstone); keys must ascend. */
-int gpudsRunWriterAdd(GpudsTable *p, RunWriter *w, int64_t k,
-                     const unsigned char *aRec, uint32_t nRec){
-  uint32_t L = aRec ? nRec : SHADOW_TOMB;
-  size_t nNeed = w->nVal + 4 + (aRec ? nRec : 0);
-  if( w->n>0 && ((int64_t)nNeed > w->nLimit || (int64_t)(w->n+1)*8 > w->nLimit) ){
+/* Append key k with entry header L and nPay payload bytes aPay[]; keys must
+** ascend. */
+static int writerEntry(GpudsTable *p, RunWriter *w, int64_t k, uint32_t L,
+                       const unsigned char *aPay, uint32_t nPay){
+  size_t nNeed = w->nVal + 4 + nPay;
+  if( w->n>0 && (int64_t)(w->n+1)*8 + (int64_t)nNeed > w->nLimit ){
     /* Keep every chunk within SQLITE_LIMIT_LENGTH. */
     int rc = gpudsRunWriterFlush(p, w);
     if( rc ) return rc;
-    nNeed = 4 + (aRec ? nRec : 0);
+    nNeed = 4 + nPay;
   }
   if( nNeed+SHADOW_SUM>w->nValAlloc ){
     size_t nNew = w->nValAlloc ? w->nValAlloc*2 : 65536;
@@ -361,18 +469,83 @@ int gpudsRunWriterAdd(GpudsTable *p, RunWriter *w, int64_t k,
   }
   w->aKey[w->n++] = k;
   memcpy(w->aVal + w->nVal, &L, 4);
-  if( aRec && nRec ) memcpy(w->aVal + w->nVal + 4, aRec, nRec);
+  if( nPay ) memcpy(w->aVal + w->nVal + 4, aPay, nPay);
   w->nVal = nNeed;
   w->nTotal++;
   if( w->n==SHADOW_CHUNK || w->nVal>(64<<20) ) return gpudsRunWriterFlush(p, w);
   return SQLITE_OK;
 }
 
+/* Append key k's reference to a spilled record (already in <name>_ovfl). */
+int gpudsRunWriterAddOvfl(GpudsTable *p, RunWriter *w, int64_t k, const GpudsOvfl *o){
+  unsigned char a[SHADOW_OVFL_REF];
+  memcpy(a, &o->iFirst, 8);
+  memcpy(a+8, &o->nRec, 4);
+  memcpy(a+12, &o->nPiece, 4);
+  memcpy(a+16, &o->sum, 8);
+  return writerEntry(p, w, k, SHADOW_OVFL, a, SHADOW_OVFL_REF);
+}
+
+/* Spill the nRec bytes aRec[] to <name>_ovfl as pieces within the length
+** limit; *o says where. */
+static int writerSpill(GpudsTable *p, RunWriter *w, const unsigned char *aRec,
+                       uint32_t nRec, GpudsOvfl *o){
+  int64_t nMax = sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1) - SHADOW_SLACK;
+  uint32_t off = 0;
+  int rc = SQLITE_OK;
+  if( nMax<1 ) return gpudsVtabError(p, SQLITE_TOOBIG, "string or blob too big");
+  if( w->pOvflIns==0 ){
+    rc = gpudsRunPrepare(p, &w->pOvflIns, "INSERT INTO %Q.'%q_ovfl'(id, data) VALUES(?,?)",
+                         p->zDb, p->zName);
+    if( rc ) return rc;
+  }
+  if( w->iOvflNext==0 ){
+    sqlite3_stmt *pMax;
+    rc = gpudsRunPrepare(p, &pMax, "SELECT coalesce(max(id), 0) + 1 FROM %Q.'%q_ovfl'",
+                         p->zDb, p->zName);
+    if( rc ) return rc;
+    if( sqlite3_step(pMax)==SQLITE_ROW ) w->iOvflNext = sqlite3_column_int64(pMax, 0);
+    rc = sqlite3_finalize(pMax);
+    if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+    if( w->iOvflNext<1 ) w->iOvflNext = 1;
+  }
+  o->iFirst = w->iOvflNext;
+  o->nRec = nRec;
+  o->nPiece = 0;
+  o->sum = gpudsChunkSum(aRec, nRec, 0, 0);
+  while( off<nRec ){
+    uint32_t n = (int64_t)(nRec-off) > nMax ? (uint32_t)nMax : nRec-off;
+    rc = sqlite3_bind_int64(w->pOvflIns, 1, w->iOvflNext);
+    if( rc==SQLITE_OK ) rc = sqlite3_bind_blob64(w->pOvflIns, 2, aRec+off, n, SQLITE_STATIC);
+    if( rc ) return gpudsVtabError(p, rc, "%s_ovfl: %s", p->zName, sqlite3_errstr(rc));
+    sqlite3_step(w->pOvflIns);
+    rc = sqlite3_reset(w->pOvflIns);
+    sqlite3_clear_bindings(w->pOvflIns);
+    if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+    w->iOvflNext++;
+    o->nPiece++;
+    off += n;
+  }
+  return SQLITE_OK;
+}
+
+/* Append (key, record or NULL = tombstone); keys must ascend.  A record too
+** big for a chunk alone is spilled (format 3). */
+int gpudsRunWriterAdd(GpudsTable *p, RunWriter *w, int64_t k,
+                     const unsigned char *aRec, uint32_t nRec){
+  if( aRec && w->bOvfl && 8 + 4 + (int64_t)nRec > w->nLimit ){
+    GpudsOvfl o;
+    int rc = writerSpill(p, w, aRec, nRec, &o);
+    if( rc==SQLITE_OK ) rc = gpudsRunWriterAddOvfl(p, w, k, &o);
+    return rc;
+  }
+  return writerEntry(p, w, k, aRec ? nRec : SHADOW_TOMB, aRec, aRec ? nRec : 0);
+}
+
 void gpudsRunWriterClose(RunWriter *w){
   sqlite3_finalize(w->pIns);
+  sqlite3_finalize(w->pOvflIns);
   sqlite3_free(w->aKey);
   sqlite3_free(w->aVal);
   memset(w, 0, sizeof(*w));
 }
-
-/* gpudsRunMerge() callback that appends to a RunWriter. */

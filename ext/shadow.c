@@ -9,6 +9,7 @@
 **
 **   <name>_meta(key, value)   -- 'format', 'generation', 'rows', 'entries', 'id'
 **   <name>_run(id INTEGER PRIMARY KEY, n INTEGER, keys BLOB, vals BLOB)
+**   <name>_ovfl(id INTEGER PRIMARY KEY, data BLOB)   -- spilled records (format 3)
 **
 ** The run format is runfmt.c's (runfmt.h), the load loader.c's.  Each
 ** committed batch is appended as a sorted run; after each commit the newest
@@ -31,14 +32,19 @@ SQLITE_EXTENSION_INIT3
 
 /* True if zSuffix names one of our shadow tables ("<name>_<suffix>"). */
 int gpudsShadowName(const char *zSuffix){
-  return sqlite3_stricmp(zSuffix, "meta")==0 || sqlite3_stricmp(zSuffix, "run")==0;
+  return sqlite3_stricmp(zSuffix, "meta")==0 || sqlite3_stricmp(zSuffix, "run")==0
+      || sqlite3_stricmp(zSuffix, "ovfl")==0;
 }
 
-/* Set *pbExists if the shadow tables exist; an error if that cannot be
-** told (out of memory), never a wrong "no".  They do not exist when the CREATE VIRTUAL
-** TABLE was undone by ROLLBACK TO: SQLite adds a table created inside a
-** savepoint to the transaction without telling it of the savepoint, so its
-** xRollbackTo is never called, yet xSync is. */
+/* Set *pbExists if this table's shadow tables exist; an error if that
+** cannot be told (out of memory), never a wrong "no".  They do not exist
+** when the CREATE VIRTUAL TABLE was undone by ROLLBACK TO: SQLite adds a
+** table created inside a savepoint to the transaction without telling it
+** of the savepoint, so its xRollbackTo is never called, yet xSync is.  And
+** they are another table's when this one was dropped in the transaction
+** and a table of the same name created: SQLite may still call xSync on a
+** handle of the dropped one (taken into the transaction before a schema
+** change made it connect again); t_meta's 'id' tells them apart. */
 int gpudsShadowExists(GpudsTable *p, int *pbExists){
   sqlite3_stmt *pStmt;
   int rc = gpudsRunPrepare(p, &pStmt,
@@ -48,7 +54,17 @@ int gpudsShadowExists(GpudsTable *p, int *pbExists){
   if( rc ) return rc;                 /* not known: never taken for "gone" */
   *pbExists = sqlite3_step(pStmt)==SQLITE_ROW;
   rc = sqlite3_finalize(pStmt);
-  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  if( *pbExists && p->iTableId!=0 ){
+    rc = gpudsRunPrepare(p, &pStmt, "SELECT value FROM %Q.'%q_meta' WHERE key='id'",
+                         p->zDb, p->zName);
+    if( rc ) return rc;
+    if( sqlite3_step(pStmt)==SQLITE_ROW && sqlite3_column_int64(pStmt, 0)!=p->iTableId ){
+      *pbExists = 0;                  /* another table's */
+    }
+    rc = sqlite3_finalize(pStmt);
+    if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  }
   return rc;
 }
 
@@ -70,8 +86,9 @@ int gpudsShadowCreate(GpudsTable *p){
     "CREATE TABLE %Q.'%q_meta' AS SELECT 'format' AS key, %d AS value"
     " UNION ALL SELECT 'generation', 0 UNION ALL SELECT 'rows', 0"
     " UNION ALL SELECT 'id', %lld;"
-    "CREATE TABLE %Q.'%q_run'(id INTEGER PRIMARY KEY, n INTEGER, keys BLOB, vals BLOB);",
-    p->zDb, p->zName, SHADOW_FORMAT, (long long)iId, p->zDb, p->zName);
+    "CREATE TABLE %Q.'%q_run'(id INTEGER PRIMARY KEY, n INTEGER, keys BLOB, vals BLOB);"
+    "CREATE TABLE %Q.'%q_ovfl'(id INTEGER PRIMARY KEY, data BLOB);",
+    p->zDb, p->zName, SHADOW_FORMAT, (long long)iId, p->zDb, p->zName, p->zDb, p->zName);
   if( rc==SQLITE_OK ){
     p->bLoaded = 1;     /* empty, and so is the store */
     p->iTableId = iId;
@@ -83,15 +100,30 @@ int gpudsShadowCreate(GpudsTable *p){
 /* xDestroy: drop the shadow tables. */
 int gpudsShadowDestroy(GpudsTable *p){
   return gpudsRunExec(p, "DROP TABLE IF EXISTS %Q.'%q_meta';"
-                       "DROP TABLE IF EXISTS %Q.'%q_run';",
-                    p->zDb, p->zName, p->zDb, p->zName);
+                       "DROP TABLE IF EXISTS %Q.'%q_run';"
+                       "DROP TABLE IF EXISTS %Q.'%q_ovfl';",
+                    p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName);
 }
 
-/* xRename: rename the shadow tables along with the table. */
+/* xRename: rename the shadow tables along with the table (<name>_ovfl
+** where it exists: tables of formats 1 and 2 have none). */
 int gpudsShadowRename(GpudsTable *p, const char *zNew){
-  return gpudsRunExec(p, "ALTER TABLE %Q.'%q_meta' RENAME TO '%q_meta';"
+  sqlite3_stmt *pStmt;
+  int bOvfl, rc = gpudsRunPrepare(p, &pStmt,
+      "SELECT 1 FROM %Q.sqlite_schema WHERE type='table' AND name='%q_ovfl'",
+      p->zDb, p->zName);
+  if( rc ) return rc;
+  bOvfl = sqlite3_step(pStmt)==SQLITE_ROW;
+  rc = sqlite3_finalize(pStmt);
+  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  rc = gpudsRunExec(p, "ALTER TABLE %Q.'%q_meta' RENAME TO '%q_meta';"
                        "ALTER TABLE %Q.'%q_run' RENAME TO '%q_run';",
                     p->zDb, p->zName, zNew, p->zDb, p->zName, zNew);
+  if( rc==SQLITE_OK && bOvfl ){
+    rc = gpudsRunExec(p, "ALTER TABLE %Q.'%q_ovfl' RENAME TO '%q_ovfl';",
+                      p->zDb, p->zName, zNew);
+  }
+  return rc;
 }
 
 /* What t_meta says of the table. */
@@ -149,7 +181,8 @@ static int metaRead(GpudsTable *p, ShadowMeta *pMeta){
 }
 
 static int outToWriter(GpudsTable *p, void *pCtx, int64_t k,
-                       const unsigned char *aRec, uint32_t nRec){
+                       const unsigned char *aRec, uint32_t nRec, const GpudsOvfl *pOvfl){
+  if( pOvfl ) return gpudsRunWriterAddOvfl(p, (RunWriter*)pCtx, k, pOvfl);  /* moved, not copied */
   return gpudsRunWriterAdd(p, (RunWriter*)pCtx, k, aRec, nRec);
 }
 
@@ -164,7 +197,10 @@ static int compactRuns(GpudsTable *p){
     int64_t iNew = aRun[nRun-1] + 1;
     int bOldest = (nRun==2);
     rc = gpudsRunWriterOpen(p, iNew, &w);
-    if( rc==SQLITE_OK ) rc = gpudsRunMerge(p, &aRun[nRun-2], 2, bOldest, outToWriter, &w);
+    if( rc==SQLITE_OK ){
+      rc = gpudsRunMerge(p, &aRun[nRun-2], 2, MERGE_FREE_OVFL | (bOldest ? MERGE_DROP_TOMB : 0),
+                         outToWriter, &w);
+    }
     if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
     if( rc==SQLITE_OK ){
       rc = gpudsRunExec(p, "DELETE FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld",
@@ -221,6 +257,7 @@ static int shadowRewrite(GpudsTable *p){
   RunWriter w;
   RewriteAll all = {0, 0, 0, 0};
   int rc = gpudsRunExec(p, "DELETE FROM %Q.'%q_run'", p->zDb, p->zName);
+  if( rc==SQLITE_OK ) rc = gpudsOvflDeleteAll(p);
   if( rc ) return rc;
   rc = gpudsRunWriterOpen(p, 1, &w);
   if( rc==SQLITE_OK && p->eKind==GPUDS_ORDERED ){
@@ -363,8 +400,11 @@ void gpudsShadowCommitted(GpudsTable *p){
   }
 }
 
-/* The transaction rolled back: its shadow writes are gone too. */
+/* The transaction rolled back: its shadow writes are gone too.  So may be
+** a DROP and CREATE of this name, which PRAGMA data_version does not show
+** (it counts other connections' commits): the next refresh reads t_meta. */
 void gpudsShadowRolledBack(GpudsTable *p){
+  p->iDataVersion = 0;
   p->iGenPending = 0;
 }
 
@@ -407,16 +447,22 @@ static int checkSkipKeys(GpudsTable *p, CheckCtx *c){
 /* gpudsRunMerge() callback for gpuds_check(): compare one shadow row with the
 ** structure. */
 static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
-                      const unsigned char *aRec, uint32_t nRec){
+                      const unsigned char *aRec, uint32_t nRec, const GpudsOvfl *pOvfl){
   CheckCtx *c = (CheckCtx*)pCtx;
   uint8_t f = 0;
   uint64_t v = 0;
+  unsigned char *aSpill = 0;
   int rc;
   if( c->nSkip && bsearch(&k, c->aSkip, (size_t)c->nSkip, sizeof(int64_t), keyCmp) ){
     return SQLITE_OK;             /* changed by the open transaction */
   }
+  if( pOvfl ){
+    rc = gpudsOvflRead(p, 0, pOvfl, p->nCol-1, &aSpill);
+    if( rc ) return rc;
+    aRec = aSpill;
+  }
   rc = gpudsStoreLookup(p, 1, &k, &f, &v);
-  if( rc ) return rc;
+  if( rc ){ free(aSpill); return rc; }
   c->n++;
   if( !f || gpudsRowBytes(gpudsRowOf(v))!=nRec
    || memcmp(gpudsRowOf(v), aRec, nRec)!=0 ){
@@ -425,6 +471,7 @@ static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
                                   f ? "row differs from the shadow table" : "missing from the structure");
     }
   }
+  free(aSpill);
   return SQLITE_OK;
 }
 
@@ -445,7 +492,7 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
   }
   rc = checkSkipKeys(p, &c);
   if( rc==SQLITE_OK ) rc = gpudsRunList(p, &aRun, &aN, &nRun);
-  if( rc==SQLITE_OK ) rc = gpudsRunMerge(p, aRun, nRun, 1, outToCheck, &c);
+  if( rc==SQLITE_OK ) rc = gpudsRunMerge(p, aRun, nRun, MERGE_DROP_TOMB, outToCheck, &c);
   sqlite3_free(aRun); sqlite3_free(aN);
   sqlite3_free(c.aSkip);
   if( rc ){ sqlite3_free(c.zFirst); return rc; }

@@ -10,6 +10,7 @@
 SQLITE_EXTENSION_INIT3
 #include "schema.h"
 #include "plan.h"
+#include "runfmt.h"
 #include <string.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -157,6 +158,11 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     gpudsSchemaFree(&sch);
     p->nRef++;
     pV->pTab = p;
+    /* SQLite connects again after a schema change, which may have been a
+    ** ROLLBACK TO that undid a DROP and CREATE of this name (SQLite calls
+    ** no xRollbackTo of a table created inside the savepoint) and which
+    ** PRAGMA data_version does not show: the next refresh reads t_meta. */
+    p->iDataVersion = 0;
     sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
     *ppVtab = &pV->base;
     return SQLITE_OK;
@@ -603,11 +609,15 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
                      p->nCol-1, &argv[3], &p->aAff[1]);
   if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-  if( (sqlite3_int64)gpudsRowBytes(gpudsRowOf(hRow)) + 4
-        > sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1) ){
-    /* Its shadow-table chunk would pass SQLITE_LIMIT_LENGTH: refuse the
-    ** row now, as an ordinary table refuses a too-big record, rather than
-    ** fail the COMMIT and lose the transaction's other rows. */
+  if( gpudsRowPlainBytes(gpudsRowOf(hRow), &p->aAff[1])
+        > sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1)
+   || (p->iFormat<SHADOW_FORMAT_OVFL
+       && (int64_t)gpudsRowBytes(gpudsRowOf(hRow)) > gpudsRunInlineMax(p)) ){
+    /* An ordinary table's record of this row would pass
+    ** SQLITE_LIMIT_LENGTH: refuse the row now, as it does.  (Format 3
+    ** stores every other row, spilling records too big for a chunk; a table
+    ** of format 1 or 2 only those that fit in one.)  Refused here rather
+    ** than at COMMIT, which would lose the transaction's other rows. */
     gpudsRowFreeHandle(hRow);
     return gpudsVtabError(p, SQLITE_TOOBIG, "string or blob too big");
   }
@@ -651,7 +661,8 @@ static int gpudsSync(sqlite3_vtab *pVtab){
     if( rc ) return vtabDone(pVtab, rc);
   }
   if( !bExists ){
-    /* The table's creation was rolled back (ROLLBACK TO): so are its rows. */
+    /* The table's creation was rolled back (ROLLBACK TO), or it was dropped
+    ** (and another made under its name): so are its rows. */
     gpudsShadowRolledBack(p);
     return vtabDone(pVtab, gpudsWbufRollback(p));
   }
@@ -687,6 +698,9 @@ static int gpudsRelease(sqlite3_vtab *pVtab, int i){
 }
 static int gpudsRollbackTo(sqlite3_vtab *pVtab, int i){
   tab(pVtab)->nWrites++;
+  /* It may have undone a DROP and CREATE of this name: the next refresh
+  ** reads t_meta (its 'id' tells). */
+  tab(pVtab)->iDataVersion = 0;
   return vtabDone(pVtab, gpudsWbufRollbackTo(tab(pVtab), i));
 }
 

@@ -3,12 +3,17 @@
 
 Each seed drives connection A (this process) and connection B (this process,
 or a child process for odd seeds) through a random stream: writes in
-autocommit or in transactions, savepoints, ROLLBACK TO and RELEASE, COMMIT
-and RELEASE that fail with "database is locked" because the other
-connection holds a read (then retried or rolled back), reads with open
-cursors while the same connection writes, and DDL by the other connection
-(RENAME away and back, DROP and CREATE with other columns).  Rollback-journal
-mode for even seeds' halves, WAL for the others.
+autocommit or in transactions (BEGIN, BEGIN IMMEDIATE, BEGIN EXCLUSIVE),
+savepoints, ROLLBACK TO and RELEASE, COMMIT and RELEASE that fail with
+"database is locked" because the other connection holds a read (then
+retried or rolled back), reads with open cursors while the same connection
+writes, and DDL (RENAME away and back, DROP and CREATE with other columns or
+another module) while the other connection is idle, or keeps its
+transaction (reads, writes, savepoints, a stale schema) and meets the change
+or the lock afterwards; the DDL in autocommit or inside the connection's
+own transaction, and its outcome compared with the same DDL on the twin.
+Rollback-journal mode for even seeds' halves, WAL for the others.  With
+GPUDS_CONC_LOG=file a failing seed writes its whole statement log there.
 
 Every gpuds table has an ordinary twin with the same columns in the same
 database, and every statement is applied to both inside one savepoint of
@@ -42,6 +47,10 @@ class Local:
     """A connection in this process."""
     def __init__(self, path):
         self.c = connect(path, timeout=0)
+        try:
+            self.c.execute("PRAGMA synchronous=OFF")  # the test needs no fsync
+        except sqlite3.OperationalError:            # locked while the schema loads
+            pass
         self.cur = None
 
     def sql(self, s, args=()):
@@ -141,7 +150,7 @@ class Stream:
         self.tables = {}                   # gpuds table -> (module, schema)
         self.log = []
         wal = (seed // 2) % 2 == 1
-        self.A.sql("PRAGMA journal_mode=%s" % ("wal" if wal else "delete"))
+        self.run("A", "PRAGMA journal_mode=%s" % ("wal" if wal else "delete"))
         for i, mod in enumerate(MODULES):
             self.create("A", "g%d" % i, mod, SCHEMAS[0])
 
@@ -210,6 +219,9 @@ class Stream:
                 continue
             if not check(ra == rb, "seed %d %s: %s reads %s like its twin" % (self.seed, where, who, name),
                          "gpuds %r\nordinary %r\n%s" % (ra, rb, "\n".join(self.log[-15:]))):
+                if os.environ.get("GPUDS_CONC_LOG"):
+                    with open(os.environ["GPUDS_CONC_LOG"], "w") as f:
+                        f.write("\n".join(self.log))
                 raise RuntimeError("stop this seed")
 
     def cursor_walk(self, who):
@@ -221,17 +233,21 @@ class Stream:
         conn = self.conns[who]
         seen = {}
         for suffix in ("", "_ref"):
+            self.log.append("%s: #open SELECT k FROM %s%s ORDER BY k" % (who, name, suffix))
             if conn.open_cursor("SELECT k FROM %s%s ORDER BY k" % (name, suffix))[0] != "ok":
                 conn.close_cursor()
+                self.log.append("%s: #close" % who)
                 return              # locked by the other connection
             got = []
             for _ in range(6):
+                self.log.append("%s: #step" % who)
                 r = conn.step()
                 if r[0] != "ok" or r[1] is None:
                     break
                 got.append(r[1][0])
                 self.run(who, "DELETE FROM %s%s WHERE k = ?" % (name, suffix), (r[1][0] + 2,))
             conn.close_cursor()
+            self.log.append("%s: #close" % who)
             seen[suffix] = got
         check(seen[""] == seen["_ref"], "seed %d: %s open cursor on %s" % (self.seed, who, name), seen)
 
@@ -246,8 +262,12 @@ class Stream:
         op = self.rnd.random()
         sp = self.sp[who]
         if not self.in_txn(who):
-            if op < 0.6:
+            if op < 0.4:
                 self.run(who, "BEGIN")
+            elif op < 0.6:
+                # a write lock at once: fails "locked" while the other writes
+                # (or, in rollback-journal mode, while it reads)
+                self.run(who, self.rnd.choice(["BEGIN IMMEDIATE", "BEGIN EXCLUSIVE"]))
             elif self.run(who, "SAVEPOINT s0")[0] == "ok":
                 sp.append("s0")
             return
@@ -299,21 +319,53 @@ class Stream:
             self.run(who, "ROLLBACK")
         self.in_txn(who)
 
+    def ddl_pair(self, who, sql, name):
+        """DDL on a gpuds table ({t}) and then on its twin, each its own
+        autocommit statement: they must succeed or fail alike (the other
+        connection, which may hold a read or a write, is the same for both).
+        True if both succeeded."""
+        ra = self.run(who, sql.replace("{t}", name))
+        rb = self.run(who, sql.replace("{t}", name + "_ref"))
+        same = ra[0] == rb[0] and (ra[0] == "ok" or ra[1].replace(name + "_ref", name)
+                                   == rb[1].replace(name + "_ref", name))
+        if not check(same, "seed %d: %s DDL, different outcome" % (self.seed, who),
+                     "%s\n  gpuds %r\n  ordinary %r\n%s" % (sql, ra, rb, "\n".join(self.log[-12:]))):
+            raise RuntimeError("stop this seed")
+        return ra[0] == "ok"
+
     def ddl(self, who):
-        """The other connection is out of any transaction first; then rename
-        a table away and back, or drop and create it with other columns."""
-        for w in ("A", "B"):
-            self.end(w)
+        """Rename a table away and back, or drop it and create it again with
+        other columns (or another module).  Half the time both connections
+        leave their transactions first; otherwise the other connection keeps
+        its transaction (reads, writes, savepoints, open schema) and meets
+        the change, or the lock, afterwards.  `who` runs it in autocommit or
+        inside a transaction it began without a savepoint."""
+        x = self.rnd.random()
+        if x < 0.4:
+            for w in ("A", "B"):
+                self.end(w)
+        elif x < 0.7 or self.sp[who]:
+            self.end(who)
+        # else: inside who's own transaction (BEGIN, no savepoint: a ROLLBACK
+        # TO that undid the DDL would be README's documented loss)
+        if self.sp[who]:
+            return
         name = self.rnd.choice(sorted(self.tables))
-        mod, schema = self.tables[name]
         if self.rnd.random() < 0.5:
-            self.run(who, "ALTER TABLE %s RENAME TO %s_x" % (name, name))
-            self.run(who, "ALTER TABLE %s_x RENAME TO %s" % (name, name))
-        else:
-            self.run(who, "DROP TABLE %s" % name)
-            self.run(who, "DROP TABLE %s_ref" % name)
+            if self.ddl_pair(who, "ALTER TABLE {t} RENAME TO {t}_x", name):
+                # the twin is now <name>_ref_x: rename both back by hand
+                ra = self.run(who, "ALTER TABLE %s_x RENAME TO %s" % (name, name))
+                rb = self.run(who, "ALTER TABLE %s_ref_x RENAME TO %s_ref" % (name, name))
+                check(ra[0] == rb[0] == "ok", "seed %d: rename back" % self.seed, (ra, rb))
+        elif self.ddl_pair(who, "DROP TABLE {t}", name):
             del self.tables[name]
-            self.create(who, name, self.rnd.choice(MODULES), self.rnd.choice(SCHEMAS))
+            mod, schema = self.rnd.choice(MODULES), self.rnd.choice(SCHEMAS)
+            r = self.run(who, "CREATE VIRTUAL TABLE %s USING %s(%s)" % (name, mod, schema))
+            rr = self.run(who, "CREATE TABLE %s_ref(%s)" % (name, schema))
+            if not check(r[0] == rr[0] == "ok", "seed %d: %s re-creates %s" % (self.seed, who, name),
+                         (r, rr, "\n".join(self.log[-8:]))):
+                raise RuntimeError("stop this seed")
+            self.tables[name] = (mod, schema)
 
     def go(self):
         try:
@@ -326,7 +378,7 @@ class Stream:
                     self.txn_step(who)
                 elif x < 0.78:
                     self.cursor_walk(who)
-                elif x < 0.82:
+                elif x < 0.85:
                     self.ddl(who)
                 else:
                     self.compare(who, "step %d" % i)

@@ -6,7 +6,10 @@ For both modules a table gets several runs (commits of inserts, updates,
 deletes); then, in a copy of the database each time, one damage: random
 byte flips in a chunk's keys or vals (many seeds), truncated blobs, a
 deleted chunk, a repeated chunk, two keys swapped, a wrong entry count, a
-blob replaced by text or NULL.  A child process opens the copy and reads
+blob replaced by text or NULL; and to the pieces of spilled records (rows
+too big for a chunk, in t_ovfl): flipped bytes, truncated, deleted,
+repeated, replaced by text or NULL, the whole of t_ovfl dropped (the
+first PIECE_SEEDS seeds).  A child process opens the copy and reads
 everything (full scan, count, ranges, point and IN lookups, gpuds_check);
 each read must fail with an error or give what the undamaged table gives.
 
@@ -29,6 +32,7 @@ import tempfile
 from gpuds_testlib import EXT, Tally, connect
 
 SEEDS = int(os.environ.get("GPUDS_DAMAGE_SEEDS") or 12)
+PIECE_SEEDS = 6
 T = Tally()
 check = T.check
 
@@ -38,8 +42,12 @@ READS = [
     ("range", "SELECT k, v FROM t WHERE k BETWEEN 100 AND 400 ORDER BY k"),
     ("point", "SELECT v FROM t WHERE k = 250"),
     ("in", "SELECT k, v FROM t WHERE k IN (1, 77, 250, 599, 1200) ORDER BY k"),
+    ("big", "SELECT k, length(v), hex(substr(v, 1, 8)), hex(substr(v, -8)) FROM t WHERE k >= 1300"),
+    ("bigpoint", "SELECT hex(v) FROM t WHERE k = 1302"),
     ("check", "SELECT gpuds_check('t')"),
 ]
+
+BIG = 5000      # the length limit the big rows are written under
 
 CHILD = r'''
 import json, sqlite3, sys
@@ -72,6 +80,15 @@ def build(db, mod):
     c.execute("COMMIT")
     c.execute("DELETE FROM t WHERE k % 7 = 0")
     c.execute("INSERT INTO t VALUES(1200, x'00ff10'), (1201, NULL), (1202, 12.5)")
+    # rows too big for a chunk under a low length limit: spilled to t_ovfl
+    # in pieces, some of them overridden by later commits
+    c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, BIG)
+    for r in range(3):
+        c.execute("BEGIN")
+        for k in range(1300 + r, 1306):
+            c.execute("INSERT OR REPLACE INTO t VALUES(?, ?)",
+                      (k, bytes(rnd.randrange(256) for _ in range(BIG - 10 - k % 3))))
+        c.execute("COMMIT")
     c.close()
 
 
@@ -125,10 +142,41 @@ def damages(rnd):
         c.execute("UPDATE t_run SET %s=? WHERE id=?" % rnd.choice(["keys", "vals"]),
                   (rnd.choice(["text", None, 12]), i))
 
+    def piece(c):
+        return c.execute("SELECT id, data FROM t_ovfl ORDER BY random() LIMIT 1").fetchone()
+
+    def piece_flip(c):
+        i, d = piece(c)
+        b = bytearray(d)
+        for _ in range(rnd.randint(1, 3)):
+            j = rnd.randrange(len(b))
+            b[j] ^= 1 << rnd.randrange(8)
+        c.execute("UPDATE t_ovfl SET data=? WHERE id=?", (bytes(b), i))
+
+    def piece_truncate(c):
+        i, d = piece(c)
+        c.execute("UPDATE t_ovfl SET data=? WHERE id=?", (d[:rnd.randrange(len(d))], i))
+
+    def piece_delete(c):
+        c.execute("DELETE FROM t_ovfl WHERE id=?", (piece(c)[0],))
+
+    def piece_repeat(c):
+        i, d = piece(c)
+        c.execute("INSERT INTO t_ovfl VALUES((SELECT max(id) FROM t_ovfl) + 1, ?)", (d,))
+
+    def piece_kind(c):
+        c.execute("UPDATE t_ovfl SET data=? WHERE id=?", (rnd.choice(["text", None, 12]), piece(c)[0]))
+
+    def ovfl_drop(c):
+        c.execute("DROP TABLE t_ovfl")
+
     return [("flip keys", flip("keys")), ("flip vals", flip("vals")),
             ("truncate keys", truncate("keys")), ("truncate vals", truncate("vals")),
             ("delete chunk", delete), ("repeat chunk", repeat), ("swap keys", swap),
-            ("wrong n", count), ("blob replaced", kind)]
+            ("wrong n", count), ("blob replaced", kind),
+            ("flip piece", piece_flip), ("truncate piece", piece_truncate),
+            ("delete piece", piece_delete), ("repeat piece", piece_repeat),
+            ("piece replaced", piece_kind), ("drop t_ovfl", ovfl_drop)]
 
 
 def main():
@@ -146,9 +194,15 @@ def main():
             expect = {r[0]: r for r in json.loads(out)}
             check(all(r[1] == "ok" for r in expect.values()) and expect["check"][2] == "[('ok',)]",
                   "%s: pristine answers" % mod, expect)
+            raw = sqlite3.connect(pristine)
+            npieces = raw.execute("SELECT count(*) FROM t_ovfl").fetchone()[0]
+            raw.close()
+            check(npieces >= 12, "%s: the big rows are spilled" % mod, npieces)
             for seed in range(SEEDS):
                 rnd = random.Random(seed)
                 for name, fn in damages(rnd):
+                    if seed >= PIECE_SEEDS and ("piece" in name or "ovfl" in name):
+                        continue
                     db = os.path.join(tmp, "d.db")
                     shutil.copyfile(pristine, db)
                     raw = sqlite3.connect(db, isolation_level=None)
@@ -164,6 +218,10 @@ def main():
                              if r[1] == "ok" and r[2] != expect[r[0]][2]
                              and not (r[0] == "check" and r[2] != "[('ok',)]")]
                     check(not wrong, tag + ": no wrong answer without an error", wrong[:2])
+                    if name == "drop t_ovfl":
+                        errs = [r for r in json.loads(out) if r[1] == "err"]
+                        check(len(errs) == len(READS) and all("damaged" in r[2] for r in errs),
+                              tag + ": every read reports the damage", errs[:2])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return T.finish()

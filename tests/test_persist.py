@@ -1268,6 +1268,8 @@ def sec_defensive():
             ("UPDATE %s_run SET n=n" % t, "modified"),
             ("DELETE FROM %s_run" % t, "modified"),
             ("DROP TABLE %s_run" % t, "dropped"),
+            ("INSERT INTO %s_ovfl VALUES(1, x'00')" % t, "modified"),
+            ("DROP TABLE %s_ovfl" % t, "dropped"),
             ("ALTER TABLE %s_meta RENAME TO zz" % t, "altered"),
         ]
     py_setconfig = hasattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE") and hasattr(sqlite3.Connection, "setconfig")
@@ -1322,7 +1324,7 @@ def sec_defensive():
                                   "SELECT 'CHECK', gpuds_check('ug'), gpuds_check('uh');"], shell, py_setconfig)
     R.check("CHECK|ok|ok" in out, "defensive: RENAME then writes work", (out[-500:], err[-1500:]))
     c = connect(db)
-    R.same(schema_names(c), sorted(["r", "uh", "uh_meta", "uh_run", "ug", "ug_meta", "ug_run"]),
+    R.same(schema_names(c), sorted(["r", "uh", "uh_meta", "uh_run", "uh_ovfl", "ug", "ug_meta", "ug_run", "ug_ovfl"]),
            "defensive: RENAME renames the shadow tables")
     compare3(c, COLS2, "defensive: after RENAME", names=("ug", "uh", "r"))
     c.close()
@@ -1395,7 +1397,7 @@ def sec_rename_drop():
         before = compare3(c, COLS2, tag + " before", names=tabs)
         c.execute("ALTER TABLE %s RENAME TO ug" % q("tg"))
         c.execute("ALTER TABLE %s RENAME TO uh" % q("th"))
-        R.same(schema_names(c, s), sorted(["r", "ug", "ug_meta", "ug_run", "uh", "uh_meta", "uh_run"]),
+        R.same(schema_names(c, s), sorted(["r", "ug", "ug_meta", "ug_run", "ug_ovfl", "uh", "uh_meta", "uh_run", "uh_ovfl"]),
                tag + ": RENAME renames the shadow tables, no orphans")
         tabs = (q("ug"), q("uh"), q("r"))
         compare3(c, COLS2, tag + " after RENAME", names=tabs, strict_prev=before)
@@ -1426,7 +1428,7 @@ def sec_rename_drop():
             sql, params = rand_stmt(rng, keys, COLS2)
             oc.add(sql, params, apply_stmt(c, sql, params, tabs))
         c.execute("COMMIT")
-        R.same(schema_names(c, s), sorted(["r", "vg", "vg_meta", "vg_run", "uh", "uh_meta", "uh_run"]),
+        R.same(schema_names(c, s), sorted(["r", "vg", "vg_meta", "vg_run", "vg_ovfl", "uh", "uh_meta", "uh_run", "uh_ovfl"]),
                tag + ": RENAME inside a transaction")
         d = compare3(c, COLS2, tag + " RENAME inside a transaction", names=tabs)
         # RENAME and DROP rolled back
@@ -1435,7 +1437,7 @@ def sec_rename_drop():
         c.execute("INSERT INTO %s VALUES(77777, 1, 2, 3)" % q("wg"))
         c.execute("DROP TABLE %s" % q("uh"))
         c.execute("ROLLBACK")
-        R.same(schema_names(c, s), sorted(["r", "vg", "vg_meta", "vg_run", "uh", "uh_meta", "uh_run"]),
+        R.same(schema_names(c, s), sorted(["r", "vg", "vg_meta", "vg_run", "vg_ovfl", "uh", "uh_meta", "uh_run", "uh_ovfl"]),
                tag + ": RENAME and DROP rolled back: schema as before")
         compare3(c, COLS2, tag + " RENAME and DROP rolled back", names=tabs, strict_prev=d)
         for t in tabs[:2]:
@@ -1461,7 +1463,7 @@ def sec_rename_drop():
         c.execute("INSERT INTO %s VALUES(1, 1)" % q("zg"))
         c.execute("INSERT INTO %s VALUES(1, 1)" % q("zh"))
         c.execute("ROLLBACK")
-        R.same(schema_names(c, s), sorted(["r", "vg", "vg_meta", "vg_run", "uh", "uh_meta", "uh_run"]),
+        R.same(schema_names(c, s), sorted(["r", "vg", "vg_meta", "vg_run", "vg_ovfl", "uh", "uh_meta", "uh_run", "uh_ovfl"]),
                tag + ": CREATE VIRTUAL TABLE rolled back leaves nothing")
         c.execute("CREATE VIRTUAL TABLE %s USING gfsl(k INTEGER PRIMARY KEY, v)" % q("zg"))
         c.execute("INSERT INTO %s VALUES(2, 2)" % q("zg"))
