@@ -20,6 +20,7 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "sort.h"
 #include <string.h>
 #include <stdlib.h>
 
@@ -110,12 +111,6 @@ build_out:
 
 /* ------------------------------------------------------------- helpers */
 
-/* qsort comparator of int64 keys. */
-static int cmpI64(const void *a, const void *b){
-  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
-  return x<y ? -1 : x>y;
-}
-
 /* The keys the column set must not answer for, sorted and distinct, in
 ** *paSkip (sqlite3_malloc'd, NULL if none): those logged since it was
 ** built and those of the write buffer. */
@@ -144,7 +139,10 @@ static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
     sqlite3_free(aV);
     if( rc ){ sqlite3_free(a); return rc; }
   }
-  qsort(a, (size_t)n, 8, cmpI64);
+  if( gpudsSortKeys(a, 0, (size_t)n) ){
+    sqlite3_free(a);
+    return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  }
   for(i=0, j=0; i<n; i++){
     if( j==0 || a[j-1]!=a[i] ) a[j++] = a[i];
   }
