@@ -23,6 +23,8 @@ SQLITE_EXTENSION_INIT3
 #include "sort.h"
 #include <string.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <pthread.h>
 
 /* ------------------------------------------------------------ building */
 
@@ -31,30 +33,73 @@ typedef struct BuildCtx {
   int64_t n, nAlloc;
   int64_t *aKey;
   uint64_t *aRow;
-  uint8_t *aTag;            /* nCol*nAlloc, column-major */
+  uint8_t *aTag;            /* nCol*n, column-major */
   uint64_t *aVal;
 } BuildCtx;
 
-/* gpudsStoreEach callback: append a page of entries, decoding each row. */
+/* gpudsStoreEach callback: append a page of entries (decoded later). */
 static int buildCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                    const uint64_t *aV, size_t n){
   BuildCtx *b = (BuildCtx*)pCtx;
-  size_t i;
-  int c;
   if( b->n + (int64_t)n > b->nAlloc ) return SQLITE_CORRUPT_VTAB;  /* count lied */
-  for(i=0; i<n; i++){
-    const GpudsRow *pRow = gpudsRowOf(aV[i]);
-    int64_t j = b->n + (int64_t)i;
-    b->aKey[j] = aK[i];
-    b->aRow[j] = aV[i];
-    for(c=0; c<b->nCol; c++){
-      size_t o = (size_t)c*(size_t)b->nAlloc + (size_t)j;
-      gpudsRowColVal(pRow, c, &b->aTag[o], &b->aVal[o]);
-    }
-  }
+  memcpy(&b->aKey[b->n], aK, n*8);
+  memcpy(&b->aRow[b->n], aV, n*8);
   b->n += (int64_t)n;
   (void)p;
   return SQLITE_OK;
+}
+
+/* Rows [i0, i1) of a build decoded into the column arrays: one thread's
+** share.  The rows are read where they lie (a cache miss each), so many
+** threads decode far faster than one. */
+typedef struct DecodeJob {
+  BuildCtx *b;
+  int64_t i0, i1;
+  pthread_t tid;
+  int bThread;
+} DecodeJob;
+
+static void *decodeRun(void *pArg){
+  DecodeJob *j = (DecodeJob*)pArg;
+  BuildCtx *b = j->b;
+  int64_t i;
+  int c;
+  for(i=j->i0; i<j->i1; i++){
+    const GpudsRow *pRow = gpudsRowOf(b->aRow[i]);
+    for(c=0; c<b->nCol; c++){
+      size_t o = (size_t)c*(size_t)b->n + (size_t)i;
+      gpudsRowColVal(pRow, c, &b->aTag[o], &b->aVal[o]);
+    }
+  }
+  return 0;
+}
+
+/* Below this many rows a build decodes on the calling thread only. */
+#define DECODE_THREAD_MIN 65536
+/* Threads that decode a build at most (a memory-latency-bound loop). */
+#define DECODE_MAX_THREADS 16
+
+/* Decode every row of b into its column arrays (laid out n apart), on up
+** to DECODE_MAX_THREADS threads (one per CPU); all joined on return. */
+static void decodeAll(BuildCtx *b){
+  DecodeJob aJob[DECODE_MAX_THREADS];
+  int nJob = 1, i;
+#ifdef _SC_NPROCESSORS_ONLN
+  if( b->n>=DECODE_THREAD_MIN ) nJob = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  if( nJob<1 ) nJob = 1;
+  if( nJob>DECODE_MAX_THREADS ) nJob = DECODE_MAX_THREADS;
+  for(i=0; i<nJob; i++){
+    aJob[i].b = b;
+    aJob[i].i0 = b->n*i/nJob;
+    aJob[i].i1 = b->n*(i+1)/nJob;
+    aJob[i].bThread = i>0 && pthread_create(&aJob[i].tid, 0, decodeRun, &aJob[i])==0;
+  }
+  decodeRun(&aJob[0]);
+  for(i=1; i<nJob; i++){
+    if( aJob[i].bThread ) pthread_join(aJob[i].tid, 0);
+    else decodeRun(&aJob[i]);
+  }
 }
 
 /* Build the table's column set from the store's rows.  On error the table
@@ -63,7 +108,7 @@ static int colsBuild(GpudsTable *p){
   GpudsColState *cs = &p->cs;
   BuildCtx b;
   char *zErr = 0;
-  int rc, c;
+  int rc;
   int64_t nStore = p->pOps->xCount(p->pStore);
 
   gpudsStoreColsDrop(p);
@@ -84,13 +129,7 @@ static int colsBuild(GpudsTable *p){
     if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "column set: the store's count and its rows disagree");
     goto build_out;
   }
-  if( b.nAlloc!=b.n && b.n>0 ){
-    /* Columns are laid out by nAlloc: pack them to n apart. */
-    for(c=1; c<b.nCol; c++){
-      memmove(&b.aTag[(size_t)c*b.n], &b.aTag[(size_t)c*b.nAlloc], (size_t)b.n);
-      memmove(&b.aVal[(size_t)c*b.n], &b.aVal[(size_t)c*b.nAlloc], (size_t)b.n*8);
-    }
-  }
+  decodeAll(&b);
   cs->pOps = gpudsColsOps(p->pOps);
   rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, p->eKind==GPUDS_ORDERED,
                        b.aKey, b.aRow, b.aTag, b.aVal, &zErr);

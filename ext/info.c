@@ -161,11 +161,18 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     sqlite3_free(zFull);
     sqlite3_str_appendf(s, ",\"module\":\"%s\",\"backend\":\"%s\","
         "\"host_mirror\":%s,"
-        "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s}",
+        "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,"
+        "\"column_set\":{\"backend\":\"%s\",\"built\":%s,\"rows\":%lld,"
+        "\"bytes\":%lld,\"bytes_per_row\":%.1f,\"changed_keys\":%lld,"
+        "\"builds\":%lld,\"queries\":%lld}}",
         p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", p->pOps->zBackend,
         p->pMirror ? "true" : "false",
         (long long)p->pOps->xCount(p->pStore), (long long)p->wb.nOver,
-        (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}");
+        (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}",
+        gpudsColsOps(p->pOps)->zBackend, p->cs.pCols ? "true" : "false",
+        (long long)p->cs.nRows, (long long)gpudsColsBytes(p),
+        p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,
+        (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery);
   }
   pthread_mutex_unlock(&tableListMutex);
   sqlite3_free(zStore);
