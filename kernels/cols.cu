@@ -40,8 +40,8 @@
 // are kept until xFree (sel: the matches; sort: the words and the second
 // row-number buffer; out: the gathered result; tmp: CUB's temporary storage).
 // Running out of device (or pinned) memory returns GPUDS_NOMEM and leaves the
-// set usable.  Every CUDA call and launch is checked through COLS_CK /
-// COLS_CKL: the one place to switch to a shared checking macro.
+// set usable.  Every CUDA call and launch is checked with kernels/common/check.cuh's
+// GPUDS_CK / GPUDS_CK_LAUNCH.
 #include "gpuds_backend.h"
 #include "gpuds_colval.h"
 
@@ -54,24 +54,20 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/check.cuh"
+#include "common/devmem.cuh"
+#include "common/launch.cuh"
+
 struct CudaCols;
 namespace {
-int colsCudaFail(CudaCols *p, cudaError_t e, const char *zWhat, int iLine);
+int gpudsCudaFail(CudaCols *p, cudaError_t e, const char *zWhat, const char *zFile, int iLine);
 }
-
-// Evaluate a CUDA runtime call in a function with a CudaCols *p; on failure
-// return its GPUDS_* code (GPUDS_NOMEM for out of memory), message recorded.
-#define COLS_CK(call) do{ cudaError_t e_ = (call); \
-  if( e_!=cudaSuccess ) return colsCudaFail(p, e_, #call, __LINE__); }while(0)
-// Check that the kernel just launched was accepted.
-#define COLS_CKL(zKernel) do{ cudaError_t e_ = cudaGetLastError(); \
-  if( e_!=cudaSuccess ) return colsCudaFail(p, e_, "launch " zKernel, __LINE__); }while(0)
 
 namespace {
 
 typedef unsigned long long ull;
 constexpr uint64_t kSign = 0x8000000000000000ULL;
-constexpr int kBlock = 256;
+constexpr int kBlock = gpuds_launch::kBlock;
 constexpr int64_t kBitsMin = 1<<16;   // read the varying bits back from here on
 constexpr int64_t kTopkMin = 1<<16;   // matches from which top-k pre-selects
 static_assert(kTopkMin>=kBitsMin, "top-k needs the varying bits read back");
@@ -121,8 +117,7 @@ struct CudaCols {
   DevBuf sel, sort, out, tmp;
   void *hPin;            // pinned: Hdr read back | Hdr, terms, skip list going up
   size_t nPin;
-  uint64_t devBytes;     // device bytes held
-  uint64_t devLimit;     // test hook: simulated device memory limit (0: none)
+  gpuds_mem::DevMem mem; // device bytes held, and the test hooks
   char zErr[512];
 };
 
@@ -133,11 +128,9 @@ CudaCols *cc(gpuds_cols *p){ return (CudaCols*)p; }
 // Record the failed CUDA call on p and return its GPUDS_* code: GPUDS_NOMEM
 // for an allocation failure, GPUDS_ERROR otherwise.  Waits for p's stream
 // so that nothing is left in flight, and clears the runtime's last error.
-int colsCudaFail(CudaCols *p, cudaError_t e, const char *zWhat, int iLine){
-  int rc = e==cudaErrorMemoryAllocation ? GPUDS_NOMEM : GPUDS_ERROR;
-  snprintf(p->zErr, sizeof(p->zErr), "cudacols: %.300s: %s%s (line %d)", zWhat,
-           cudaGetErrorString(e), rc==GPUDS_NOMEM ? " (out of GPU memory)" : "",
-           iLine);
+int gpudsCudaFail(CudaCols *p, cudaError_t e, const char *zWhat, const char *zFile, int iLine){
+  int rc = gpudsCudaCode(e);
+  gpudsCudaMessage(p->zErr, sizeof(p->zErr), "cudacols", e, zWhat, zFile, iLine);
   (void)cudaGetLastError();
   if( p->st ) (void)cudaStreamSynchronize(p->st);
   (void)cudaGetLastError();
@@ -150,19 +143,16 @@ int colsSetErr(CudaCols *p, int rc, const char *z){
   return rc;
 }
 
-// cudaMalloc counted in p->devBytes and held to p->devLimit.
+// Device memory through the shared accountant (kernels/common/devmem.cuh).
 cudaError_t devAlloc(CudaCols *p, void **pp, size_t n){
   *pp = nullptr;
   if( n==0 ) return cudaSuccess;
-  if( p->devLimit && p->devBytes+n > p->devLimit ) return cudaErrorMemoryAllocation;
-  cudaError_t e = cudaMalloc(pp, n);
-  if( e==cudaSuccess ) p->devBytes += n; else *pp = nullptr;
-  return e;
+  return gpuds_mem::alloc(p->mem, pp, n);
 }
 
 // Free memory from devAlloc (NULL is a no-op).
 void devFree(CudaCols *p, void *ptr, size_t n){
-  if( ptr ){ (void)cudaFree(ptr); p->devBytes -= n; }
+  gpuds_mem::release(p->mem, ptr, n);
 }
 
 // Make b at least n bytes (contents not kept; grows by 1.25x at least, to
@@ -181,7 +171,7 @@ int ensure(CudaCols *p, DevBuf &b, size_t n){
     e = devAlloc(p, &b.p, n);
     want = n;
   }
-  if( e!=cudaSuccess ) return colsCudaFail(p, e, "device workspace", __LINE__);
+  if( e!=cudaSuccess ) return gpudsCudaFail(p, e, "device workspace", __FILE__, __LINE__);
   b.n = want;
   return GPUDS_OK;
 }
@@ -191,19 +181,16 @@ int ensurePin(CudaCols *p, size_t n){
   if( p->nPin>=n ) return GPUDS_OK;
   if( p->hPin ){ (void)cudaFreeHost(p->hPin); p->hPin = nullptr; p->nPin = 0; }
   size_t want = n<4096 ? 4096 : n + n/4;
-  COLS_CK(cudaMallocHost(&p->hPin, want));
+  GPUDS_CK(p, cudaMallocHost(&p->hPin, want));
   p->nPin = want;
   return GPUDS_OK;
 }
 
 size_t alignUp(size_t x){ return (x+255) & ~(size_t)255; }
 
-// Blocks for a grid-stride kernel over n items.
+// Blocks for a grid-stride kernel over n items (8 resident blocks an SM).
 unsigned gridFor(const CudaCols *p, int64_t n){
-  int64_t b = (n + kBlock - 1)/kBlock;
-  int64_t cap = (int64_t)(p->nSM>0 ? p->nSM : 1)*8;
-  if( b>cap ) b = cap;
-  return b<1 ? 1u : (unsigned)b;
+  return gpuds_launch::gridBlocks(p->nSM>0 ? p->nSM : 1, 8, n>0 ? (size_t)n : 0);
 }
 
 // ---------------------------------------------------------------- device --
@@ -415,8 +402,8 @@ __global__ void kOut(const IdxT *idx, int64_t nAll, int64_t m, int rev,
 // Copy the device Hdr to the pinned read-back slot and wait: returns it.
 int readHdr(CudaCols *p, Hdr *pOut){
   Hdr *hDown = (Hdr*)p->hPin;
-  COLS_CK(cudaMemcpyAsync(hDown, p->par.p, sizeof(Hdr), cudaMemcpyDeviceToHost, p->st));
-  COLS_CK(cudaStreamSynchronize(p->st));
+  GPUDS_CK(p, cudaMemcpyAsync(hDown, p->par.p, sizeof(Hdr), cudaMemcpyDeviceToHost, p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   *pOut = *hDown;
   return GPUDS_OK;
 }
@@ -424,8 +411,8 @@ int readHdr(CudaCols *p, Hdr *pOut){
 // Reset h->orv to 0 and h->andv to ~0 (before kWords).
 int resetOrAnd(CudaCols *p){
   Hdr *d = (Hdr*)p->par.p;
-  COLS_CK(cudaMemsetAsync(&d->orv, 0, sizeof(ull), p->st));
-  COLS_CK(cudaMemsetAsync(&d->andv, 0xff, sizeof(ull), p->st));
+  GPUDS_CK(p, cudaMemsetAsync(&d->orv, 0, sizeof(ull), p->st));
+  GPUDS_CK(p, cudaMemsetAsync(&d->andv, 0xff, sizeof(ull), p->st));
   return GPUDS_OK;
 }
 
@@ -446,7 +433,7 @@ int words(CudaCols *p, const IdxT *idx, int64_t m, int col, int inv, uint64_t *o
   kWords<IdxT><<<gridFor(p, m), kBlock, 0, p->st>>>(idx, m, p->dKey, tag, val,
                                                     col>=0 ? 1 : 0, inv, out,
                                                     (Hdr*)p->par.p);
-  COLS_CKL("kWords");
+  GPUDS_CK_LAUNCH(p, "kWords");
   *pDiff = ~0ULL;
   *pAnd = 0;
   if( m>=kBitsMin ){
@@ -467,11 +454,11 @@ int sortPairs(CudaCols *p, cub::DoubleBuffer<uint64_t> &keys,
   if( m<2 || diff==0 ) return GPUDS_OK;
   int b0 = __builtin_ctzll(diff), b1 = 64 - __builtin_clzll(diff);
   size_t nTmp = 0;
-  COLS_CK(cub::DeviceRadixSort::SortPairs(nullptr, nTmp, keys, vals, (IdxT)m, b0, b1, p->st));
+  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, nTmp, keys, vals, (IdxT)m, b0, b1, p->st));
   int rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp);
   if( rc ) return rc;
   nTmp = p->tmp.n;
-  COLS_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, nTmp, keys, vals, (IdxT)m, b0, b1, p->st));
+  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(p->tmp.p, nTmp, keys, vals, (IdxT)m, b0, b1, p->st));
   return GPUDS_OK;
 }
 
@@ -483,11 +470,11 @@ int selectIf(CudaCols *p, int64_t first, int64_t nItems, Pred pred, IdxT *out,
   thrust::counting_iterator<int64_t> it(first);
   int64_t *dCount = &((Hdr*)p->par.p)->nSel;
   size_t nTmp = 0;
-  COLS_CK(cub::DeviceSelect::If(nullptr, nTmp, it, out, dCount, nItems, pred, p->st));
+  GPUDS_CK(p, cub::DeviceSelect::If(nullptr, nTmp, it, out, dCount, nItems, pred, p->st));
   int rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp);
   if( rc ) return rc;
   nTmp = p->tmp.n;
-  COLS_CK(cub::DeviceSelect::If(p->tmp.p, nTmp, it, out, dCount, nItems, pred, p->st));
+  GPUDS_CK(p, cub::DeviceSelect::If(p->tmp.p, nTmp, it, out, dCount, nItems, pred, p->st));
   Hdr h;
   rc = readHdr(p, &h);
   if( rc ) return rc;
@@ -512,16 +499,16 @@ int topk(CudaCols *p, const IdxT *idx, int64_t nOut, const uint64_t *s, uint64_t
   // the pinned upload area is idle here (the query's upload finished at the
   // first read-back), so it carries the state's initial values
   memcpy((char*)p->hPin + kHdrBytes, init, sizeof(init));
-  COLS_CK(cudaMemcpyAsync(&d->prefix, (char*)p->hPin + kHdrBytes, sizeof(init),
+  GPUDS_CK(p, cudaMemcpyAsync(&d->prefix, (char*)p->hPin + kHdrBytes, sizeof(init),
                           cudaMemcpyHostToDevice, p->st));
   for(int k=0; k<6; k++){
     ull win = ((1ULL<<aW[k])-1) << aShift[k];
     if( (diff & win)==0 ) continue;      // the same bits in every word
-    COLS_CK(cudaMemsetAsync(hist, 0, kHistMax*sizeof(ull), p->st));
+    GPUDS_CK(p, cudaMemsetAsync(hist, 0, kHistMax*sizeof(ull), p->st));
     kHist<<<gridFor(p, nOut), kBlock, 0, p->st>>>(s, nOut, d, aShift[k], aW[k], hist);
-    COLS_CKL("kHist");
+    GPUDS_CK_LAUNCH(p, "kHist");
     kChoose<<<1, 32, 0, p->st>>>(hist, aShift[k], aW[k], d);
-    COLS_CKL("kChoose");
+    GPUDS_CK_LAUNCH(p, "kChoose");
     mask |= win;
   }
   LeThr pred{s, d, (ull)(andv & ~mask)};
@@ -531,7 +518,7 @@ int topk(CudaCols *p, const IdxT *idx, int64_t nOut, const uint64_t *s, uint64_t
   if( c<nFirst || c>nOut ) return colsSetErr(p, GPUDS_ERROR, "internal error: top-k candidates out of range");
   if( c>0 ){
     kGatherIdx<IdxT><<<gridFor(p, c), kBlock, 0, p->st>>>(pos, c, idx, idxOut);
-    COLS_CKL("kGatherIdx");
+    GPUDS_CK_LAUNCH(p, "kGatherIdx");
   }
   *pc = c;
   return GPUDS_OK;
@@ -575,7 +562,7 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
     }
     if( nSkip ) memcpy(hUp + kHdrBytes + (size_t)nTerm*sizeof(DTerm), q->aSkip, (size_t)nSkip*8);
   }
-  COLS_CK(cudaMemcpyAsync(p->par.p, hUp, nUp, cudaMemcpyHostToDevice, p->st));
+  GPUDS_CK(p, cudaMemcpyAsync(p->par.p, hUp, nUp, cudaMemcpyHostToDevice, p->st));
   Hdr *dH = (Hdr*)p->par.p;
   const DTerm *dTerm = (const DTerm*)((char*)p->par.p + kHdrBytes);
   const int64_t *dSkip = (const int64_t*)((char*)p->par.p + kHdrBytes + (size_t)nTerm*sizeof(DTerm));
@@ -584,14 +571,14 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   int64_t i0 = 0, i1 = n;
   if( p->bSorted && !fullRange ){
     kBounds<<<1, 64, 0, p->st>>>(p->dKey, n, q->lo, q->hi, dH);
-    COLS_CKL("kBounds");
+    GPUDS_CK_LAUNCH(p, "kBounds");
     Hdr h;
     if( (rc = readHdr(p, &h))!=0 ) return rc;
     i0 = h.i0; i1 = h.i1;
     if( i0<0 || i1>n ) return colsSetErr(p, GPUDS_ERROR, "internal error: key bounds out of range");
   }
   if( i1<=i0 ){
-    COLS_CK(cudaStreamSynchronize(p->st));
+    GPUDS_CK(p, cudaStreamSynchronize(p->st));
     return GPUDS_OK;
   }
   const int64_t nRange = i1-i0;
@@ -651,7 +638,7 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
     m = q->nFirst;
     if( byCol ){
       kTies<<<1, 32, 0, p->st>>>(sk, nOut, q->nFirst, dH);
-      COLS_CKL("kTies");
+      GPUDS_CK_LAUNCH(p, "kTies");
       Hdr h;
       if( (rc = readHdr(p, &h))!=0 ) return rc;
       if( h.m<q->nFirst || h.m>nOut ) return colsSetErr(p, GPUDS_ERROR, "internal error: tie run out of range");
@@ -667,7 +654,7 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   kOut<IdxT><<<gridFor(p, m), kBlock, 0, p->st>>>(idx, nOut, m, (!byCol && q->bDesc) ? 1 : 0,
                                                  p->dKey, p->dRow, sk, q->bDesc ? 1 : 0,
                                                  oK, oR, oS);
-  COLS_CKL("kOut");
+  GPUDS_CK_LAUNCH(p, "kOut");
   int64_t *aK = (int64_t*)malloc((size_t)m*8);
   uint64_t *aR = (uint64_t*)malloc((size_t)m*8);
   uint64_t *aS = wantSort ? (uint64_t*)malloc((size_t)m*8) : nullptr;
@@ -681,7 +668,7 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   if( e==cudaSuccess && aS ) e = cudaMemcpyAsync(aS, oS, (size_t)m*8, cudaMemcpyDeviceToHost, p->st);
   if( e==cudaSuccess ) e = cudaStreamSynchronize(p->st);
   if( e!=cudaSuccess ){
-    rc = colsCudaFail(p, e, "copy of the result to the host", __LINE__);   // waits for the stream
+    rc = gpudsCudaFail(p, e, "copy of the result to the host", __FILE__, __LINE__);   // waits for the stream
     free(aK); free(aR); free(aS);
     return rc;
   }
@@ -712,26 +699,26 @@ void colsFree(gpuds_cols *pCols){
 // with p->zErr set (the caller frees p).
 int loadInto(CudaCols *p, int64_t n, int nc, const int64_t *aKey, const uint64_t *aRow,
              const uint8_t *aTag, const uint64_t *aVal){
-  COLS_CK(cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
-  COLS_CK(cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
+  GPUDS_CK(p, cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
+  GPUDS_CK(p, cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
   if( n==0 ) return GPUDS_OK;
   if( (uint64_t)n > (uint64_t)SIZE_MAX/8/(uint64_t)(nc>0 ? nc : 1)/2 ){
     return colsSetErr(p, GPUDS_NOMEM, "column set too large");
   }
   size_t nn = (size_t)n, nv = (size_t)n*(size_t)nc;
-  COLS_CK(devAlloc(p, (void**)&p->dKey, nn*8));
-  COLS_CK(devAlloc(p, (void**)&p->dRow, nn*8));
+  GPUDS_CK(p, devAlloc(p, (void**)&p->dKey, nn*8));
+  GPUDS_CK(p, devAlloc(p, (void**)&p->dRow, nn*8));
   if( nc>0 ){
-    COLS_CK(devAlloc(p, (void**)&p->dTag, nv));
-    COLS_CK(devAlloc(p, (void**)&p->dVal, nv*8));
+    GPUDS_CK(p, devAlloc(p, (void**)&p->dTag, nv));
+    GPUDS_CK(p, devAlloc(p, (void**)&p->dVal, nv*8));
   }
-  COLS_CK(cudaMemcpyAsync(p->dKey, aKey, nn*8, cudaMemcpyHostToDevice, p->st));
-  COLS_CK(cudaMemcpyAsync(p->dRow, aRow, nn*8, cudaMemcpyHostToDevice, p->st));
+  GPUDS_CK(p, cudaMemcpyAsync(p->dKey, aKey, nn*8, cudaMemcpyHostToDevice, p->st));
+  GPUDS_CK(p, cudaMemcpyAsync(p->dRow, aRow, nn*8, cudaMemcpyHostToDevice, p->st));
   if( nc>0 ){
-    COLS_CK(cudaMemcpyAsync(p->dTag, aTag, nv, cudaMemcpyHostToDevice, p->st));
-    COLS_CK(cudaMemcpyAsync(p->dVal, aVal, nv*8, cudaMemcpyHostToDevice, p->st));
+    GPUDS_CK(p, cudaMemcpyAsync(p->dTag, aTag, nv, cudaMemcpyHostToDevice, p->st));
+    GPUDS_CK(p, cudaMemcpyAsync(p->dVal, aVal, nv*8, cudaMemcpyHostToDevice, p->st));
   }
-  COLS_CK(cudaStreamSynchronize(p->st));
+  GPUDS_CK(p, cudaStreamSynchronize(p->st));
   return GPUDS_OK;
 }
 
@@ -796,7 +783,7 @@ int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn, int64_t **pa
 // xBytes: device bytes held (arrays and workspaces).
 int64_t colsBytes(gpuds_cols *pCols){
   CudaCols *p = cc(pCols);
-  return p ? (int64_t)p->devBytes : 0;
+  return p ? (int64_t)p->mem.bytes : 0;
 }
 
 // xErrmsg
@@ -813,5 +800,5 @@ extern "C" const gpuds_cols_ops gpudsCudaColsOps = {
 // Test hook: simulate a device holding only `limit` bytes for this set's
 // allocations (0: no limit).
 extern "C" void gpudsCudaColsSetDeviceLimit(gpuds_cols *pCols, uint64_t limit){
-  if( pCols ) cc(pCols)->devLimit = limit;
+  if( pCols ) cc(pCols)->mem.limit = limit;
 }
