@@ -108,4 +108,9 @@ if(GPUDS_SQLITE3_LIB)
   target_link_libraries(test_faults PRIVATE ${GPUDS_SQLITE3_LIB})
   add_test(NAME test_faults COMMAND test_faults $<TARGET_FILE:gpuds>)
   set_tests_properties(test_faults PROPERTIES LABELS sql SKIP_RETURN_CODE 77 TIMEOUT 900)
+  # The same on the CUDA stores (SKIPPED without a usable GPU); the driver's
+  # own allocations are never failed (faults.c, fromDriver).
+  add_test(NAME test_faults_cuda COMMAND test_faults $<TARGET_FILE:gpuds> 300)
+  set_tests_properties(test_faults_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+                       ENVIRONMENT GPUDS_FAULTS_BACKEND=cuda)
 endif()

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dlfcn.h>
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -37,13 +38,24 @@ static long gCountdown = 0;     /* > 0: the allocation that fails */
 static long gCalls = 0;         /* allocations while armed */
 static int gFired = 0;
 
-static int fail(void){
-  if( gCountdown>0 ){
+/* True if the allocation was asked for by the NVIDIA driver (libcuda and
+** its helpers): its threads do not survive a failed malloc, and their
+** allocations are not gpuds's to handle.  Such calls are never failed and
+** not counted.  (The CUDA runtime is linked into gpuds.so: its calls are.) */
+static int fromDriver(void *pCaller){
+  Dl_info info;
+  if( pCaller==0 || !dladdr(pCaller, &info) || info.dli_fname==0 ) return 0;
+  return strstr(info.dli_fname, "libcuda")!=0 || strstr(info.dli_fname, "libnvidia")!=0;
+}
+
+static int failFrom(void *pCaller){
+  if( gCountdown>0 && !fromDriver(pCaller) ){
     gCalls++;
     if( --gCountdown==0 ){ gFired = 1; return 1; }
   }
   return 0;
 }
+#define fail() failFrom(__builtin_return_address(0))
 void *malloc(size_t n){ return fail() ? 0 : __libc_malloc(n); }
 void *calloc(size_t a, size_t b){ return fail() ? 0 : __libc_calloc(a, b); }
 void *realloc(void *p, size_t n){ return (n && fail()) ? 0 : __libc_realloc(p, n); }
@@ -219,6 +231,18 @@ int main(int argc, char **argv){
   /* A run with no failure counts the workload's allocations. */
   db = setup();
   if( db==0 ){ printf("SKIPPED: cannot open or load %s\n", zExt); return 77; }
+  if( getenv("GPUDS_FAULTS_BACKEND") && strcmp(getenv("GPUDS_FAULTS_BACKEND"), "cuda")==0 ){
+    /* the CUDA variant: skipped (not passed) where the tables run on the host */
+    sqlite3_stmt *pStmt = 0;
+    int bCuda = 0;
+    if( sqlite3_prepare_v2(db, "SELECT json_extract(gpuds_info(), '$.backends.gfsl')",
+                           -1, &pStmt, 0)==SQLITE_OK && sqlite3_step(pStmt)==SQLITE_ROW ){
+      const char *z = (const char*)sqlite3_column_text(pStmt, 0);
+      bCuda = z && strcmp(z, "cuda")==0;
+    }
+    sqlite3_finalize(pStmt);
+    if( !bCuda ){ printf("SKIPPED: no usable GPU (the tables run on the host)\n"); sqlite3_close(db); unlink(zDb); return 77; }
+  }
   gCalls = 0; gCountdown = -1;          /* count, never fire */
   gCountdown = 1L<<62;
   workload(&db);
