@@ -384,6 +384,22 @@ run_out:
   return rc;
 }
 
+/* The first index of the list (aKey, aRow)[0..n) in q's order that comes
+** after the entry (kLast, rLast): where a cursor that returned a prefix of
+** an earlier list of the same query goes on (rows written since may have
+** left or joined the list, so a count of the rows returned would not do). */
+int64_t gpudsColsAfter(const GpudsColQuery *q, const int64_t *aKey, const uint64_t *aRow,
+                       int64_t n, int64_t kLast, uint64_t rLast){
+  OrderCtx oc;
+  int64_t lo = 0, hi = n;
+  oc.iCol = q->iOrderCol; oc.bDesc = q->bDesc;
+  while( lo<hi ){
+    int64_t mid = lo + (hi-lo)/2;
+    if( orderCmp(&oc, aKey[mid], aRow[mid], kLast, rLast)<=0 ) lo = mid+1; else hi = mid;
+  }
+  return lo;
+}
+
 /* Bytes the table's column set holds (0 if none). */
 int64_t gpudsColsBytes(GpudsTable *p){
   return p->cs.pCols ? p->cs.pOps->xBytes(p->cs.pCols) : 0;

@@ -221,6 +221,8 @@ typedef struct GpudsColQuery {
 } GpudsColQuery;
 int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
                  int64_t **paKey, uint64_t **paRow, int *pbPartial);
+int64_t gpudsColsAfter(const GpudsColQuery *q, const int64_t *aKey, const uint64_t *aRow,
+                       int64_t n, int64_t kLast, uint64_t rLast);
 int64_t gpudsColsBytes(GpudsTable *p);
 
 /* Error helper (error.c): set the table's error message (printf-style),

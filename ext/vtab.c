@@ -293,20 +293,25 @@ static int gpudsClose(sqlite3_vtab_cursor *pCur){
   return SQLITE_OK;
 }
 
+/* The query of the cursor's column plan. */
+static void cursorColsQuery(GpudsCursor *c, GpudsColQuery *q){
+  GpudsPlan *pl = &c->colPlan;
+  memset(q, 0, sizeof(*q));
+  q->lo = pl->lo; q->hi = pl->hi;
+  q->aTerm = pl->aTerm; q->nTerm = pl->nTerm;
+  q->iOrderCol = pl->iOrderCol;
+  q->bDesc = pl->iOrderCol>=0 ? pl->bOrderDesc : pl->bDesc;
+}
+
 /* Run the cursor's column plan: nFirst > 0 asks for a prefix of that many
 ** rows.  Replaces the cursor's list. */
 static int cursorColsRun(GpudsCursor *c, int64_t nFirst){
   GpudsTable *p = tab(c->base.pVtab);
-  GpudsPlan *pl = &c->colPlan;
   GpudsColQuery q;
   int64_t n = 0, *aK = 0;
   uint64_t *aR = 0;
   int bPartial = 0, rc;
-  memset(&q, 0, sizeof(q));
-  q.lo = pl->lo; q.hi = pl->hi;
-  q.aTerm = pl->aTerm; q.nTerm = pl->nTerm;
-  q.iOrderCol = pl->iOrderCol;
-  q.bDesc = pl->iOrderCol>=0 ? pl->bOrderDesc : pl->bDesc;
+  cursorColsQuery(c, &q);
   q.nFirst = nFirst;
   rc = gpudsColsRun(p, &q, &n, &aK, &aR, &bPartial);
   if( rc ) return rc;
@@ -329,12 +334,18 @@ static int cursorCols(GpudsCursor *c, GpudsPlan *pl){
 }
 
 /* The cursor read a prefix of its column plan's order to its end: read the
-** whole order and go on after the rows already returned. */
+** whole order and go on after the last row of the prefix (found by its
+** place in the order: rows written since may have left or joined). */
 static int cursorColsMore(GpudsCursor *c){
-  int64_t nDone = c->iList;
-  int rc = cursorColsRun(c, 0);
+  GpudsColQuery q;
+  int64_t kLast = 0;
+  uint64_t rLast = 0;
+  int bAny = c->iList>0, rc;
+  if( bAny ){ kLast = c->aKey[c->iList-1]; rLast = c->aRow[c->iList-1]; }
+  rc = cursorColsRun(c, 0);
   if( rc ) return rc;
-  c->iList = nDone<c->nList ? nDone : c->nList;
+  cursorColsQuery(c, &q);
+  c->iList = bAny ? gpudsColsAfter(&q, c->aKey, c->aRow, c->nList, kLast, rLast) : 0;
   c->bColPartial = 0;
   return SQLITE_OK;
 }
@@ -433,7 +444,8 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   ** when it still filters rows by a term it did not show us (WHERE d = k),
   ** so the cursor never stops early; SQLite ends the loop at the limit. */
   c->nLeft = -1;
-  if( !pl.bEmpty && !pl.bList && !pl.bCols && p->eKind==GPUDS_HASH
+  if( !pl.bEmpty && !pl.bList && (!pl.bCols || (pl.nTerm==0 && pl.iOrderCol<0))
+   && p->eKind==GPUDS_HASH
    && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
    && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= GPUDS_HASH_RANGE_PER_ROW*p->pOps->xCount(p->pStore)
                                                            + GPUDS_HASH_RANGE_SLACK ){
@@ -445,6 +457,7 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
     for(i=0; i<n; i++) pl.aKey[i] = (int64_t)((uint64_t)pl.lo + (uint64_t)i);
     pl.nKey = n;
     pl.bList = 1;
+    pl.bCols = 0;
   }
   if( pl.bEmpty ){
     c->bEof = 1;
