@@ -186,6 +186,9 @@ typedef struct gpuds_query {
   int nTerm;
   const int64_t *aSkip;      /* keys to leave out: ascending, distinct */
   int64_t nSkip;
+  const uint8_t *aInTag;     /* the values of the IN terms (GPUDS_CMP_IN: */
+  const uint64_t *aInVal;    /* each term names its slice) */
+  int64_t nIn;
   int iOrderCol;             /* -1: key order; else order by this column */
   int bDesc;                 /* descending (key, or the column's sort key) */
   int64_t nFirst;            /* > 0: only the first nFirst rows of the order

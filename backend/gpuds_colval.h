@@ -45,6 +45,13 @@
 #define GPUDS_CMP_ISNULL  7
 #define GPUDS_CMP_NOTNULL 8
 #define GPUDS_CMP_ISNOT   9   /* IS NOT c, c not NULL: NULL or != c */
+#define GPUDS_CMP_IN     11   /* IN a list of numbers (a slice of the query's
+                              ** IN values: val = first << 32 | count, sorted
+                              ** by gpudsColCompare), and, as "maybe", every
+                              ** text value if tag & GPUDS_IN_TEXT and every
+                              ** blob if tag & GPUDS_IN_BLOB */
+#define GPUDS_IN_TEXT 1
+#define GPUDS_IN_BLOB 2
 #define GPUDS_CMP_ANYEQ  10   /* a superset of "= c under any affinity the
                               ** right-hand side may carry": equal values,
                               ** and every number against text (and text
@@ -159,6 +166,25 @@ GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
     o = gpudsColCompare(tag, val, ctag, cval);
   }
   return gpudsColApply(op, tag, ctag, o);
+}
+
+/* Does value (tag, val) satisfy "IN" term (flags, the sorted numbers
+** aT/aV[0..n))?  0 no, 1 yes, 2 maybe (text or blob where the list held
+** some). */
+GPUDS_HD int gpudsColMatchIn(uint8_t tag, uint64_t val, uint8_t flags,
+                             const uint8_t *aT, const uint64_t *aV, uint32_t n){
+  int c = gpudsColClass(tag);
+  uint32_t lo = 0, hi = n;
+  if( c==0 ) return 0;
+  if( c==2 ) return (flags & GPUDS_IN_TEXT) ? 2 : 0;
+  if( c==3 ) return (flags & GPUDS_IN_BLOB) ? 2 : 0;
+  while( lo<hi ){
+    uint32_t mid = lo + (hi-lo)/2;
+    int o = gpudsColCompare(aT[mid], aV[mid], tag, val);
+    if( o==GPUDS_ORD_EQ ) return 1;
+    if( o<0 ) lo = mid+1; else hi = mid;
+  }
+  return 0;
 }
 
 /* A 64-bit key whose unsigned order never contradicts SQLite's order of

@@ -114,7 +114,13 @@ static int rowMatches(const HostCols *p, int64_t i, const gpuds_query *q){
   for(t=0; t<q->nTerm; t++){
     const gpuds_term *pT = &q->aTerm[t];
     size_t o = (size_t)pT->iCol*(size_t)p->n + (size_t)i;
-    if( gpudsColMatch(p->aTag[o], p->aVal[o], pT->op, pT->tag, pT->val)==0 ) return 0;
+    if( pT->op==GPUDS_CMP_IN ){
+      uint32_t i0 = (uint32_t)(pT->val>>32), nv = (uint32_t)pT->val;
+      if( gpudsColMatchIn(p->aTag[o], p->aVal[o], pT->tag, q->aInTag + i0,
+                          q->aInVal + i0, nv)==0 ) return 0;
+    }else if( gpudsColMatch(p->aTag[o], p->aVal[o], pT->op, pT->tag, pT->val)==0 ){
+      return 0;
+    }
   }
   return 1;
 }
@@ -131,6 +137,10 @@ static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
   if( paSort ) *paSort = 0;
   for(t=0; t<q->nTerm; t++){
     if( q->aTerm[t].iCol<0 || q->aTerm[t].iCol>=p->nCol ) return GPUDS_MISUSE;
+    if( q->aTerm[t].op==GPUDS_CMP_IN
+     && (q->aTerm[t].val>>32) + (uint32_t)q->aTerm[t].val > (uint64_t)(q->nIn>0 ? q->nIn : 0) ){
+      return GPUDS_MISUSE;
+    }
   }
   if( q->iOrderCol>=p->nCol ) return GPUDS_MISUSE;
   if( p->bSorted ){

@@ -197,6 +197,16 @@ static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t){
   uint64_t val;
   int o = 0;
   gpudsRowColVal(pRow, t->t.iCol, &tag, &val);
+  if( t->t.op==GPUDS_CMP_IN ){
+    int i;
+    if( tag!=GPUDS_TAG_TEXT && tag!=GPUDS_TAG_BLOB ){
+      return gpudsColMatchIn(tag, val, t->t.tag, t->aInTag, t->aInVal, (uint32_t)t->nIn)!=0;
+    }
+    for(i=0; i<t->nInOther; i++){
+      if( gpudsRowColCmp(pRow, t->t.iCol, &t->aInOther[i])==GPUDS_ORD_EQ ) return 1;
+    }
+    return 0;
+  }
   if( tag!=GPUDS_TAG_NULL && t->v.tag!=GPUDS_TAG_NULL ){
     o = gpudsRowColCmp(pRow, t->t.iCol, &t->v);
   }
@@ -275,7 +285,9 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   int64_t *aSkip = 0, nSkip = 0, nG = 0, nX = 0, i, j, nOut = 0;
   int64_t *aGK = 0, *aXK = 0, *aOK = 0, *tK = 0;
   uint64_t *aGR = 0, *aGS = 0, *aXR = 0, *aOR = 0, *tR = 0;
-  uint8_t *aXF = 0;
+  uint8_t *aXF = 0, *aInTag = 0;
+  uint64_t *aInVal = 0;
+  int64_t nIn = 0;
   int64_t kLast = 0;
   uint64_t rLast = 0;
   int bPartial = 0, bRefine = 0, rc;
@@ -294,11 +306,30 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   for(i=0; i<q->nTerm; i++){
     aT[i] = q->aTerm[i].t;
     if( q->aTerm[i].bRefine ) bRefine = 1;
+    if( aT[i].op==GPUDS_CMP_IN ) nIn += q->aTerm[i].nIn;
+  }
+  if( nIn ){
+    /* the IN terms' lists, one after another; each term names its slice */
+    int64_t iIn = 0;
+    aInTag = sqlite3_malloc64(nIn);
+    aInVal = sqlite3_malloc64(nIn*8);
+    if( !aInTag || !aInVal ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
+    for(i=0; i<q->nTerm; i++){
+      const GpudsColTerm *t = &q->aTerm[i];
+      if( aT[i].op!=GPUDS_CMP_IN ) continue;
+      memcpy(&aInTag[iIn], t->aInTag, (size_t)t->nIn);
+      memcpy(&aInVal[iIn], t->aInVal, (size_t)t->nIn*8);
+      aT[i].val = ((uint64_t)iIn<<32) | (uint32_t)t->nIn;
+      iIn += t->nIn;
+    }
+  }else{
+    for(i=0; i<q->nTerm; i++) if( aT[i].op==GPUDS_CMP_IN ) aT[i].val = 0;
   }
   memset(&gq, 0, sizeof(gq));
   gq.lo = q->lo; gq.hi = q->hi;
   gq.aTerm = aT; gq.nTerm = q->nTerm;
   gq.aSkip = aSkip; gq.nSkip = nSkip;
+  gq.aInTag = aInTag; gq.aInVal = aInVal; gq.nIn = nIn;
   gq.iOrderCol = q->iOrderCol; gq.bDesc = q->bDesc;
   gq.nFirst = q->nFirst;
   cs->nQuery++;
@@ -378,6 +409,7 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
 run_out:
   sqlite3_free(aOK); sqlite3_free(aOR);
   sqlite3_free(aT); sqlite3_free(aSkip);
+  sqlite3_free(aInTag); sqlite3_free(aInVal);
   sqlite3_free(aXK); sqlite3_free(aXR); sqlite3_free(aXF);
   sqlite3_free(tK); sqlite3_free(tR);
   free(aGK); free(aGR); free(aGS);

@@ -171,6 +171,14 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       const char *zColl;
       if( !c->usable || isKeyColumn(c->iColumn) || c->iColumn>=p->nCol ) continue;
       cOp = colOpLetter(c->op, p->aAff[c->iColumn]);
+      if( haveVtabIn() && sqlite3_vtab_in(pInfo, i, -1) ){
+        /* An IN list: on a numeric column all values at once, one query,
+        ** exact.  On others SQLite would loop over the values and check
+        ** each row again with an affinity other than the IN operator's
+        ** (wherecode.c, the vtab IN loop): not taken. */
+        if( cOp!='e' ) continue;
+        cOp = 'N';
+      }
       if( cOp==0 ) continue;
       zColl = sqlite3_vtab_collation(pInfo, i);
       if( cOp!='u' && cOp!='U' && zColl && sqlite3_stricmp(zColl, "BINARY")!=0 ) continue;
@@ -232,7 +240,9 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
 
   for(i=0; i<nColArg; i++){
     pInfo->aConstraintUsage[aiCol[i]].argvIndex = nArg+i+1;
+    /* IN: text and blob values of the list are a superset (SQLite checks) */
     pInfo->aConstraintUsage[aiCol[i]].omit = acCol[i]!='a' && acCol[i]!='A';
+    if( acCol[i]=='N' ) sqlite3_vtab_in(pInfo, aiCol[i], 1);
   }
   if( bCols ) pInfo->idxNum |= PLAN_COLS;
 
@@ -267,9 +277,9 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
     sqlite3_str_appendf(pStr, "%s %s%s", i ? " AND" : "", zKey, azOp[aeArg[i]]);
   }
   for(i=0; i<nColArg; i++){
-    static const char *azC = "eiaAuUnIlLgG";
+    static const char *azC = "eiaAuUnIlLgGN";
     static const char *azW[] = { "=?", " IS ?", "=? (checked again)", " IS ? (checked again)",
-      " IS NULL", " IS NOT NULL", "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?" };
+      " IS NULL", " IS NOT NULL", "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?", " IN (...)" };
     int iW = (int)(strchr(azC, acCol[i]) - azC);
     sqlite3_str_appendf(pStr, "%s %s%s", (i || (nArg && aeArg[0]!=PLAN_LIMIT)) ? " AND" : "",
                         p->azCol[pInfo->aConstraint[aiCol[i]].iColumn], azW[iW]);
@@ -439,6 +449,63 @@ static int colConst(sqlite3_value *pArg, char aff, GpudsValue *v){
   return rc;
 }
 
+/* Order two numbers (tag, val pairs) for the IN list. */
+static int cmpNum(const void *a, const void *b){
+  const GpudsValue *x = (const GpudsValue*)a, *y = (const GpudsValue*)b;
+  return gpudsColCompare(x->tag, x->val, y->tag, y->val);
+}
+
+/* The values of "column IN (...)" (pArg from sqlite3_vtab_in()) into term
+** t: the numbers, after the column's NUMERIC affinity, sorted; text and
+** blob values only as flags (their rows are "maybe": SQLite checks the
+** term again); NULLs match nothing. */
+static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
+  sqlite3_value *pVal = 0;
+  GpudsValue *a = 0;
+  int n = 0, nAlloc = 0, rc, i;
+  uint8_t flags = 0;
+  for(rc = sqlite3_vtab_in_first(pArg, &pVal); rc==SQLITE_OK && pVal;
+      rc = sqlite3_vtab_in_next(pArg, &pVal)){
+    GpudsValue v;
+    int rc2 = colConst(pVal, aff, &v);
+    if( rc2 ){ rc = rc2; break; }
+    if( v.tag==GPUDS_TAG_TEXT ) flags |= GPUDS_IN_TEXT;
+    if( v.tag==GPUDS_TAG_BLOB ) flags |= GPUDS_IN_BLOB;
+    if( v.tag==GPUDS_TAG_TEXT || v.tag==GPUDS_TAG_BLOB ){
+      /* kept for the exact check of the rows the set says "maybe" to */
+      GpudsValue *aNew = sqlite3_realloc64(t->aInOther, sizeof(GpudsValue)*(t->nInOther+1));
+      if( aNew==0 ){ sqlite3_free((void*)v.z); rc = SQLITE_NOMEM; break; }
+      t->aInOther = aNew;
+      t->aInOther[t->nInOther++] = v;
+      continue;
+    }
+    if( v.tag!=GPUDS_TAG_INT && v.tag!=GPUDS_TAG_REAL ) continue;
+    if( n==nAlloc ){
+      GpudsValue *aNew;
+      nAlloc = nAlloc ? nAlloc*2 : 16;
+      aNew = sqlite3_realloc64(a, sizeof(GpudsValue)*nAlloc);
+      if( aNew==0 ){ rc = SQLITE_NOMEM; break; }
+      a = aNew;
+    }
+    a[n++] = v;
+  }
+  if( rc==SQLITE_DONE ) rc = SQLITE_OK;
+  if( rc==SQLITE_OK ){
+    if( n>1 ) qsort(a, (size_t)n, sizeof(GpudsValue), cmpNum);
+    t->aInTag = sqlite3_malloc64(n>0 ? n : 1);
+    t->aInVal = sqlite3_malloc64(8*(n>0 ? n : 1));
+    if( !t->aInTag || !t->aInVal ) rc = SQLITE_NOMEM;
+  }
+  if( rc==SQLITE_OK ){
+    for(i=0; i<n; i++){ t->aInTag[i] = a[i].tag; t->aInVal[i] = a[i].val; }
+    t->nIn = n;
+    t->t.tag = flags;
+    t->bRefine = flags!=0;
+  }
+  sqlite3_free(a);
+  return rc;
+}
+
 /* Decode a column plan: the terms listed after the last '{' of idxStr
 ** ("<column><letter>,...[;o<column><a|d>]}"), their constants in argv. */
 static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
@@ -459,6 +526,15 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
     c = *z++;
     if( n>=argc || iCol<1 || iCol>=p->nCol ) return SQLITE_INTERNAL;
     t = &pPlan->aTerm[n];
+    if( c=='N' ){
+      pPlan->nTerm = ++n;      /* owns the list from here */
+      rc = colInList(argv[n-1], p->aAff[iCol], t);
+      if( rc ) return rc;
+      t->t.iCol = iCol-1;
+      t->t.op = GPUDS_CMP_IN;
+      if( *z==',' ) z++;
+      continue;
+    }
     rc = colConst(argv[n], p->aAff[iCol], &t->v);
     pPlan->nTerm = ++n;        /* owns t->v.z from here */
     if( rc ) return rc;
@@ -501,7 +577,14 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
 /* Free what a decoded plan holds. */
 void gpudsPlanFree(GpudsPlan *pPlan){
   int i;
-  for(i=0; i<pPlan->nTerm; i++) sqlite3_free((void*)pPlan->aTerm[i].v.z);
+  for(i=0; i<pPlan->nTerm; i++){
+    sqlite3_free((void*)pPlan->aTerm[i].v.z);
+    int j;
+    sqlite3_free(pPlan->aTerm[i].aInTag);
+    sqlite3_free(pPlan->aTerm[i].aInVal);
+    for(j=0; j<pPlan->aTerm[i].nInOther; j++) sqlite3_free((void*)pPlan->aTerm[i].aInOther[j].z);
+    sqlite3_free(pPlan->aTerm[i].aInOther);
+  }
   sqlite3_free(pPlan->aTerm);
   sqlite3_free(pPlan->aKey);
   pPlan->aTerm = 0; pPlan->nTerm = 0; pPlan->aKey = 0;

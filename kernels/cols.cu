@@ -237,6 +237,8 @@ struct SelPred {
   const DTerm *term;
   const int64_t *skip;
   int64_t nSkip;
+  const uint64_t *inVal;   // the IN terms' values ...
+  const uint8_t *inTag;    // ... and their tags
   int64_t lo, hi;
   int nTerm;
   int checkKey;
@@ -248,7 +250,13 @@ struct SelPred {
     for(int t=0; t<nTerm; t++){
       const DTerm *T = &term[t];
       int64_t o = T->off + i;
-      if( gpudsColMatch(tag[o], val[o], T->op, (uint8_t)T->ctag, T->cval)==0 ) return false;
+      if( T->op==GPUDS_CMP_IN ){
+        uint32_t i0 = (uint32_t)(T->cval>>32);
+        if( gpudsColMatchIn(tag[o], val[o], (uint8_t)T->ctag, inTag + i0, inVal + i0,
+                            (uint32_t)T->cval)==0 ) return false;
+      }else if( gpudsColMatch(tag[o], val[o], T->op, (uint8_t)T->ctag, T->cval)==0 ){
+        return false;
+      }
     }
     if( nSkip>0 ){
       int64_t k = key[i], a = 0, b = nSkip;
@@ -539,7 +547,16 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
 
   // 1. parameters: Hdr | terms | skip list, one upload; histogram at the end
   if( (uint64_t)nSkip > ((uint64_t)1<<56) ) return colsSetErr(p, GPUDS_NOMEM, "skip list too large");
-  size_t nUp = kHdrBytes + (size_t)nTerm*sizeof(DTerm) + (size_t)nSkip*8;
+  const int64_t nIn = q->nIn>0 && q->aInVal && q->aInTag ? q->nIn : 0;
+  if( (uint64_t)nIn > ((uint64_t)1<<31) ) return colsSetErr(p, GPUDS_NOMEM, "IN list too large");
+  for(int t=0; t<nTerm; t++){
+    const gpuds_term *pT = &q->aTerm[t];
+    if( pT->op==GPUDS_CMP_IN && (pT->val>>32) + (uint32_t)pT->val > (uint64_t)nIn ){
+      return colsSetErr(p, GPUDS_MISUSE, "IN term past the query's IN values");
+    }
+  }
+  // Hdr | terms | skip list | IN values | IN tags
+  size_t nUp = kHdrBytes + (size_t)nTerm*sizeof(DTerm) + (size_t)nSkip*8 + (size_t)nIn*9;
   size_t nPar = alignUp(nUp) + kHistMax*sizeof(ull);
   if( (rc = ensurePin(p, kHdrBytes + nUp))!=0 ) return rc;
   if( p->par.n<nPar ){
@@ -561,11 +578,18 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
       aT[t].ctag = pT->tag;
     }
     if( nSkip ) memcpy(hUp + kHdrBytes + (size_t)nTerm*sizeof(DTerm), q->aSkip, (size_t)nSkip*8);
+    if( nIn ){
+      char *zIn = hUp + kHdrBytes + (size_t)nTerm*sizeof(DTerm) + (size_t)nSkip*8;
+      memcpy(zIn, q->aInVal, (size_t)nIn*8);
+      memcpy(zIn + (size_t)nIn*8, q->aInTag, (size_t)nIn);
+    }
   }
   GPUDS_CK(p, cudaMemcpyAsync(p->par.p, hUp, nUp, cudaMemcpyHostToDevice, p->st));
   Hdr *dH = (Hdr*)p->par.p;
   const DTerm *dTerm = (const DTerm*)((char*)p->par.p + kHdrBytes);
   const int64_t *dSkip = (const int64_t*)((char*)p->par.p + kHdrBytes + (size_t)nTerm*sizeof(DTerm));
+  const uint64_t *dInVal = (const uint64_t*)(dSkip + nSkip);
+  const uint8_t *dInTag = (const uint8_t*)(dInVal + nIn);
 
   // 2. key bounds
   int64_t i0 = 0, i1 = n;
@@ -588,6 +612,7 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   SelPred pred;
   pred.key = p->dKey; pred.tag = p->dTag; pred.val = p->dVal;
   pred.term = dTerm; pred.skip = dSkip; pred.nSkip = nSkip;
+  pred.inVal = dInVal; pred.inTag = dInTag;
   pred.lo = q->lo; pred.hi = q->hi; pred.nTerm = nTerm;
   pred.checkKey = !p->bSorted && !fullRange;
   int64_t nOut = 0;

@@ -32,7 +32,7 @@ from gpuds_testlib import Tally, EXT  # noqa: E402
 
 COLS = [("i", "INTEGER"), ("r", "REAL"), ("n", "NUMERIC"), ("t", "TEXT"),
         ("b", "BLOB"), ("u", "")]
-OPS = ["=", "!=", "<>", "<", "<=", ">", ">=", "IS", "IS NOT", "==", "BETWEEN"]
+OPS = ["=", "!=", "<>", "<", "<=", ">", ">=", "IS", "IS NOT", "==", "BETWEEN", "IN", "IN"]
 
 INTS = [0, 1, -1, 2, 3, 7, 12, 100, -100, 2**53, 2**53 + 1, 2**53 - 1,
         2**63 - 1, -2**63, 9007199254740993, 4242]
@@ -75,6 +75,11 @@ def term(rng):
     op = rng.choice(OPS + ["IS NULL", "IS NOT NULL"])
     if op in ("IS NULL", "IS NOT NULL"):
         return "%s %s" % (c, op)
+    if op == "IN":
+        vals = [value(rng) for _ in range(rng.randint(1, 6))]
+        if rng.random() < 0.3:
+            return "%s IN (SELECT x FROM probe WHERE x %% 3 = %d)" % (c, rng.randint(0, 2))
+        return "%s IN (%s)" % (c, ", ".join(lit(v) for v in vals))
     if op == "BETWEEN":
         a, b = value(rng), value(rng)
         return "%s BETWEEN %s AND %s" % (c, lit(a), lit(b))
@@ -147,6 +152,18 @@ def write(rng, nextk):
     return "DELETE FROM {T} WHERE %s" % w
 
 
+def diff(a, b):
+    """What differs between two outcomes, briefly."""
+    if True:
+        if a[0] == "ok" and b[0] == "ok":
+            only_a = [r for r in a[1] if r not in b[1]]
+            only_b = [r for r in b[1] if r not in a[1]]
+            return "%d vs %d rows; only gpuds %r; only sqlite %r; first at %d" % (
+                len(a[1]), len(b[1]), only_a[:3], only_b[:3],
+                next((i for i, (x, y) in enumerate(zip(a[1], b[1])) if x != y), -1))
+    return "gpuds %r\n     sqlite %r" % (a, b)
+
+
 def run(con, sql, params, table):
     try:
         return ("ok", con.execute(sql.replace("{T}", table), params).fetchall())
@@ -162,6 +179,8 @@ def one(seed, module, T):
     decl = ", ".join(("%s %s" % c).strip() for c in COLS)
     con.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, %s)" % (module, decl))
     con.execute("CREATE TABLE o(k INTEGER PRIMARY KEY, %s)" % decl)
+    con.execute("CREATE TABLE probe(x)")
+    con.executemany("INSERT INTO probe VALUES(?)", [(value(rng),) for _ in range(12)])
     for k in rng.sample(range(-10, 450), rng.choice([0, 5, 60, 300])):
         sql = "INSERT INTO {T} VALUES(%d, %s)" % (k, ", ".join(lit(value(rng)) for _ in COLS))
         run(con, sql, [], "t"); run(con, sql, [], "o")
@@ -174,7 +193,7 @@ def one(seed, module, T):
             a = run(con, q, params, "t")
             b = run(con, ref, params, "o")
             if not T.check(a == b, "seed %d %s step %d: %s %r" % (seed, module, step, q, params),
-                           "gpuds %r\n     sqlite %r" % (a, b)):
+                           diff(a, b)):
                 return
             if (os.environ.get("GPUDS_COLUMN_PLANS") == "always" and step % 17 == 0
                     and "WHERE" in q and a[0] == "ok"):

@@ -185,6 +185,33 @@ static gpuds_query makeQuery(const Set &s, std::vector<gpuds_term> &aT,
       aT.push_back(T);
     }
   }
+  // IN terms: a list of numbers (sorted as gpudsColCompare orders them) per
+  // term, one after another, and random text/blob flags
+  static std::vector<uint8_t> inTag;
+  static std::vector<uint64_t> inVal;
+  inTag.clear(); inVal.clear();
+  for(size_t t=0; t<aT.size(); t++){
+    if( rndBelow(4) ) continue;
+    std::vector<std::pair<uint8_t,uint64_t>> L;
+    int nv = (int)rndBelow(6);
+    for(int j=0; j<nv; j++){
+      Val v = s.pool[rndBelow(s.pool.size())];
+      if( rndBelow(2)==0 && s.n>0 ){
+        size_t o = (size_t)aT[t].iCol*s.n + rndBelow(s.n);
+        v.tag = s.tag[o]; v.val = s.val[o];
+      }
+      if( v.tag==GPUDS_TAG_INT || v.tag==GPUDS_TAG_REAL ) L.push_back({v.tag, v.val});
+    }
+    std::sort(L.begin(), L.end(), [](const std::pair<uint8_t,uint64_t> &a, const std::pair<uint8_t,uint64_t> &b){
+      return gpudsColCompare(a.first, a.second, b.first, b.second)<0; });
+    aT[t].op = GPUDS_CMP_IN;
+    aT[t].tag = (uint8_t)rndBelow(4);
+    aT[t].val = ((uint64_t)inTag.size()<<32) | (uint32_t)L.size();
+    for(auto &e : L){ inTag.push_back(e.first); inVal.push_back(e.second); }
+  }
+  q.aInTag = inTag.empty() ? nullptr : inTag.data();
+  q.aInVal = inVal.empty() ? nullptr : inVal.data();
+  q.nIn = (int64_t)inTag.size();
   aSkip.clear();
   if( rndBelow(3)==0 ){
     int64_t nS = rndBelow(4)==0 ? (int64_t)rndBelow(s.n/2+2) : (int64_t)rndBelow(20);
