@@ -400,12 +400,16 @@ void gpudsShadowCommitted(GpudsTable *p){
   }
 }
 
-/* The transaction rolled back: its shadow writes are gone too.  So may be
-** a DROP and CREATE of this name, which PRAGMA data_version does not show
-** (it counts other connections' commits): the next refresh reads t_meta. */
-void gpudsShadowRolledBack(GpudsTable *p){
+/* The transaction (bFull) or a savepoint rolled back: its shadow writes
+** are gone too.  So may be a DROP and CREATE of this name, which PRAGMA
+** data_version does not show (it counts other connections' commits): the
+** next refresh reads t_meta.  bReload: the store cannot be trusted (an
+** undo could not complete): the next refresh loads what the database
+** holds. */
+void gpudsShadowRolledBack(GpudsTable *p, int bFull, int bReload){
   p->iDataVersion = 0;
-  p->iGenPending = 0;
+  if( bFull ) p->iGenPending = 0;
+  if( bReload ) p->bLoaded = 0;
 }
 
 /* ------------------------------------------------------------ gpuds_check */

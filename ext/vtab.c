@@ -676,8 +676,9 @@ static int gpudsSync(sqlite3_vtab *pVtab){
   if( !bExists ){
     /* The table's creation was rolled back (ROLLBACK TO), or it was dropped
     ** (and another made under its name): so are its rows. */
-    gpudsShadowRolledBack(p);
-    return vtabDone(pVtab, gpudsWbufRollback(p));
+    rc = gpudsWbufRollback(p);
+    gpudsShadowRolledBack(p, 1, gpudsWbufBrokenClear(p));
+    return vtabDone(pVtab, rc);
   }
   rc = gpudsWbufFlush(p, 1);
   if( rc==SQLITE_OK ) rc = gpudsShadowSync(p);
@@ -697,9 +698,12 @@ static int gpudsCommit(sqlite3_vtab *pVtab){
 /* xRollback */
 static int gpudsRollback(sqlite3_vtab *pVtab){
   GpudsTable *p = tab(pVtab);
+  int rc;
   p->nWrites++;
-  gpudsShadowRolledBack(p);
-  return vtabDone(pVtab, gpudsWbufRollback(p));
+  rc = gpudsWbufRollback(p);
+  /* after an undo that could not complete, shadow.c reloads the table */
+  gpudsShadowRolledBack(p, 1, gpudsWbufBrokenClear(p));
+  return vtabDone(pVtab, rc);
 }
 
 /* xSavepoint, xRelease, xRollbackTo */
@@ -710,11 +714,15 @@ static int gpudsRelease(sqlite3_vtab *pVtab, int i){
   return vtabDone(pVtab, gpudsWbufRelease(tab(pVtab), i));
 }
 static int gpudsRollbackTo(sqlite3_vtab *pVtab, int i){
-  tab(pVtab)->nWrites++;
+  GpudsTable *p = tab(pVtab);
+  int rc;
+  p->nWrites++;
+  rc = gpudsWbufRollbackTo(p, i);
   /* It may have undone a DROP and CREATE of this name: the next refresh
-  ** reads t_meta (its 'id' tells). */
-  tab(pVtab)->iDataVersion = 0;
-  return vtabDone(pVtab, gpudsWbufRollbackTo(tab(pVtab), i));
+  ** reads t_meta (its 'id' tells); a total undo that could not complete
+  ** has the table reloaded. */
+  gpudsShadowRolledBack(p, 0, i<0 ? gpudsWbufBrokenClear(p) : 0);
+  return vtabDone(pVtab, rc);
 }
 
 /* xRename: the table and its shadow tables take the new name. */

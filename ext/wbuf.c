@@ -633,11 +633,16 @@ static int wbufUndoAll(GpudsTable *p){
   w->nUndo = 0;
   w->nMark = 0;
   gpudsCollectGarbage(p);
-  if( p->bBroken ){
-    p->bBroken = 0;
-    p->bLoaded = 0;            /* reload what the database holds */
-  }
   return rc;
+}
+
+/* After a total undo (ROLLBACK, or ROLLBACK TO the transaction's start):
+** 1 if an undo could not complete, so the store must be loaded afresh
+** (the caller has shadow.c do it), and the mark is cleared; else 0. */
+int gpudsWbufBrokenClear(GpudsTable *p){
+  int b = p->bBroken;
+  p->bBroken = 0;
+  return b;
 }
 
 /* Roll back to the state at the start of savepoint iSavepoint, which stays
