@@ -302,8 +302,7 @@ static void syncForget(GpudsWbuf *w){
 /* Rebuild the key filter from the store's contents. */
 static int filterAddCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                        const uint64_t *aV, size_t n){
-  size_t i;
-  for(i=0; i<n; i++) gpudsFilterAdd(&p->filter, aK[i]);
+  gpudsFilterAddMany(&p->filter, aK, (int64_t)n);
   return SQLITE_OK;
 }
 static int filterRebuild(GpudsTable *p){
@@ -320,9 +319,11 @@ void gpudsFilterRebuild(GpudsTable *p){
 
 /* Account the keys of a batch just applied to the store in the filter. */
 static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
-  size_t i;
+  size_t i, nNew = 0;
   int bFull = 0;
-  if( p->filter.nAdded + (int64_t)f->n > p->filter.nCap ){
+  /* Only the batch's upserts add keys: its deletes only make it staler. */
+  for(i=0; i<f->n; i++) nNew += f->aNew[i]!=0;
+  if( p->filter.nAdded + (int64_t)nNew > p->filter.nCap ){
     /* It would overflow: size it for the new contents in one rebuild. */
     filterRebuild(p);
     return;
