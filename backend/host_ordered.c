@@ -142,19 +142,48 @@ static void btFreeTree(BtNode *pN){
   free(pN);
 }
 
-/* The leaf whose key range holds k. */
+/* Prefetch the n keys of a[] (a node's, n >= 1) before a binary search of
+** them: the search's dependent reads then hit lines already on their way
+** instead of missing the cache one after another (a macro: see host_hash.c
+** on prefetch-only functions). */
+#define BT_PREFETCH_KEYS(a, n) do{                                        \
+  const char *z_ = (const char*)(a), *zEnd_ = (const char*)((a)+(n));     \
+  for(; z_<zEnd_; z_+=64) __builtin_prefetch(z_);                         \
+  __builtin_prefetch(zEnd_-1);                                            \
+}while(0)
+
+/* The leaf whose key range holds k; its keys are being prefetched. */
 static BtLeaf *btFindLeaf(HostOrderedStore *p, int64_t k){
   BtNode *pN = p->pRoot;
   while( !pN->isLeaf ){
     BtInner *pI = (BtInner*)pN;
+    if( pI->h.n>1 ) BT_PREFETCH_KEYS(pI->aKey, pI->h.n-1);
     pN = pI->apChild[btUpperBound(pI->aKey, pI->h.n-1, k)];
   }
+  if( pN->n>0 ) BT_PREFETCH_KEYS(((BtLeaf*)pN)->aKey, pN->n);
   return (BtLeaf*)pN;
 }
 
-/* Look k up: *pFound is 1 and *pVal its value if present, else 0 and 0. */
-static void btGet(HostOrderedStore *p, int64_t k, uint8_t *pFound, uint64_t *pVal){
-  BtLeaf *pL = btFindLeaf(p, k);
+/* The leaf that holds k if any leaf does, found from pHint (a leaf of the
+** tree, may be NULL) without a descent from the root when k lies within the
+** keys of pHint or of the leaf after it; else by btFindLeaf().  Sound at any
+** moment because the leaf chain holds every key in ascending order; for
+** lookups and removals only (an absent key's leaf may differ from where an
+** insert must put it). */
+static BtLeaf *btFindLeafNear(HostOrderedStore *p, BtLeaf *pHint, int64_t k){
+  if( pHint && pHint->h.n>0 && k>=pHint->aKey[0] ){
+    if( k<=pHint->aKey[pHint->h.n-1] ) return pHint;
+    pHint = pHint->pNext;
+    if( pHint && pHint->h.n>0 && k>=pHint->aKey[0] && k<=pHint->aKey[pHint->h.n-1] ){
+      return pHint;
+    }
+  }
+  return btFindLeaf(p, k);
+}
+
+/* Look k up in leaf pL (btFindLeaf or btFindLeafNear): *pFound is 1 and
+** *pVal its value if present, else 0 and 0. */
+static void btGetIn(BtLeaf *pL, int64_t k, uint8_t *pFound, uint64_t *pVal){
   int i = btLowerBound(pL->aKey, pL->h.n, k);
   if( i<pL->h.n && pL->aKey[i]==k ){
     *pFound = 1;
@@ -307,13 +336,28 @@ no_mem:
 
 /*
 ** Remove k if present, reporting the previous state in *pFound and *pOld.
-** Never merges: *pUnder is set to 1 if a non-root leaf was left with fewer
-** than BT_LEAF_MIN entries, for btFixup() to repair later.
+** Never merges: *pUnder is set to 1 if this removal left a non-root leaf
+** with fewer than BT_LEAF_MIN entries (it had BT_LEAF_MIN), for btFixup()
+** to repair later.  Only that first removal is flagged: a leaf is never
+** underfull at rest, no split leaves one underfull, and a leaf's key range
+** only narrows by a split (of a full leaf), so every underfull leaf keeps a
+** flagged key in its range, and one btFixup() per leaf is enough (a range
+** delete then repairs each leaf once, not at each of its removals).
 */
+static void btRemoveNear(HostOrderedStore *p, BtLeaf **ppHint, int64_t k,
+                         uint8_t *pFound, uint64_t *pOld, uint8_t *pUnder);
 static void btRemove(HostOrderedStore *p, int64_t k, uint8_t *pFound,
                      uint64_t *pOld, uint8_t *pUnder){
-  BtLeaf *pL = btFindLeaf(p, k);
+  btRemoveNear(p, 0, k, pFound, pOld, pUnder);
+}
+
+/* btRemove(), the leaf found from *ppHint (see btFindLeafNear) when
+** ppHint is not NULL, and *ppHint set to that leaf. */
+static void btRemoveNear(HostOrderedStore *p, BtLeaf **ppHint, int64_t k,
+                         uint8_t *pFound, uint64_t *pOld, uint8_t *pUnder){
+  BtLeaf *pL = ppHint ? btFindLeafNear(p, *ppHint, k) : btFindLeaf(p, k);
   int i = btLowerBound(pL->aKey, pL->h.n, k);
+  if( ppHint ) *ppHint = pL;
   *pUnder = 0;
   if( i<pL->h.n && pL->aKey[i]==k ){
     int nMove = pL->h.n - i - 1;
@@ -323,7 +367,7 @@ static void btRemove(HostOrderedStore *p, int64_t k, uint8_t *pFound,
     memmove(&pL->aVal[i], &pL->aVal[i+1], nMove*sizeof(uint64_t));
     pL->h.n--;
     p->nKey--;
-    if( pL->h.n<BT_LEAF_MIN && &pL->h!=p->pRoot ) *pUnder = 1;
+    if( pL->h.n==BT_LEAF_MIN-1 && &pL->h!=p->pRoot ) *pUnder = 1;
   }else{
     *pFound = 0;
     *pOld = 0;
@@ -492,6 +536,7 @@ static int btApply(HostOrderedStore *p, size_t n, const uint8_t *aOp,
   unsigned char *pWork;
   uint8_t *aFlag;
   size_t nWork;
+  BtLeaf *pHint = 0;     /* leaf of the last lookup or removal */
 
   if( aOp ){
     for(i=0; i<n; i++){
@@ -509,7 +554,8 @@ static int btApply(HostOrderedStore *p, size_t n, const uint8_t *aOp,
     uint8_t f;
     uint64_t v;
     for(i=0; i<n; i++){
-      btGet(p, aKey[i], &f, &v);
+      pHint = btFindLeafNear(p, (i>0 && aKey[i]>aKey[i-1]) ? pHint : 0, aKey[i]);
+      btGetIn(pHint, aKey[i], &f, &v);
       if( aFound ) aFound[i] = f;
       if( aOld ) aOld[i] = v;
     }
@@ -537,13 +583,19 @@ static int btApply(HostOrderedStore *p, size_t n, const uint8_t *aOp,
 
   for(i=0; i<n; i++){
     int op = aOp ? aOp[i] : GPUDS_OP_UPSERT;
+    /* Ascending keys (a flushed write buffer) are mostly in the leaf of the
+    ** previous one, or the next: removals and lookups start there. */
+    BtLeaf *pNear = (i>0 && aKey[i]>aKey[i-1]) ? pHint : 0;
     if( op==GPUDS_OP_UPSERT ){
       rc = btInsert(p, aKey[i], aVal[i], &aFound[i], &aOld[i]);
       if( rc ) break;
+      pHint = 0;
     }else if( op==GPUDS_OP_DELETE ){
-      btRemove(p, aKey[i], &aFound[i], &aOld[i], &aFlag[i]);
+      pHint = pNear;
+      btRemoveNear(p, &pHint, aKey[i], &aFound[i], &aOld[i], &aFlag[i]);
     }else{
-      btGet(p, aKey[i], &aFound[i], &aOld[i]);
+      pHint = btFindLeafNear(p, pNear, aKey[i]);
+      btGetIn(pHint, aKey[i], &aFound[i], &aOld[i]);
     }
   }
   if( rc ){
@@ -793,11 +845,13 @@ static int btBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp,
 static int btLookup(gpuds_store *pStore, size_t n, const int64_t *aKey,
                     uint8_t *aFound, uint64_t *aVal){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
+  BtLeaf *pHint = 0;
   size_t i;
   for(i=0; i<n; i++){
     uint8_t f;
     uint64_t v;
-    btGet(p, aKey[i], &f, &v);
+    pHint = btFindLeafNear(p, (i>0 && aKey[i]>aKey[i-1]) ? pHint : 0, aKey[i]);
+    btGetIn(pHint, aKey[i], &f, &v);
     if( aFound ) aFound[i] = f;
     if( aVal ) aVal[i] = v;
   }

@@ -104,11 +104,20 @@ int gpudsFilterReset(GpudsFilter *p, int64_t nCap){
 ** block is prefetched a few keys ahead: a big filter misses the cache on
 ** nearly every key. */
 void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n){
+  if( p->aBit==0 ) return;
+  memset(p->aBit, 0, ((size_t)1<<p->nLog2)/8);
+  p->nAdded = 0;
+  gpudsFilterAddMany(p, aKey, n);
+}
+
+/* Add the n keys aKey[] (as gpudsFilterAdd each, keeping the bits already
+** set), each key's block prefetched a few keys ahead.  Returns 1 when the
+** filter now holds more keys than it was sized for, else 0. */
+int gpudsFilterAddMany(GpudsFilter *p, const int64_t *aKey, int64_t n){
   enum { AHEAD = 16 };
   uint64_t aH[AHEAD], *aBlk[AHEAD];
   int64_t i;
-  if( p->aBit==0 ) return;
-  memset(p->aBit, 0, ((size_t)1<<p->nLog2)/8);
+  if( p->aBit==0 ) return 1;
   for(i=0; i<n+AHEAD; i++){
     int j = (int)(i % AHEAD), k;
     if( i>=AHEAD ){                       /* add key i-AHEAD */
@@ -123,7 +132,8 @@ void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n){
       __builtin_prefetch(aBlk[j], 1);
     }
   }
-  p->nAdded = n;
+  p->nAdded += n;
+  return p->nAdded > p->nCap;
 }
 
 /* Release the filter's memory. */

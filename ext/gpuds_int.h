@@ -119,6 +119,7 @@ int gpudsFilterAdd(GpudsFilter *p, int64_t k);   /* 1 if the filter is full */
 int gpudsFilterReset(GpudsFilter *p, int64_t nCap);
 int gpudsFilterAlloc(GpudsFilter *p, int64_t nCap);
 void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n);
+int gpudsFilterAddMany(GpudsFilter *p, const int64_t *aKey, int64_t n);
 void gpudsFilterFree(GpudsFilter *p);
 
 /* ----------------------------------------------------------- the table */

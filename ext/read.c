@@ -288,6 +288,19 @@ int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,
   if( p->wb.nOver==0 ){
     return gpudsStoreLookup(p, n, aKey, aFound, aRow);
   }
+  if( n==1 ){
+    /* one key (a point query, a cursor's re-read): nothing allocated */
+    int bHit = 0;
+    uint64_t v = 0;
+    rc = gpudsWbufGet(p, aKey[0], &bHit, &v);
+    if( rc ) return rc;
+    if( bHit ){
+      aFound[0] = v!=0;
+      aRow[0] = v;
+      return SQLITE_OK;
+    }
+    return gpudsStoreLookup(p, 1, aKey, aFound, aRow);
+  }
   aMiss = sqlite3_malloc64(n*8);
   aIdx = sqlite3_malloc64(n*sizeof(size_t));
   aF = sqlite3_malloc64(n);

@@ -27,6 +27,8 @@ typedef struct GpudsCursor {
   /* EQ/IN plans: the found rows, in the order they are returned */
   int64_t *aKey;
   uint64_t *aRow;
+  int64_t iKey1;             /* aKey/aRow of a one-key list point here */
+  uint64_t hRow1;
   int64_t nList, iList;
   /* scans */
   GpudsMerge *pMerge;
@@ -272,7 +274,7 @@ static void cursorReset(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
   gpudsMergeClose(c->pMerge);
   c->pMerge = 0;
-  sqlite3_free(c->aKey); sqlite3_free(c->aRow);
+  if( c->aKey!=&c->iKey1 ){ sqlite3_free(c->aKey); sqlite3_free(c->aRow); }
   c->aKey = 0; c->aRow = 0;
   c->nList = c->iList = 0;
   gpudsPlanFree(&c->colPlan);
@@ -315,7 +317,7 @@ static int cursorColsRun(GpudsCursor *c, int64_t nFirst){
   q.nFirst = nFirst;
   rc = gpudsColsRun(p, &q, &n, &aK, &aR, &bPartial);
   if( rc ) return rc;
-  sqlite3_free(c->aKey); sqlite3_free(c->aRow);
+  if( c->aKey!=&c->iKey1 ){ sqlite3_free(c->aKey); sqlite3_free(c->aRow); }
   c->aKey = aK; c->aRow = aR; c->nList = n;
   c->bColPartial = bPartial;
   return SQLITE_OK;
@@ -402,6 +404,19 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
   uint8_t *aF = 0;
   int rc = SQLITE_OK;
   if( n==0 ) return SQLITE_OK;
+  if( n==1 ){
+    /* key = ?: one lookup, nothing allocated (a join runs one per row) */
+    uint8_t bFound = 0;
+    c->iKey1 = pl->aKey[0];
+    c->hRow1 = 0;
+    c->aKey = &c->iKey1;
+    c->aRow = &c->hRow1;
+    rc = gpudsLookupMany(p, 1, &c->iKey1, &bFound, &c->hRow1);
+    c->nList = (rc==SQLITE_OK && bFound) ? 1 : 0;
+    c->bList = 1;
+    p->nCursor++;
+    return rc;
+  }
   c->aKey = pl->aKey;  pl->aKey = 0;
   c->aRow = sqlite3_malloc64(n*8);
   aF = sqlite3_malloc64(n);
@@ -605,6 +620,18 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   if( sqlite3_value_type(argv[0])!=SQLITE_NULL ){
     kOld = sqlite3_value_int64(argv[0]);
     if( kOld==kNew ) bExists = 0;        /* an UPDATE in place */
+  }
+  if( bExists<0 && !p->bMaxValid && p->wb.nOver==0
+   && (p->eKind==GPUDS_ORDERED || p->pOps->xCount(p->pStore)==0) ){
+    /* Learn the largest key while that is cheap (one key of an ordered
+    ** store, or an empty table), for the test below. */
+    int bAny = 0;
+    int64_t mx = 0;
+    rc = gpudsMaxKey(p, &bAny, &mx);
+    if( rc ) return rc;
+  }
+  if( bExists<0 && p->bMaxValid && (!p->bMaxAny || kNew>p->iMax) ){
+    bExists = 0;        /* past the largest key (keys in order): new */
   }
   if( bExists<0 ){
     rc = gpudsKeyExists(p, kNew, &bExists);

@@ -74,6 +74,11 @@ struct GpudsFlush {
 #define REPACK_ROWS_PER_THREAD 65536
 #define REPACK_MAX_THREADS     8
 
+/* A flush of at least this many new keys, all past the largest key of an
+** ordered store, is bulk-loaded rather than applied as a batch (see
+** flushAppends; the column set's threshold for dropping itself). */
+#define FLUSH_APPEND_MIN 65536
+
 /* A full rollback sweeps the overlay's unlogged rows in pages of this many
 ** keys: 64 KiB of buffers, enough to amortize a page's lookup. */
 #define WBUF_SWEEP_PAGE 4096
@@ -302,8 +307,7 @@ static void syncForget(GpudsWbuf *w){
 /* Rebuild the key filter from the store's contents. */
 static int filterAddCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                        const uint64_t *aV, size_t n){
-  size_t i;
-  for(i=0; i<n; i++) gpudsFilterAdd(&p->filter, aK[i]);
+  gpudsFilterAddMany(&p->filter, aK, (int64_t)n);
   return SQLITE_OK;
 }
 static int filterRebuild(GpudsTable *p){
@@ -320,9 +324,11 @@ void gpudsFilterRebuild(GpudsTable *p){
 
 /* Account the keys of a batch just applied to the store in the filter. */
 static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
-  size_t i;
+  size_t i, nNew = 0;
   int bFull = 0;
-  if( p->filter.nAdded + (int64_t)f->n > p->filter.nCap ){
+  /* Only the batch's upserts add keys: its deletes only make it staler. */
+  for(i=0; i<f->n; i++) nNew += f->aNew[i]!=0;
+  if( p->filter.nAdded + (int64_t)nNew > p->filter.nCap ){
     /* It would overflow: size it for the new contents in one rebuild. */
     filterRebuild(p);
     return;
@@ -427,6 +433,26 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
   if( bFail ) repackUndo(f);
 }
 
+/* True if the keys of flush f (ascending) all lie past the largest key of
+** an ordered store, and there are enough of them for a bulk load to beat a
+** batch (it drops the column set and, on the host, may rebuild the tree):
+** they are all new, so found/old are all 0. */
+static int flushAppends(GpudsTable *p, const GpudsFlush *f){
+  gpuds_scan s;
+  int64_t kMax = 0;
+  uint64_t v = 0;
+  size_t nOut = 0;
+  if( p->eKind!=GPUDS_ORDERED || f->n<FLUSH_APPEND_MIN ) return 0;
+  memset(&s, 0, sizeof(s));
+  s.lo = INT64_MIN; s.hi = INT64_MAX; s.desc = 1;
+  if( gpudsStoreScan(p, &s, 1, &kMax, &v, &nOut)!=SQLITE_OK ){
+    sqlite3_free(p->base.zErrMsg);         /* not an error: take the batch path */
+    p->base.zErrMsg = 0;
+    return 0;
+  }
+  return nOut==1 && f->aKey[0]>kMax;
+}
+
 /* Apply the overlay to the store as one batch and empty the overlay.
 ** Unless bForce, only when the overlay is past its bound and no cursor is
 ** open.  All-or-nothing: on error the store and the overlay are unchanged. */
@@ -472,8 +498,9 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   }
   repackRows(p, f);
 
-  if( bAllUpsert && p->pOps->xCount(p->pStore)==0 ){
-    /* Empty store, only inserts: the bulk-build path. */
+  if( bAllUpsert && (p->pOps->xCount(p->pStore)==0 || flushAppends(p, f)) ){
+    /* Only inserts, into an empty store or past its largest key (keys
+    ** written in order): the bulk-build path. */
     rc = gpudsStoreBulk(p, p->pStore, p->pMirror, n, f->aKey, f->aNew);
     memset(f->aFound, 0, n);
     memset(f->aOld, 0, n*8);

@@ -90,6 +90,12 @@ add_test(NAME test_differential_mirror COMMAND ${GPUDS_PYTHON}
 set_tests_properties(test_differential_mirror PROPERTIES LABELS sql SKIP_RETURN_CODE 77
   ENVIRONMENT "GPUDS_EXT=$<TARGET_FILE:gpuds>;GPUDS_MIRROR=1;PYTHONDONTWRITEBYTECODE=1")
 
+# Keys in ascending order (the append paths) with the mirror's routing too.
+add_test(NAME test_append_mirror COMMAND ${GPUDS_PYTHON}
+         ${CMAKE_SOURCE_DIR}/tests/test_append.py)
+set_tests_properties(test_append_mirror PROPERTIES LABELS sql SKIP_RETURN_CODE 77
+  ENVIRONMENT "GPUDS_EXT=$<TARGET_FILE:gpuds>;GPUDS_MIRROR=1;PYTHONDONTWRITEBYTECODE=1")
+
 file(GLOB GPUDS_SQL_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/sql/*.sql)
 foreach(src ${GPUDS_SQL_TESTS})
   get_filename_component(name ${src} NAME_WE)
