@@ -24,18 +24,8 @@
 
 extern "C" void gpudsCudaColsSetDeviceLimit(gpuds_cols *p, uint64_t limit);
 
-static int gFail = 0;
-static bool gSmall = false;
+#include "check.h"
 static std::mt19937_64 gRng(20240612);
-
-#define CHECK(cond, ...) do{                                                  \
-    if( !(cond) ){                                                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fprintf(stderr, "\n");                                                  \
-      if( ++gFail>=20 ){ fprintf(stderr, "too many failures\n"); exit(1); }   \
-    }                                                                         \
-  }while(0)
 
 static const gpuds_cols_ops *G = &gpudsCudaColsOps;
 static const gpuds_cols_ops *H = &gpudsHostColsOps;

@@ -32,17 +32,7 @@
 #define HAVE_HOST_HASH 0
 #endif
 
-static int gFail = 0;
-static bool gSmall = false;
-
-#define CHECK(cond, ...) do{                                                  \
-    if( !(cond) ){                                                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fprintf(stderr, "\n");                                                  \
-      if( ++gFail>=20 ){ fprintf(stderr, "too many failures\n"); exit(1); }   \
-    }                                                                         \
-  }while(0)
+#include "check.h"
 
 static const gpuds_store_ops *G = &gpudsCudaHashOps;
 
