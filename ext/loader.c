@@ -231,7 +231,7 @@ static int loadChunkEnc(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n
     {
       uint32_t nRec = (uint32_t)(E-2), nHdr;
       size_t nByte;
-      if( !gpudsRecCheck(pv+off, nRec, nCol, &nHdr, &nByte) ){ pErr->zWhy = 0; goto fail; }
+      if( !gpudsRecCheck(pv+off, nRec, nCol, &nHdr, &nByte) ){ pErr->zWhy = "bad row record"; goto fail; }
       aVal[i] = gpudsRowDecode(L, pv+off, nHdr, nCol, nByte);
       if( aVal[i]==0 ){ rc = SQLITE_NOMEM; goto fail; }
       off += nRec;
