@@ -74,6 +74,10 @@ GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
 GpudsRow *gpudsRowOf(uint64_t h);
 void gpudsRowFreeHandle(uint64_t h);
 int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
+size_t gpudsRowHdrBytes(int nCol);
+int gpudsRowCell(const GpudsRow *p, int i, const unsigned char **pz, uint32_t *pn);
+uint64_t gpudsRowDecode(GpudsLoader *L, const unsigned char *a, uint32_t nHdr,
+                        int nCol, size_t nByte);
 int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff);
 void gpudsLoaderInit(GpudsLoader *L);
 void gpudsLoaderBegin(GpudsLoader *L);

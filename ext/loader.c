@@ -185,6 +185,80 @@ no_mem:
   return SQLITE_NOMEM;
 }
 
+/* Place format-4 chunk c of r (runfmt.h): decode its n keys from pk[0..nk-1]
+** into aKey[i0..] and its entries from pv[0..nv-1] (sizes checked), each
+** record validated (gpudsRecCheck) and decoded straight into a row record
+** in the arena of loader L (gpudsRowDecode), a handle or 0 (deletion) into
+** each aVal[i0..].  All or nothing: a damaged entry frees the rows placed.
+** The order of the chunk's first key after the previous chunk's last is
+** checked after every chunk is placed (loadKeyOrder): another worker may
+** still be decoding that one.  Calls no SQLite routine: it runs on worker
+** threads.  *pnTomb counts deletions. */
+static int loadChunkEnc(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n,
+                        const unsigned char *pk, size_t nk,
+                        const unsigned char *pv, size_t nv, int64_t *pnTomb,
+                        LoadErr *pErr){
+  int64_t *aKey = &r->aKey[i0];
+  uint64_t *aVal = &r->aVal[i0];
+  size_t off = 0;
+  int64_t i, nTomb = 0;
+  int rc = SQLITE_CORRUPT_VTAB;
+  if( !gpudsKeysDecode(pk, nk, aKey, n) ){ pErr->zWhy = "bad keys"; return SQLITE_CORRUPT_VTAB; }
+  for(i=0; i<n; i++){
+    uint64_t E;
+    int m;
+    if( off<nv && pv[off]<0x80 ){ E = pv[off]; m = 1; }
+    else m = gpudsVarintGet(pv+off, nv-off, &E);
+    aVal[i] = 0;
+    if( m==0 ){ pErr->zWhy = "entry past the end of vals"; goto fail; }
+    off += (size_t)m;
+    if( E==0 ){ nTomb++; continue; }
+    if( E==1 ){
+      GpudsOvfl *pO;
+      if( off+SHADOW_OVFL_REF > nv ){ pErr->zWhy = "bad spilled record reference"; goto fail; }
+      pO = (GpudsOvfl*)malloc(sizeof(GpudsOvfl));
+      if( pO==0 ){ rc = SQLITE_NOMEM; goto fail; }
+      if( !gpudsOvflParse(pv+off, pO) ){
+        free(pO);
+        pErr->zWhy = "bad spilled record reference";
+        goto fail;
+      }
+      aVal[i] = (uint64_t)(uintptr_t)pO | LOAD_OVFL;
+      off += SHADOW_OVFL_REF;
+      continue;
+    }
+    if( E-2 > nv-off ){ pErr->zWhy = "entry length past the end of vals"; goto fail; }
+    {
+      uint32_t nRec = (uint32_t)(E-2), nHdr;
+      size_t nByte;
+      if( !gpudsRecCheck(pv+off, nRec, nCol, &nHdr, &nByte) ){ pErr->zWhy = "bad row record"; goto fail; }
+      aVal[i] = gpudsRowDecode(L, pv+off, nHdr, nCol, nByte);
+      if( aVal[i]==0 ){ rc = SQLITE_NOMEM; goto fail; }
+      off += nRec;
+    }
+  }
+  if( off!=nv ){ pErr->zWhy = "bytes after the last entry"; goto fail; }
+  *pnTomb += nTomb;
+  return SQLITE_OK;
+
+fail:
+  while( i-- > 0 ){ loadFreeHandle(aVal[i]); aVal[i] = 0; }
+  return rc;
+}
+
+/* The first chunk of r (entries read from run iRun) whose first key is not
+** above the previous chunk's last, or -1: format-4 chunks are decoded by
+** workers in any order, so the order across chunks is checked once all
+** are placed. */
+static int loadKeyOrder(const LoadRows *r){
+  int c;
+  for(c=1; c<r->nChunk; c++){
+    int64_t i0 = r->aChunk[c].i0;
+    if( i0>0 && r->aKey[i0]<=r->aKey[i0-1] ) return c;
+  }
+  return -1;
+}
+
 /* The load pipeline.  The connection's thread reads each chunk (keys
 ** straight into the run's array, vals into a free buffer of the pipe) and
 ** hands it to a worker thread, which checks it and places its rows
@@ -198,8 +272,10 @@ no_mem:
 #define LOADBUF_FULL 1            /* holds a chunk no worker has taken */
 #define LOADBUF_BUSY 2            /* a worker places its chunk */
 typedef struct LoadBuf {
-  unsigned char *a;               /* the chunk's vals (malloc) */
+  unsigned char *a;               /* the chunk's vals (malloc); in format 4 its
+                                  ** keys, then its vals */
   size_t nAlloc, nv;
+  size_t nk;                      /* format 4: bytes of the keys before vals */
   GpudsBlocks spare;              /* arena blocks for the chunk */
   int eState;
   LoadRows *r;                    /* the chunk: aChunk[iChunk] of run iRun of r */
@@ -222,6 +298,7 @@ typedef struct LoadPipe {
   int64_t nTomb;                  /* deletions placed */
   int bSum;                       /* format 2: chunks end with a checksum */
   int bOvfl;                      /* format 3: spilled records may occur */
+  int bEnc;                       /* format 4: keys and records encoded */
 } LoadPipe;
 
 /* Place buffer b's chunk with loader L; record the outcome. */
@@ -231,7 +308,19 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
   int rc;
   err.iRun = b->iRun; err.zWhy = 0;
   gpudsLoaderGive(L, &b->spare);            /* the reader's blocks first */
-  if( pp->bSum ){
+  if( pp->bEnc ){
+    /* loadRun made sure the vals hold at least the checksum */
+    uint64_t h;
+    size_t nv = b->nv - SHADOW_SUM;
+    const unsigned char *pv = b->a + b->nk;
+    memcpy(&h, pv + nv, SHADOW_SUM);
+    if( h!=gpudsChunkSum(b->a, b->nk, pv, nv) ){
+      err.zWhy = "checksum mismatch";
+      rc = SQLITE_CORRUPT_VTAB;
+    }else{
+      rc = loadChunkEnc(b->r, L, pp->nCol, b->i0, b->nEnt, b->a, b->nk, pv, nv, &nTomb, &err);
+    }
+  }else if( pp->bSum ){
     /* loadRun made sure the vals hold at least the checksum */
     uint64_t h;
     size_t nv = b->nv - SHADOW_SUM;
@@ -302,13 +391,14 @@ static void *loadWorker(void *pArg){
 #define LOAD_THREAD_MIN 131072
 
 /* Start the pipe, with workers if nRow rows are worth them. */
-static void loadPipeOpen(LoadPipe *pp, int nCol, int bSum, int bOvfl, int64_t nRow,
+static void loadPipeOpen(LoadPipe *pp, int nCol, int iFormat, int64_t nRow,
                          LoadWorkerArg *aArg){
   int i, nCpu = 1;
   memset(pp, 0, sizeof(*pp));
   pp->nCol = nCol;
-  pp->bSum = bSum;
-  pp->bOvfl = bOvfl;
+  pp->bSum = iFormat>=2;
+  pp->bOvfl = iFormat>=SHADOW_FORMAT_OVFL;
+  pp->bEnc = iFormat>=SHADOW_FORMAT_ENC;
   for(i=0; i<=LOAD_MAX_WORKERS; i++) gpudsLoaderBegin(&pp->aL[i]);
 #ifdef _SC_NPROCESSORS_ONLN
   nCpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -329,10 +419,11 @@ static void loadPipeOpen(LoadPipe *pp, int nCol, int bSum, int bOvfl, int64_t nR
 }
 
 /* In *pb, a free buffer of at least nv bytes for the next chunk (only the
-** reader takes free buffers).  While there is none, the reader places a
-** chunk itself, or waits for a worker.  SQLITE_NOMEM, or SQLITE_ERROR if a
-** worker failed (loadPipeJoin says why). */
-static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
+** reader takes free buffers), with arena blocks for nRowBytes bytes of
+** rows.  While there is none, the reader places a chunk itself, or waits
+** for a worker.  SQLITE_NOMEM, or SQLITE_ERROR if a worker failed
+** (loadPipeJoin says why). */
+static int loadPipeBuf(LoadPipe *pp, size_t nv, size_t nRowBytes, LoadBuf **pb){
   LoadBuf *b = 0;
   int i, rc = SQLITE_OK;
   if( pp->nWorker==0 ){
@@ -364,7 +455,7 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
   ** pages.  A chunk's rows take at most its vals' bytes and a block's
   ** wasted end (at most LOAD_SPAN_MIN); if they take more, the worker
   ** allocates. */
-  while( b->spare.n < (int)(nv/(gpudsLoaderSpanMax() - LOAD_SPAN_MIN)) + 2 ){
+  while( b->spare.n < (int)(nRowBytes/(gpudsLoaderSpanMax() - LOAD_SPAN_MIN)) + 2 ){
     if( !gpudsBlocksAdd(&b->spare) ) break;  /* the worker will try */
   }
   *pb = b;
@@ -374,8 +465,8 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, LoadBuf **pb){
 /* Hand buffer b, filled with the vals of chunk iChunk of r (run iRun), to a
 ** worker, or place it now if there is none. */
 static int loadPipeSubmit(LoadPipe *pp, LoadBuf *b, LoadRows *r, int iChunk,
-                          int64_t iRun, size_t nv){
-  b->r = r; b->iChunk = iChunk; b->iRun = iRun; b->nv = nv;
+                          int64_t iRun, size_t nk, size_t nv){
+  b->r = r; b->iChunk = iChunk; b->iRun = iRun; b->nk = nk; b->nv = nv;
   b->i0 = r->aChunk[iChunk].i0; b->nEnt = r->aChunk[iChunk].n;
   if( pp->nWorker==0 ){
     b->eState = LOADBUF_BUSY;
@@ -465,7 +556,8 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
                           p->zName, (long long)iRun, "keys or vals is not a blob");
       break;
     }
-    if( n<0 || n>0x7fffffff || nk!=n*8 || nv<n*4 + (pp->bSum ? SHADOW_SUM : 0) ){
+    if( pp->bEnc ? (n<0 || n>0x7fffffff || nk<n || nk>n*9 || nv<n + SHADOW_SUM)
+                 : (n<0 || n>0x7fffffff || nk!=n*8 || nv<n*4 + (pp->bSum ? SHADOW_SUM : 0)) ){
       rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
                           p->zName, (long long)iRun, "bad chunk sizes");
       break;
@@ -487,10 +579,19 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
       if( a==0 ){ rc = SQLITE_NOMEM; break; }
     }
     rc = loadBlob(p, &pKeys, zTab, "keys", iRow);
-    if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pKeys, &r->aKey[r->n], (int)nk, 0);
     if( rc==SQLITE_OK ) rc = loadBlob(p, &pVals, zTab, "vals", iRow);
-    if( rc==SQLITE_OK ) rc = loadPipeBuf(pp, (size_t)nv, &b);
-    if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pVals, b->a, (int)nv, 0);
+    if( rc==SQLITE_OK && pp->bEnc ){
+      /* keys and vals into the buffer; the rows take at most a header and
+      ** 8 bytes of alignment a row more than their encoding */
+      rc = loadPipeBuf(pp, (size_t)(nk+nv), (size_t)nv + (size_t)n*(gpudsRowHdrBytes(pp->nCol)
+                       + 8*(size_t)pp->nCol + 8), &b);
+      if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pKeys, b->a, (int)nk, 0);
+      if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pVals, b->a + nk, (int)nv, 0);
+    }else if( rc==SQLITE_OK ){
+      rc = sqlite3_blob_read(pKeys, &r->aKey[r->n], (int)nk, 0);
+      if( rc==SQLITE_OK ) rc = loadPipeBuf(pp, (size_t)nv, (size_t)nv, &b);
+      if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pVals, b->a, (int)nv, 0);
+    }
     if( rc ){
       if( p->base.zErrMsg==0 && rc!=SQLITE_NOMEM ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
       break;
@@ -500,7 +601,7 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
     r->aChunk[r->nChunk].bDone = 0;
     r->nChunk++;
     r->n += n;
-    rc = loadPipeSubmit(pp, b, r, r->nChunk-1, iRun, (size_t)nv);
+    rc = loadPipeSubmit(pp, b, r, r->nChunk-1, iRun, pp->bEnc ? (size_t)nk : 0, (size_t)nv);
     if( rc ) rc = SQLITE_ERROR;             /* loadPipeJoin reports it */
   }
   sqlite3_blob_close(pKeys);
@@ -597,7 +698,7 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
     if( aN[i]<0 ) aN[i] = 0;
     nRow += aN[i];
   }
-  loadPipeOpen(&pipe, p->nCol-1, p->iFormat>=2, p->iFormat>=SHADOW_FORMAT_OVFL, nRow, aArg);
+  loadPipeOpen(&pipe, p->nCol-1, p->iFormat, nRow, aArg);
   if( rc==SQLITE_OK && nRun<=1 ){
     rc = loadRowsAlloc(&out, nRun ? aN[0] : 0);
     if( rc==SQLITE_OK && nRun ) rc = loadRun(p, &pipe, aRun[0], &out);
@@ -612,6 +713,12 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
   }
   rc2 = loadPipeJoin(p, &pipe);             /* every chunk placed */
   if( rc2 ) rc = rc2;
+  for(i=0; rc==SQLITE_OK && pipe.bEnc && i<(aR ? nRun : 1); i++){
+    if( loadKeyOrder(aR ? &aR[i] : &out)>=0 ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
+                          p->zName, (long long)(nRun ? aRun[i] : 0), "keys out of order");
+    }
+  }
   if( rc==SQLITE_OK && aR ){
     for(i=0; i<nRun; i++){ sqlite3_free(aR[i].aChunk); aR[i].aChunk = 0; aR[i].nChunk = 0; }
     rc = loadMerge(aR, nRun, &out);

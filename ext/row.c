@@ -10,6 +10,7 @@
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include "schema.h"
+#include "runfmt.h"
 #include <string.h>
 #include <stdlib.h>
 
@@ -423,6 +424,106 @@ int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff){
     if( nVar<varintLen((uint64_t)nHdr) ) nHdr++;
   }
   return nHdr + nData;
+}
+
+/* Bytes of a record of nCol columns before its payload. */
+size_t gpudsRowHdrBytes(int nCol){
+  return sizeof(GpudsRow) + (size_t)nCol*sizeof(RowCell);
+}
+
+/* Column i of record p: its storage class (SQLITE_INTEGER, _FLOAT, _TEXT,
+** _BLOB or _NULL), its payload at *pz and the payload's bytes at *pn (8
+** for numbers, the length of text without its NUL). */
+int gpudsRowCell(const GpudsRow *p, int i, const unsigned char **pz, uint32_t *pn){
+  const RowCell *c = rowCell(p, i);
+  *pz = (const unsigned char*)p + c->iOff;
+  *pn = c->nLen;
+  return c->eType & ~CELL_TERM;
+}
+
+/* The signed big-endian integer of n bytes at b. */
+static int64_t beInt(const unsigned char *b, int n){
+  uint64_t v = (b[0] & 0x80) ? ~(uint64_t)0 : 0;
+  int i;
+  for(i=0; i<n; i++) v = (v<<8) | b[i];
+  return (int64_t)v;
+}
+
+/* The handle of the record a[0..n-1] of the storage format 4 (runfmt.h:
+** nCol serial types in nHdr bytes, then the columns' bytes), which
+** gpudsRecCheck() (runfmt.c, the one place that validates it) found valid
+** and gave nByte, the size of the record this builds: the same bytes
+** gpudsRowNew() gives the same values.  Allocated from loader L, or by
+** malloc() if L is NULL or the record too big for an arena; 0 if out of
+** memory.  Calls no SQLite routine: the loader's worker threads use it. */
+uint64_t gpudsRowDecode(GpudsLoader *L, const unsigned char *a, uint32_t nHdr,
+                        int nCol, size_t nByte){
+  GpudsRow *p = 0;
+  uint64_t h = 0;
+  const unsigned char *aHdr = a, *b = a + nHdr;
+  char *z;
+  int i;
+  if( L && (p = (GpudsRow*)loaderAlloc(L, nByte))!=0 ){
+    h = (uint64_t)(uintptr_t)p | 1;
+  }else if( (p = (GpudsRow*)malloc(nByte))!=0 ){
+    h = (uint64_t)(uintptr_t)p;
+  }else{
+    return 0;
+  }
+  p->nCol = (uint32_t)nCol;
+  p->nByte = (uint32_t)nByte;
+  memset(rowCell(p, 0), 0, (size_t)nCol*sizeof(RowCell));
+  z = (char*)rowCell(p, nCol);
+  for(i=0; i<nCol; i++){
+    RowCell *c = rowCell(p, i);
+    uint64_t s = 0;
+    int64_t x;
+    if( aHdr[0]<0x80 ){ s = *aHdr++; }
+    else{ aHdr += gpudsVarintGet(aHdr, (size_t)(a + nHdr - aHdr), &s); }
+    c->iOff = (uint32_t)(z - (char*)p);
+    switch( s ){
+      case 0: c->eType = SQLITE_NULL; break;
+      case 1: case 2: case 3: case 4: case 5: case 6: {
+        int nb = (int)gpudsSerialBytes(s);
+        x = beInt(b, nb);
+        b += nb;
+        c->eType = SQLITE_INTEGER; c->nLen = 8;
+        memcpy(z, &x, 8); z += 8;
+        break;
+      }
+      case 7: {
+        uint64_t u = 0;
+        int j;
+        for(j=0; j<8; j++) u = (u<<8) | b[j];
+        b += 8;
+        c->eType = SQLITE_FLOAT; c->nLen = 8;
+        memcpy(z, &u, 8); z += 8;
+        break;
+      }
+      case 8: case 9:
+        x = (int64_t)s - 8;
+        c->eType = SQLITE_INTEGER; c->nLen = 8;
+        memcpy(z, &x, 8); z += 8;
+        break;
+      default: {
+        uint32_t nLen = (uint32_t)((s-12)/2);
+        c->nLen = nLen;
+        if( nLen ) memcpy(z, b, nLen);
+        b += nLen;
+        if( s & 1 ){
+          c->eType = SQLITE_TEXT;
+          z[nLen] = 0;
+          if( nLen==0 || memchr(z, 0, nLen)==0 ) c->eType |= CELL_TERM;
+          z += nLen + 1;
+        }else{
+          c->eType = SQLITE_BLOB;
+          z += nLen;
+        }
+        break;
+      }
+    }
+  }
+  return h;
 }
 
 /* True if bytes a[0..n-1] are a valid record of nCol non-key columns. */

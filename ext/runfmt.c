@@ -79,6 +79,172 @@ int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...)
   return rc;
 }
 
+/* ------------------------------------------------- format 4: keys, records
+** The one place that validates format 4 (runfmt.h); row.c's
+** gpudsRowDecode() builds a record from what gpudsRecCheck() accepted.
+** These call no SQLite routine: the loader's worker threads use them. */
+
+#define KEY_SIGN ((uint64_t)1<<63)
+
+/* Decode the n keys of a format-4 keys blob a[0..nA-1] into aKey[]: 1 if
+** they are exactly n varints filling the blob, strictly ascending (every
+** difference >= 1, none past INT64_MAX), else 0. */
+int gpudsKeysDecode(const unsigned char *a, size_t nA, int64_t *aKey, int n){
+  size_t off;
+  uint64_t u, prev;
+  int i, m;
+  if( n<=0 ) return n==0 && nA==0;
+  m = gpudsVarintGet(a, nA, &u);
+  if( m==0 ) return 0;
+  off = (size_t)m;
+  aKey[0] = (int64_t)((u>>1) ^ (0 - (u & 1)));
+  prev = (uint64_t)aKey[0] ^ KEY_SIGN;      /* order-preserving as unsigned */
+  for(i=1; i<n; i++){
+    if( off<nA && a[off]<0x80 ){
+      u = a[off++];
+    }else{
+      m = gpudsVarintGet(a+off, nA-off, &u);
+      if( m==0 ) return 0;
+      off += (size_t)m;
+    }
+    if( u==0 || u > ~prev ) return 0;
+    prev += u;
+    aKey[i] = (int64_t)(prev ^ KEY_SIGN);
+  }
+  return off==nA;
+}
+
+/* 1 if a[0..n-1] is a valid format-4 record of nCol columns: nCol serial
+** types (none 10 or 11, no varint past the end), then exactly the bytes
+** they call for; *pnHdr gets the serial types' bytes and *pnByte the size
+** of the row record (row.c) it decodes to, which must stay below 2^31.
+** Else 0. */
+int gpudsRecCheck(const unsigned char *a, uint32_t n, int nCol, uint32_t *pnHdr,
+                  size_t *pnByte){
+  size_t off = 0;
+  uint64_t nBody = 0, nByte = gpudsRowHdrBytes(nCol);
+  int i;
+  for(i=0; i<nCol; i++){
+    uint64_t s;
+    int64_t nb;
+    if( off<n && a[off]<0x80 ){
+      s = a[off++];
+    }else{
+      int m = gpudsVarintGet(a+off, n-off, &s);
+      if( m==0 ) return 0;
+      off += (size_t)m;
+    }
+    nb = gpudsSerialBytes(s);
+    if( nb<0 ) return 0;
+    nBody += (uint64_t)nb;
+    nByte += s<12 ? (s==0 ? 0 : 8) : (uint64_t)nb + (s & 1);
+  }
+  if( (uint64_t)off + nBody != n || nByte>0x7fffffff ) return 0;
+  *pnHdr = (uint32_t)off;
+  *pnByte = (size_t)nByte;
+  return 1;
+}
+
+/* The serial type and big-endian body of integer x (SQLite's choice of
+** the fewest bytes); the body's bytes go to b, their count to *pnb. */
+static uint64_t intSerial(int64_t x, unsigned char *b, int *pnb){
+  static const int aBytes[7] = { 0, 1, 2, 3, 4, 6, 8 };
+  uint64_t u = x<0 ? ~(uint64_t)x : (uint64_t)x;
+  uint64_t s;
+  int i, nb;
+  if( x==0 || x==1 ){ *pnb = 0; return 8 + (uint64_t)x; }
+  s = u<=127 ? 1 : u<=32767 ? 2 : u<=8388607 ? 3 : u<=2147483647 ? 4
+    : u<=0x7fffffffffffULL ? 5 : 6;
+  nb = aBytes[s];
+  for(i=nb-1; i>=0; i--){ b[i] = (unsigned char)x; x = (int64_t)((uint64_t)x >> 8); }
+  *pnb = nb;
+  return s;
+}
+
+/* Encode row pRow (nCol columns) as a format-4 record into w->aRec;
+** *pnRec gets its bytes. */
+static int recEncode(RunWriter *w, const GpudsRow *pRow, int nCol, uint32_t *pnRec){
+  size_t nMax = (size_t)nCol*9 + gpudsRowBytes(pRow), off = 0;
+  unsigned char *b;
+  int i;
+  if( nMax>w->nRecAlloc ){
+    unsigned char *a = sqlite3_realloc64(w->aRec, nMax);
+    if( a==0 ) return SQLITE_NOMEM;
+    w->aRec = a;
+    w->nRecAlloc = nMax;
+  }
+  for(i=0; i<nCol; i++){                    /* the serial types */
+    const unsigned char *z;
+    uint32_t n;
+    uint64_t s = 0;
+    int nb;
+    unsigned char tmp[8];
+    switch( gpudsRowCell(pRow, i, &z, &n) ){
+      case SQLITE_INTEGER: { int64_t x; memcpy(&x, z, 8); s = intSerial(x, tmp, &nb); break; }
+      case SQLITE_FLOAT:   s = 7; break;
+      case SQLITE_TEXT:    s = (uint64_t)n*2 + 13; break;
+      case SQLITE_BLOB:    s = (uint64_t)n*2 + 12; break;
+    }
+    off += (size_t)gpudsVarintPut(w->aRec + off, s);
+  }
+  b = w->aRec + off;
+  for(i=0; i<nCol; i++){                    /* the bodies */
+    const unsigned char *z;
+    uint32_t n;
+    int nb, j;
+    switch( gpudsRowCell(pRow, i, &z, &n) ){
+      case SQLITE_INTEGER: { int64_t x; memcpy(&x, z, 8); intSerial(x, b, &nb); b += nb; break; }
+      case SQLITE_FLOAT: {
+        uint64_t u;
+        memcpy(&u, z, 8);
+        for(j=7; j>=0; j--){ b[j] = (unsigned char)u; u >>= 8; }
+        b += 8;
+        break;
+      }
+      case SQLITE_TEXT: case SQLITE_BLOB:
+        if( n ) memcpy(b, z, n);
+        b += n;
+        break;
+    }
+  }
+  *pnRec = (uint32_t)(b - w->aRec);
+  return SQLITE_OK;
+}
+
+/* The row record (malloc()'d: a row handle can take it over; else free()
+** it) of the n bytes a[] of an entry of this table's format: a copy of a
+** valid record (formats 1 to 3) or the record a valid format-4 record
+** decodes to.  SQLITE_CORRUPT_VTAB (no message) if they are not valid,
+** SQLITE_NOMEM. */
+static int recToRow(GpudsTable *p, const unsigned char *a, uint32_t n, unsigned char **paRow){
+  int nCol = p->nCol - 1;
+  *paRow = 0;
+  if( p->iFormat>=SHADOW_FORMAT_ENC ){
+    uint32_t nHdr;
+    size_t nByte;
+    uint64_t h;
+    if( !gpudsRecCheck(a, n, nCol, &nHdr, &nByte) ) return SQLITE_CORRUPT_VTAB;
+    h = gpudsRowDecode(0, a, nHdr, nCol, nByte);
+    if( h==0 ) return SQLITE_NOMEM;
+    *paRow = (unsigned char*)(uintptr_t)h;
+  }else{
+    if( !gpudsRowValid(a, n, nCol) ) return SQLITE_CORRUPT_VTAB;
+    *paRow = (unsigned char*)malloc(n ? n : 1);
+    if( *paRow==0 ) return SQLITE_NOMEM;
+    memcpy(*paRow, a, n);
+  }
+  return SQLITE_OK;
+}
+
+/* The row record (malloc()'d) of the entry bytes a[0..n-1] a merge gave
+** (gpudsRunMerge); a bad record is SQLITE_CORRUPT_VTAB with the table's
+** message set. */
+int gpudsRunRecord(GpudsTable *p, const unsigned char *a, uint32_t n, unsigned char **paRow){
+  int rc = recToRow(p, a, n, paRow);
+  if( rc==SQLITE_CORRUPT_VTAB ) return gpudsVtabError(p, rc, "%s_run: bad row record", p->zName);
+  return rc;
+}
+
 /* ------------------------------------------------------------ run readers */
 
 /* Streams one run's entries in key order, a chunk at a time, reading the
@@ -96,6 +262,8 @@ typedef struct RunReader {
   size_t nVal, iOff;       /* bytes of aVal, offset of entry i */
   uint32_t nCur;           /* payload bytes of entry i (SHADOW_TOMB: none;
                            ** SHADOW_OVFL: a reference, in ovfl) */
+  int nEnt;                /* bytes of entry i's header (its length) */
+  int bEnc;                /* format 4 */
   GpudsOvfl ovfl;          /* entry i's reference, if nCur==SHADOW_OVFL */
   int bEof;
 } RunReader;
@@ -109,14 +277,26 @@ static int readerCorrupt(GpudsTable *p, RunReader *r, const char *zWhy){
 /* Validate entry i of the current chunk at offset iOff; cache its length. */
 static int readerCheckEntry(GpudsTable *p, RunReader *r){
   uint32_t L;
-  if( r->iOff+4 > r->nVal ) return readerCorrupt(p, r, "entry past the end of vals");
-  memcpy(&L, r->aVal + r->iOff, 4);
+  if( r->bEnc ){
+    uint64_t E;
+    int m = gpudsVarintGet(r->aVal + r->iOff, r->nVal - r->iOff, &E);
+    if( m==0 ) return readerCorrupt(p, r, "entry past the end of vals");
+    if( E>=2 && E-2 > r->nVal - r->iOff - (size_t)m ){
+      return readerCorrupt(p, r, "entry length past the end of vals");
+    }
+    L = E==0 ? SHADOW_TOMB : E==1 ? SHADOW_OVFL : (uint32_t)(E-2);
+    r->nEnt = m;
+  }else{
+    if( r->iOff+4 > r->nVal ) return readerCorrupt(p, r, "entry past the end of vals");
+    memcpy(&L, r->aVal + r->iOff, 4);
+    r->nEnt = 4;
+  }
   if( L==SHADOW_OVFL ){
-    if( p->iFormat<SHADOW_FORMAT_OVFL || r->iOff+4+SHADOW_OVFL_REF > r->nVal
-     || !gpudsOvflParse(r->aVal + r->iOff + 4, &r->ovfl) ){
+    if( p->iFormat<SHADOW_FORMAT_OVFL || r->iOff+r->nEnt+SHADOW_OVFL_REF > r->nVal
+     || !gpudsOvflParse(r->aVal + r->iOff + r->nEnt, &r->ovfl) ){
       return readerCorrupt(p, r, "bad spilled record reference");
     }
-  }else if( L!=SHADOW_TOMB && (uint64_t)r->iOff+4+L > r->nVal ){
+  }else if( L!=SHADOW_TOMB && (uint64_t)r->iOff+r->nEnt+L > r->nVal ){
     return readerCorrupt(p, r, "entry length past the end of vals");
   }
   if( r->i>0 && r->aKey[r->i]<=r->aKey[r->i-1] ) return readerCorrupt(p, r, "keys out of order");
@@ -146,14 +326,27 @@ static int readerChunk(GpudsTable *p, RunReader *r){
       if( nv<SHADOW_SUM ) return readerCorrupt(p, r, "bad chunk sizes");
       nv -= SHADOW_SUM;
       memcpy(&h, (const unsigned char*)pv + nv, SHADOW_SUM);
-      if( n<0 || nk!=n*8 ) return readerCorrupt(p, r, "bad chunk sizes");
+      if( n<0 || (r->bEnc ? nk<n : nk!=n*8) ) return readerCorrupt(p, r, "bad chunk sizes");
       if( h!=gpudsChunkSum((const unsigned char*)pk, (size_t)nk, (const unsigned char*)pv, (size_t)nv) ){
         return readerCorrupt(p, r, "checksum mismatch");
       }
     }
-    if( n<0 || nk!=n*8 || (int64_t)nv < (int64_t)n*4 ) return readerCorrupt(p, r, "bad chunk sizes");
-    r->aKey = (const int64_t*)pk;
-    if( ((uintptr_t)pk & 7)!=0 ){           /* SQLite's buffers are aligned */
+    if( r->bEnc ){
+      if( n<0 || nk<n || (int64_t)nk > (int64_t)n*9 || nv<n ) return readerCorrupt(p, r, "bad chunk sizes");
+      if( (size_t)n*8 > r->nKeyBuf ){
+        sqlite3_free(r->aKeyBuf);
+        r->nKeyBuf = 0;
+        r->aKeyBuf = sqlite3_malloc64((size_t)n*8 + 8);
+        if( r->aKeyBuf==0 ) return SQLITE_NOMEM;
+        r->nKeyBuf = (size_t)n*8;
+      }
+      if( !gpudsKeysDecode((const unsigned char*)pk, (size_t)nk, r->aKeyBuf, n) ){
+        return readerCorrupt(p, r, "bad keys");
+      }
+      r->aKey = r->aKeyBuf;
+    }else if( n<0 || nk!=n*8 || (int64_t)nv < (int64_t)n*4 ){
+      return readerCorrupt(p, r, "bad chunk sizes");
+    }else if( ((uintptr_t)pk & 7)!=0 ){     /* SQLite's buffers are aligned */
       if( (size_t)nk > r->nKeyBuf ){
         sqlite3_free(r->aKeyBuf);
         r->nKeyBuf = 0;
@@ -163,6 +356,8 @@ static int readerChunk(GpudsTable *p, RunReader *r){
       }
       memcpy(r->aKeyBuf, pk, (size_t)nk);
       r->aKey = r->aKeyBuf;
+    }else{
+      r->aKey = (const int64_t*)pk;
     }
     r->aVal = (const unsigned char*)pv;
     r->n = n; r->i = 0; r->nVal = (size_t)nv; r->iOff = 0;
@@ -176,6 +371,7 @@ static int readerOpen(GpudsTable *p, int64_t iRun, RunReader *r){
   int rc;
   memset(r, 0, sizeof(*r));
   r->iRun = iRun;
+  r->bEnc = p->iFormat>=SHADOW_FORMAT_ENC;
   rc = gpudsRunPrepare(p, &r->pStmt,
       "SELECT n, keys, vals FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld ORDER BY id",
       p->zDb, p->zName, (long long)(iRun<<RUN_SHIFT),
@@ -193,15 +389,16 @@ static void readerEntry(RunReader *r, int64_t *pKey,
   *ppOvfl = 0;
   if( r->nCur==SHADOW_TOMB ){ *paRec = 0; *pnRec = 0; return; }
   if( r->nCur==SHADOW_OVFL ){ *paRec = 0; *pnRec = r->ovfl.nRec; *ppOvfl = &r->ovfl; return; }
-  *paRec = r->aVal + r->iOff + 4;
+  *paRec = r->aVal + r->iOff + r->nEnt;
   *pnRec = r->nCur;
 }
 
 /* Step past the current entry and validate the next one. */
 static int readerNext(GpudsTable *p, RunReader *r){
-  r->iOff += 4 + (r->nCur==SHADOW_TOMB ? 0 : r->nCur==SHADOW_OVFL ? SHADOW_OVFL_REF : r->nCur);
+  r->iOff += r->nEnt + (r->nCur==SHADOW_TOMB ? 0 : r->nCur==SHADOW_OVFL ? SHADOW_OVFL_REF : r->nCur);
   r->i++;
   if( r->i<r->n ) return readerCheckEntry(p, r);
+  if( r->bEnc && r->iOff!=r->nVal ) return readerCorrupt(p, r, "bytes after the last entry");
   while( !r->bEof && r->i>=r->n ){
     int rc = readerChunk(p, r);
     if( rc ) return rc;
@@ -227,9 +424,9 @@ int gpudsRunListCap(GpudsTable *p, int64_t **paRun, int64_t **paN, int64_t **paC
   int64_t *aRun = 0, *aN = 0, *aCap = 0;
   int nRun = 0, nAlloc = 0;
   int rc = gpudsRunPrepare(p, &pStmt,
-      paCap ? "SELECT id>>%d, n, length(keys)/8 FROM %Q.'%q_run' ORDER BY id"
-            : "SELECT id>>%d, n, 0 FROM %Q.'%q_run' ORDER BY id",
-      RUN_SHIFT, p->zDb, p->zName);
+      paCap ? "SELECT id>>%d, n, length(keys)/%d FROM %Q.'%q_run' ORDER BY id"
+            : "SELECT id>>%d, n, %d*0 FROM %Q.'%q_run' ORDER BY id",
+      RUN_SHIFT, p->iFormat>=SHADOW_FORMAT_ENC ? 1 : 8, p->zDb, p->zName);
   if( rc ) return rc;
   while( sqlite3_step(pStmt)==SQLITE_ROW ){
     int64_t iRun = sqlite3_column_int64(pStmt, 0);
@@ -328,7 +525,8 @@ int gpudsOvflParse(const unsigned char *a, GpudsOvfl *o){
 /* Read the record o refers to (found in run iRun) into *paRec, allocated
 ** with malloc() (a row handle can take it over; else free() it), after
 ** checking that every piece is there, that they add up to its length and
-** checksum, and that it is a valid record of nCol non-key columns.  Any
+** checksum, and that it is a valid record of nCol non-key columns (in
+** format 4, the encoded record, which *paRec gets decoded).  Any
 ** other state is SQLITE_CORRUPT_VTAB naming run iRun (if > 0).  Pieces are read with
 ** sqlite3_blob_read: this connection's length limit does not apply. */
 int gpudsOvflRead(GpudsTable *p, int64_t iRun, const GpudsOvfl *o, int nCol,
@@ -358,6 +556,12 @@ int gpudsOvflRead(GpudsTable *p, int64_t iRun, const GpudsOvfl *o, int nCol,
   if( rc==SQLITE_OK && zWhy==0 ){
     if( off!=o->nRec ) zWhy = "spilled record pieces of the wrong size";
     else if( gpudsChunkSum(a, o->nRec, 0, 0)!=o->sum ) zWhy = "spilled record checksum mismatch";
+    else if( p->iFormat>=SHADOW_FORMAT_ENC ){
+      unsigned char *aRow = 0;
+      rc = recToRow(p, a, o->nRec, &aRow);
+      if( rc==SQLITE_CORRUPT_VTAB ){ rc = SQLITE_OK; zWhy = "bad spilled row record"; }
+      if( rc==SQLITE_OK && aRow ){ free(a); a = aRow; }
+    }
     else if( !gpudsRowValid(a, o->nRec, nCol) ) zWhy = "bad spilled row record";
   }
   if( zWhy && iRun>0 ){
@@ -412,7 +616,12 @@ int gpudsRunWriterOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
   }
   w->bSum = p->iFormat>=2;
   w->bOvfl = p->iFormat>=SHADOW_FORMAT_OVFL;
+  w->bEnc = p->iFormat>=SHADOW_FORMAT_ENC;
   if( w->bSum ) w->nLimit -= SHADOW_SUM;
+  if( w->bEnc ){
+    w->aKeyEnc = sqlite3_malloc64(SHADOW_CHUNK*9);
+    if( w->aKeyEnc==0 ) return SQLITE_NOMEM;
+  }
   return gpudsRunPrepare(p, &w->pIns, "INSERT INTO %Q.'%q_run'(id, n, keys, vals) VALUES(?,?,?,?)",
                        p->zDb, p->zName);
 }
@@ -420,16 +629,17 @@ int gpudsRunWriterOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
 /* Write the pending chunk, if any. */
 int gpudsRunWriterFlush(GpudsTable *p, RunWriter *w){
   int rc;
+  const unsigned char *aK = w->bEnc ? w->aKeyEnc : (const unsigned char*)w->aKey;
   if( w->n==0 ) return SQLITE_OK;
   if( w->iChunk>=(1<<RUN_SHIFT) ) return gpudsVtabError(p, SQLITE_FULL, "run too large");
   if( w->bSum ){
-    uint64_t h = gpudsChunkSum((const unsigned char*)w->aKey, (size_t)w->n*8, w->aVal, w->nVal);
+    uint64_t h = gpudsChunkSum(aK, w->nKeyEnc, w->aVal, w->nVal);
     memcpy(w->aVal + w->nVal, &h, SHADOW_SUM);   /* writerEntry kept room */
     w->nVal += SHADOW_SUM;
   }
   rc = sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
   if( rc==SQLITE_OK ) rc = sqlite3_bind_int(w->pIns, 2, w->n);
-  if( rc==SQLITE_OK ) rc = sqlite3_bind_blob64(w->pIns, 3, w->aKey, (uint64_t)w->n*8, SQLITE_STATIC);
+  if( rc==SQLITE_OK ) rc = sqlite3_bind_blob64(w->pIns, 3, aK, (uint64_t)w->nKeyEnc, SQLITE_STATIC);
   if( rc==SQLITE_OK ){
     rc = sqlite3_bind_blob64(w->pIns, 4, w->aVal ? (const void*)w->aVal : (const void*)"",
                              w->nVal, SQLITE_STATIC);
@@ -442,21 +652,38 @@ int gpudsRunWriterFlush(GpudsTable *p, RunWriter *w){
   rc = sqlite3_reset(w->pIns);
   if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
   w->nVal = 0;
+  w->nKeyEnc = 0;
   w->iChunk++;
   w->n = 0;
   return SQLITE_OK;
 }
 
+/* Bytes of an entry's header (its length L, SHADOW_TOMB or SHADOW_OVFL)
+** in writer w's format, written to a if not NULL. */
+static int entryHdr(const RunWriter *w, uint32_t L, unsigned char *a){
+  if( w->bEnc ){
+    uint64_t E = L==SHADOW_TOMB ? 0 : L==SHADOW_OVFL ? 1 : (uint64_t)L + 2;
+    if( a ) return gpudsVarintPut(a, E);
+    return gpudsVarintLen(E);
+  }
+  if( a ) memcpy(a, &L, 4);
+  return 4;
+}
+
+/* The most bytes one key takes in writer w's format. */
+#define KEY_MAX(w) ((w)->bEnc ? 9 : 8)
+
 /* Append key k with entry header L and nPay payload bytes aPay[]; keys must
 ** ascend. */
 static int writerEntry(GpudsTable *p, RunWriter *w, int64_t k, uint32_t L,
                        const unsigned char *aPay, uint32_t nPay){
-  size_t nNeed = w->nVal + 4 + nPay;
-  if( w->n>0 && (int64_t)(w->n+1)*8 + (int64_t)nNeed > w->nLimit ){
+  int nHdr = entryHdr(w, L, 0);
+  size_t nNeed = w->nVal + nHdr + nPay;
+  if( w->n>0 && (int64_t)w->nKeyEnc + KEY_MAX(w) + (int64_t)nNeed > w->nLimit ){
     /* Keep every chunk within SQLITE_LIMIT_LENGTH. */
     int rc = gpudsRunWriterFlush(p, w);
     if( rc ) return rc;
-    nNeed = 4 + nPay;
+    nNeed = nHdr + nPay;
   }
   if( nNeed+SHADOW_SUM>w->nValAlloc ){
     size_t nNew = w->nValAlloc ? w->nValAlloc*2 : 65536;
@@ -467,9 +694,16 @@ static int writerEntry(GpudsTable *p, RunWriter *w, int64_t k, uint32_t L,
     w->aVal = a;
     w->nValAlloc = nNew;
   }
+  if( w->bEnc ){
+    uint64_t u = w->n==0 ? ((uint64_t)k<<1) ^ (uint64_t)(k>>63)     /* zigzag */
+                         : (uint64_t)k - (uint64_t)w->aKey[w->n-1];
+    w->nKeyEnc += (size_t)gpudsVarintPut(w->aKeyEnc + w->nKeyEnc, u);
+  }else{
+    w->nKeyEnc += 8;
+  }
   w->aKey[w->n++] = k;
-  memcpy(w->aVal + w->nVal, &L, 4);
-  if( nPay ) memcpy(w->aVal + w->nVal + 4, aPay, nPay);
+  entryHdr(w, L, w->aVal + w->nVal);
+  if( nPay ) memcpy(w->aVal + w->nVal + nHdr, aPay, nPay);
   w->nVal = nNeed;
   w->nTotal++;
   if( w->n==SHADOW_CHUNK || w->nVal>(64<<20) ) return gpudsRunWriterFlush(p, w);
@@ -529,12 +763,14 @@ static int writerSpill(GpudsTable *p, RunWriter *w, const unsigned char *aRec,
   return SQLITE_OK;
 }
 
-/* Append (key, record or NULL = tombstone); keys must ascend.  A record too
-** big for a chunk alone is spilled (format 3). */
+/* Append (key, entry bytes or NULL = tombstone); keys must ascend.  The
+** bytes are a record in this table's format, as a merge of its runs gives
+** them (gpudsRunMerge).  A record too big for a chunk alone is spilled
+** (from format 3). */
 int gpudsRunWriterAdd(GpudsTable *p, RunWriter *w, int64_t k,
                      const unsigned char *aRec, uint32_t nRec){
-  if( aRec && w->bOvfl && 8 + 4 + (int64_t)nRec > w->nLimit ){
-    GpudsOvfl o;
+  if( aRec && w->bOvfl && KEY_MAX(w) + entryHdr(w, nRec, 0) + (int64_t)nRec > w->nLimit ){
+    GpudsOvfl o = {0, 0, 0, 0};
     int rc = writerSpill(p, w, aRec, nRec, &o);
     if( rc==SQLITE_OK ) rc = gpudsRunWriterAddOvfl(p, w, k, &o);
     return rc;
@@ -542,10 +778,25 @@ int gpudsRunWriterAdd(GpudsTable *p, RunWriter *w, int64_t k,
   return writerEntry(p, w, k, aRec ? nRec : SHADOW_TOMB, aRec, aRec ? nRec : 0);
 }
 
+/* Append (key, row record or NULL = tombstone); keys must ascend.  In
+** format 4 the row is encoded first. */
+int gpudsRunWriterAddRow(GpudsTable *p, RunWriter *w, int64_t k, const GpudsRow *pRow){
+  if( pRow && w->bEnc ){
+    uint32_t nRec;
+    int rc = recEncode(w, pRow, p->nCol-1, &nRec);
+    if( rc ) return rc;
+    return gpudsRunWriterAdd(p, w, k, w->aRec, nRec);
+  }
+  return gpudsRunWriterAdd(p, w, k, (const unsigned char*)pRow,
+                           pRow ? (uint32_t)gpudsRowBytes(pRow) : 0);
+}
+
 void gpudsRunWriterClose(RunWriter *w){
   sqlite3_finalize(w->pIns);
   sqlite3_finalize(w->pOvflIns);
   sqlite3_free(w->aKey);
   sqlite3_free(w->aVal);
+  sqlite3_free(w->aKeyEnc);
+  sqlite3_free(w->aRec);
   memset(w, 0, sizeof(*w));
 }

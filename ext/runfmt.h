@@ -17,13 +17,30 @@
 **   iFirst..iFirst+nPiece-1, their data in order; each piece is referenced
 **   by exactly one entry of one run (a merge that drops the entry deletes
 **   the pieces)
+**
+** Format 4 (SHADOW_FORMAT_ENC) encodes keys and entries compactly; a
+** varint is SQLite's (1 to 9 bytes, big-endian groups of 7 bits, the 9th
+** byte all 8 bits):
+**   keys   n varints: the first key zigzag-encoded ((k<<1) ^ (k>>63)),
+**          then each key's difference from the one before (>= 1, unsigned)
+**   vals   n entries, each a varint E: 0 a deletion, 1 a spilled record's
+**          reference (SHADOW_OVFL_REF bytes follow, as in format 3), E >= 2
+**          a record of E-2 bytes; then the checksum of the keys and vals
+**          bytes before it (gpudsChunkSum)
+**   record nCol varints, each column's serial type as in SQLite's record
+**          format (0 NULL; 1, 2, 3, 4, 5, 6 an integer of 1, 2, 3, 4, 6, 8
+**          bytes; 7 a real of 8 bytes; 8 and 9 the integers 0 and 1; N >= 12
+**          even a blob, N >= 13 odd a text of (N-12)/2 bytes; 10 and 11
+**          invalid), then each column's bytes, big-endian, nothing after
+**          them.  Spilled records (<name>_ovfl) hold the same encoding.
 */
 #ifndef GPUDS_RUNFMT_H
 #define GPUDS_RUNFMT_H
 
-#define SHADOW_FORMAT  3     /* written by this build: checksums, spilled records */
+#define SHADOW_FORMAT  4     /* written for new tables: varints, encoded records */
 #define SHADOW_FORMAT_MIN 1  /* oldest read and written: format 1, no checksums */
 #define SHADOW_FORMAT_OVFL 3 /* first format with <name>_ovfl */
+#define SHADOW_FORMAT_ENC 4  /* first format with varint keys, encoded records */
 #define SHADOW_SUM     8     /* bytes of a format-2 chunk's checksum */
 #define SHADOW_CHUNK   65536 /* keys per chunk at most */
 #define SHADOW_TOMB    0xffffffffu
@@ -57,6 +74,11 @@ typedef struct RunWriter {
   int bOvfl;              /* format 3: spill records too big for a chunk */
   sqlite3_stmt *pOvflIns; /* INSERT INTO <name>_ovfl, once needed */
   int64_t iOvflNext;      /* id of the next piece (0: not yet looked up) */
+  int bEnc;               /* format 4: varint keys, encoded records */
+  unsigned char *aKeyEnc; /* format 4: the chunk's keys, encoded */
+  size_t nKeyEnc;         /* bytes of the chunk's keys (n*8 before format 4) */
+  unsigned char *aRec;    /* format 4: one record, encoded */
+  size_t nRecAlloc;
 } RunWriter;
 
 /* A merge's output: one key and its newest record: inline (aRec, nRec),
@@ -85,8 +107,64 @@ int gpudsRunWriterOpen(GpudsTable *p, int64_t iRun, RunWriter *w);
 int gpudsRunWriterFlush(GpudsTable *p, RunWriter *w);
 int gpudsRunWriterAdd(GpudsTable *p, RunWriter *w, int64_t k,
                       const unsigned char *aRec, uint32_t nRec);
+int gpudsRunWriterAddRow(GpudsTable *p, RunWriter *w, int64_t k, const GpudsRow *pRow);
+int gpudsRunRecord(GpudsTable *p, const unsigned char *a, uint32_t n,
+                   unsigned char **paRow);
+int gpudsRecCheck(const unsigned char *a, uint32_t n, int nCol, uint32_t *pnHdr,
+                  size_t *pnByte);
+int gpudsKeysDecode(const unsigned char *a, size_t nA, int64_t *aKey, int n);
 int gpudsRunWriterAddOvfl(GpudsTable *p, RunWriter *w, int64_t k, const GpudsOvfl *o);
 void gpudsRunWriterClose(RunWriter *w);
+
+/* The varint at a[0..nAvail-1] into *pv: its bytes (1 to 9), or 0 if it
+** runs past nAvail (truncated). */
+static inline int gpudsVarintGet(const unsigned char *a, size_t nAvail, uint64_t *pv){
+  uint64_t v = 0;
+  int i;
+  if( nAvail>0 && a[0]<0x80 ){ *pv = a[0]; return 1; }
+  for(i=0; i<8; i++){
+    if( (size_t)i>=nAvail ) return 0;
+    v = (v<<7) | (a[i] & 0x7f);
+    if( (a[i] & 0x80)==0 ){ *pv = v; return i+1; }
+  }
+  if( nAvail<9 ) return 0;
+  *pv = (v<<8) | a[8];
+  return 9;
+}
+
+/* Write v as a varint at a (room for 9 bytes); its bytes. */
+static inline int gpudsVarintPut(unsigned char *a, uint64_t v){
+  unsigned char buf[9];
+  int i, n;
+  if( v<0x80 ){ a[0] = (unsigned char)v; return 1; }
+  if( v & ((uint64_t)0xff000000<<32) ){
+    a[8] = (unsigned char)v;
+    v >>= 8;
+    for(i=7; i>=0; i--){ a[i] = (unsigned char)((v & 0x7f) | 0x80); v >>= 7; }
+    return 9;
+  }
+  n = 0;
+  do{ buf[n++] = (unsigned char)((v & 0x7f) | 0x80); v >>= 7; }while( v!=0 );
+  buf[0] &= 0x7f;
+  for(i=0; i<n; i++) a[i] = buf[n-1-i];
+  return n;
+}
+
+/* Bytes of varint v. */
+static inline int gpudsVarintLen(uint64_t v){
+  int n = 1;
+  if( v & ((uint64_t)0xff000000<<32) ) return 9;
+  while( (v >>= 7)!=0 ) n++;
+  return n;
+}
+
+/* Body bytes of serial type s of a format-4 record; -1 for 10 and 11. */
+static inline int64_t gpudsSerialBytes(uint64_t s){
+  static const signed char aSize[12] = { 0, 1, 2, 3, 4, 6, 8, 8, 0, 0, -1, -1 };
+  if( s<12 ) return aSize[s];
+  if( s>((uint64_t)1<<40) ) return -1;       /* longer than any record */
+  return (int64_t)((s-12)/2);
+}
 
 /* loader.c: load the store from the runs (generation iGen). */
 int gpudsShadowLoad(GpudsTable *p, int64_t iGen);

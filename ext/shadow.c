@@ -224,9 +224,7 @@ static int rewriteCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   size_t i;
   int rc = SQLITE_OK;
   for(i=0; i<n && rc==SQLITE_OK; i++){
-    const GpudsRow *pRow = gpudsRowOf(aV[i]);
-    rc = gpudsRunWriterAdd(p, (RunWriter*)pCtx, aK[i], (const unsigned char*)pRow,
-                   (uint32_t)gpudsRowBytes(pRow));
+    rc = gpudsRunWriterAddRow(p, (RunWriter*)pCtx, aK[i], gpudsRowOf(aV[i]));
   }
   return rc;
 }
@@ -295,8 +293,7 @@ static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch
     }
     if( jBest<0 ) break;
     pRow = gpudsRowOf(aBatch[jBest].aNew[aPos[jBest]]);
-    rc = gpudsRunWriterAdd(p, &w, k, (const unsigned char*)pRow,
-                   pRow ? (uint32_t)gpudsRowBytes(pRow) : 0);
+    rc = gpudsRunWriterAddRow(p, &w, k, pRow);
     for(j=0; j<nBatch; j++){
       if( aPos[j]<aBatch[j].n && aBatch[j].aKey[aPos[j]]==k ) aPos[j]++;
     }
@@ -456,14 +453,19 @@ static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
   uint8_t f = 0;
   uint64_t v = 0;
   unsigned char *aSpill = 0;
-  int rc;
+  int rc = SQLITE_OK;
   if( c->nSkip && bsearch(&k, c->aSkip, (size_t)c->nSkip, sizeof(int64_t), keyCmp) ){
     return SQLITE_OK;             /* changed by the open transaction */
   }
   if( pOvfl ){
     rc = gpudsOvflRead(p, 0, pOvfl, p->nCol-1, &aSpill);
-    if( rc ) return rc;
+  }else if( p->iFormat>=SHADOW_FORMAT_ENC ){
+    rc = gpudsRunRecord(p, aRec, nRec, &aSpill);   /* the row record it encodes */
+  }
+  if( rc ) return rc;
+  if( aSpill ){
     aRec = aSpill;
+    nRec = (uint32_t)gpudsRowBytes((const GpudsRow*)aSpill);
   }
   rc = gpudsStoreLookup(p, 1, &k, &f, &v);
   if( rc ){ free(aSpill); return rc; }

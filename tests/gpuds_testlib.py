@@ -33,3 +33,186 @@ def connect(path, timeout=5.0):
     c.load_extension(EXT)
     c.enable_load_extension(False)
     return c
+
+
+# ------------------------------------------------------------ storage format
+# The shadow tables' bytes as ARCHITECTURE.md ("The storage format")
+# describes them, for tests that read or damage them: format 3 (u32
+# lengths, in-memory records) and format 4 (varints, encoded records).
+import struct as _struct
+
+_M64 = (1 << 64) - 1
+
+
+def _mix64(x):
+    x ^= x >> 30
+    x = (x * 0xbf58476d1ce4e5b9) & _M64
+    x ^= x >> 27
+    x = (x * 0x94d049bb133111eb) & _M64
+    x ^= x >> 31
+    return x
+
+
+def chunk_sum(keys, vals):
+    """gpudsChunkSum (ext/runfmt.c) of a chunk's keys and vals bytes, as the
+    8 little-endian bytes a chunk ends with."""
+    P = 0x9e3779b97f4a7c15
+    h = [0x6a09e667f3bcc908, 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b, 0xa54ff53a5f1d36f1]
+    for j, a in enumerate((bytes(keys), bytes(vals))):
+        n = len(a)
+        i = 0
+        while i + 32 <= n:
+            w = _struct.unpack_from("<4Q", a, i)
+            for t in range(4):
+                h[t] = ((h[t] ^ w[t]) * P) & _M64
+            i += 32
+        while i < n:
+            h[i & 3] = ((h[i & 3] ^ a[i]) * P) & _M64
+            i += 1
+        h[0] ^= (n << 1 | j) & _M64
+    r = _mix64(_mix64(h[0] ^ _mix64(h[1])) ^ _mix64(h[2] ^ _mix64(h[3])))
+    return _struct.pack("<Q", r)
+
+
+def varint_put(v):
+    """SQLite's varint of the unsigned 64-bit v."""
+    v &= _M64
+    if v >= 1 << 56:
+        out = [v & 0xff]
+        v >>= 8
+        for _ in range(8):
+            out.append((v & 0x7f) | 0x80)
+            v >>= 7
+        return bytes(reversed(out))
+    out = [v & 0x7f]
+    v >>= 7
+    while v:
+        out.append((v & 0x7f) | 0x80)
+        v >>= 7
+    return bytes(reversed(out))
+
+
+def varint_get(a, off):
+    """(value, new offset) of the varint at a[off]; ValueError if truncated."""
+    v = 0
+    for i in range(8):
+        if off + i >= len(a):
+            raise ValueError("truncated varint")
+        b = a[off + i]
+        v = (v << 7) | (b & 0x7f)
+        if b < 0x80:
+            return v, off + i + 1
+    if off + 8 >= len(a):
+        raise ValueError("truncated varint")
+    return (v << 8) | a[off + 8], off + 9
+
+
+def keys_encode(ks):
+    """A format-4 keys blob: the first key zigzag, then differences."""
+    out = []
+    for i, k in enumerate(ks):
+        if i == 0:
+            out.append(varint_put((k << 1) ^ (k >> 63)))
+        else:
+            out.append(varint_put(k - ks[i - 1]))
+    return b"".join(out)
+
+
+def keys_decode(a, n):
+    """The n keys of a format-4 keys blob (no checks beyond the varints)."""
+    ks, off = [], 0
+    for i in range(n):
+        u, off = varint_get(a, off)
+        if i == 0:
+            k = (u >> 1) ^ -(u & 1)
+        else:
+            k = ks[-1] + u
+        ks.append(k)
+    return ks
+
+
+def entries4(vals):
+    """The entries of a format-4 vals blob (checksum excluded): a list of
+    (offset of the entry, offset of its payload, kind, payload bytes), kind
+    'del', 'ovfl' (payload: the 24-byte reference) or 'rec'."""
+    out, off = [], 0
+    while off < len(vals):
+        e, p = varint_get(vals, off)
+        if e == 0:
+            out.append((off, p, "del", 0))
+            off = p
+        elif e == 1:
+            out.append((off, p, "ovfl", 24))
+            off = p + 24
+        else:
+            out.append((off, p, "rec", e - 2))
+            off = p + e - 2
+    return out
+
+
+def entries3(vals):
+    """The entries of a format-3 vals blob (checksum excluded), as entries4."""
+    out, off = [], 0
+    while off + 4 <= len(vals):
+        (L,) = _struct.unpack_from("<I", vals, off)
+        if L == 0xffffffff:
+            out.append((off, off + 4, "del", 0))
+            off += 4
+        elif L == 0xfffffffe:
+            out.append((off, off + 4, "ovfl", 24))
+            off += 28
+        else:
+            out.append((off, off + 4, "rec", L))
+            off += 4 + L
+    return out
+
+
+_SIZES = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8, 7: 8, 8: 0, 9: 0}
+
+
+def record4_decode(a, ncol):
+    """The values of a format-4 record of ncol columns (int, float, str,
+    bytes or None)."""
+    types, off = [], 0
+    for _ in range(ncol):
+        s, off = varint_get(a, off)
+        types.append(s)
+    vals = []
+    for s in types:
+        if s in (8, 9):
+            vals.append(s - 8)
+        elif s == 0:
+            vals.append(None)
+        elif s <= 6:
+            n = _SIZES[s]
+            vals.append(int.from_bytes(a[off:off + n], "big", signed=True))
+            off += n
+        elif s == 7:
+            vals.append(_struct.unpack(">d", a[off:off + 8])[0])
+            off += 8
+        elif s >= 12:
+            n = (s - 12) // 2
+            b = bytes(a[off:off + n])
+            vals.append(b.decode("utf-8") if s & 1 else b)
+            off += n
+        else:
+            raise ValueError("serial type %d" % s)
+    if off != len(a):
+        raise ValueError("record of %d bytes, %d used" % (len(a), off))
+    return vals
+
+
+def table_format(c, t="t"):
+    """t_meta's 'format' of table t."""
+    return c.execute("SELECT value FROM '%s_meta' WHERE key='format'" % t).fetchone()[0]
+
+
+def set_format(c, fmt, t="t"):
+    """Make the new, empty table t one of storage format fmt (2 or 3: as
+    tables written by earlier builds; format 2 has no t_ovfl); it is then
+    written in that format by connections that open the database after
+    this (one that has the table loaded keeps its format)."""
+    assert c.execute("SELECT count(*) FROM '%s_run'" % t).fetchone()[0] == 0
+    c.execute("UPDATE '%s_meta' SET value=? WHERE key='format'" % t, (fmt,))
+    if fmt < 3:
+        c.execute("DROP TABLE IF EXISTS '%s_ovfl'" % t)

@@ -9,7 +9,10 @@ deleted chunk, a repeated chunk, two keys swapped, a wrong entry count, a
 blob replaced by text or NULL; and to the pieces of spilled records (rows
 too big for a chunk, in t_ovfl): flipped bytes, truncated, deleted,
 repeated, replaced by text or NULL, the whole of t_ovfl dropped (the
-first PIECE_SEEDS seeds).  A child process opens the copy and reads
+first PIECE_SEEDS seeds); and damage sealed with a correct checksum
+(flipped bytes, truncated blobs, a bad entry header or serial type in the
+format-4 encoding), which only the decoder can find: its errors must be
+SQLITE_CORRUPT_VTAB, and it must never crash.  A child process opens the copy and reads
 everything (full scan, count, ranges, point and IN lookups, gpuds_check);
 each read must fail with an error or give what the undamaged table gives.
 
@@ -29,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from gpuds_testlib import EXT, Tally, connect
+from gpuds_testlib import EXT, Tally, chunk_sum, connect, entries4, varint_put
 
 SEEDS = int(os.environ.get("GPUDS_DAMAGE_SEEDS") or 12)
 PIECE_SEEDS = 6
@@ -59,7 +62,7 @@ for name, sql in json.loads(sys.argv[3]):
     try:
         out.append([name, "ok", repr(c.execute(sql).fetchall())])
     except sqlite3.Error as e:
-        out.append([name, "err", str(e)])
+        out.append([name, "err", str(e), getattr(e, "sqlite_errorcode", -1)])
 print(json.dumps(out))
 '''
 
@@ -170,13 +173,56 @@ def damages(rnd):
     def ovfl_drop(c):
         c.execute("DROP TABLE t_ovfl")
 
+    # Format 4: damage sealed with a correct checksum, so that only the
+    # decoder can find it (truncated varints, bad serial types, lengths past
+    # the end, keys out of order): SQLITE_CORRUPT_VTAB, never a crash.
+    def seal(c, i, k, v):
+        c.execute("UPDATE t_run SET keys=?, vals=? WHERE id=?", (bytes(k), bytes(v) + chunk_sum(k, v), i))
+
+    def sealed_flip(col):
+        def f(c):
+            i, n, k, v = pick(c)
+            k, v = bytearray(k), bytearray(v[:-8])
+            b = k if col == "keys" else v
+            for _ in range(rnd.randint(1, 3)):
+                j = rnd.randrange(len(b))
+                b[j] ^= 1 << rnd.randrange(8)
+            seal(c, i, k, v)
+        return f
+
+    def sealed_truncate(col):
+        def f(c):
+            i, n, k, v = pick(c)
+            k, v = bytearray(k), bytearray(v[:-8])
+            if col == "keys":
+                k = k[:rnd.randrange(len(k))]
+            else:
+                v = v[:rnd.randrange(len(v))]
+            seal(c, i, k, v)
+        return f
+
+    def sealed_entry(c):
+        # one entry's header or one of its record's serial types replaced
+        i, n, k, v = pick(c)
+        k, v = bytearray(k), bytearray(v[:-8])
+        off, pay, kind, L = rnd.choice(entries4(v))
+        if kind == "rec" and L > 0 and rnd.random() < 0.6:
+            v[pay + rnd.randrange(min(L, 2))] = rnd.choice([10, 11, 6, 7, 0x80, 0xff, 13 + 2 * L, 12 + 2 * L])
+        else:
+            v[off:pay] = rnd.choice([b"\x00", b"\x01", varint_put(rnd.randrange(2, 2 ** 40)), b"\x80", b"\xff" * 9])
+        seal(c, i, k, v)
+
+    sealed = [("sealed flip keys", sealed_flip("keys")), ("sealed flip vals", sealed_flip("vals")),
+              ("sealed truncate keys", sealed_truncate("keys")),
+              ("sealed truncate vals", sealed_truncate("vals")), ("sealed entry", sealed_entry)]
+
     return [("flip keys", flip("keys")), ("flip vals", flip("vals")),
             ("truncate keys", truncate("keys")), ("truncate vals", truncate("vals")),
             ("delete chunk", delete), ("repeat chunk", repeat), ("swap keys", swap),
             ("wrong n", count), ("blob replaced", kind),
             ("flip piece", piece_flip), ("truncate piece", piece_truncate),
             ("delete piece", piece_delete), ("repeat piece", piece_repeat),
-            ("piece replaced", piece_kind), ("drop t_ovfl", ovfl_drop)]
+            ("piece replaced", piece_kind), ("drop t_ovfl", ovfl_drop)] + sealed
 
 
 def main():
@@ -217,7 +263,15 @@ def main():
                     wrong = [r for r in json.loads(out)
                              if r[1] == "ok" and r[2] != expect[r[0]][2]
                              and not (r[0] == "check" and r[2] != "[('ok',)]")]
-                    check(not wrong, tag + ": no wrong answer without an error", wrong[:2])
+                    # (sealed damage that still decodes is other valid data: a
+                    # forgery, which the checksum does not claim to find)
+                    check(not wrong or name.startswith("sealed"),
+                          tag + ": no wrong answer without an error", wrong[:2])
+                    if name.startswith("sealed"):
+                        # (-1: Python's own error, e.g. text that is not UTF-8)
+                        errs = [r for r in json.loads(out) if r[1] == "err" and r[3] != -1]
+                        check(all(r[3] == 267 for r in errs),
+                              tag + ": errors are SQLITE_CORRUPT_VTAB", errs[:2])
                     if name == "drop t_ovfl":
                         errs = [r for r in json.loads(out) if r[1] == "err"]
                         check(len(errs) == len(READS) and all("damaged" in r[2] for r in errs),

@@ -102,6 +102,9 @@ import threading
 import time
 import traceback
 
+from gpuds_testlib import (chunk_sum, entries4, keys_decode, keys_encode, record4_decode,
+                           set_format, table_format, varint_put)
+
 MIN = -9223372036854775808
 MAX = 9223372036854775807
 
@@ -1569,13 +1572,17 @@ def child_corrupt_read(a):
             rows = [[enc(v, True) for v in r] for r in c.execute(sql, params)]
             out.append([name, "ok", rows])
         except sqlite3.Error as e:
-            out.append([name, "err", str(e)])
+            out.append([name, "err", str(e), getattr(e, "sqlite_errorcode", -1)])
     print(json.dumps(out), flush=True)
 
 
-def build_corrupt_db(path, module):
+def build_corrupt_db(path, module, fmt):
     c = connect(path)
     c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v INTEGER, w TEXT)" % module)
+    if fmt != 4:                                          # as an earlier build wrote it
+        set_format(c, fmt)
+        c.close()
+        c = connect(path)
     c.execute("INSERT INTO t WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s "
               "WHERE i<100) SELECT i, i*10, 'w'||i FROM s")
     c.execute("UPDATE t SET v=-v WHERE k IN (1, 2)")      # a second, newer run
@@ -1592,7 +1599,7 @@ def entries(vals):
     return out
 
 
-def corrupt_cases():
+def corrupt_cases(fmt):
     def old_run(c):
         return c.execute("SELECT id, n, keys, vals FROM t_run ORDER BY id LIMIT 1").fetchone()
 
@@ -1613,9 +1620,10 @@ def corrupt_cases():
 
     def keys_unsorted(c):
         i, n, k, v = old_run(c)
-        ks = list(struct.unpack("<%dq" % n, k))
+        ks = list(struct.unpack("<%dq" % n, k)) if fmt < 4 else keys_decode(k, n)
         ks[10], ks[50] = ks[50], ks[10]
-        upd(c, "UPDATE t_run SET keys=? WHERE id=?", (struct.pack("<%dq" % n, *ks), i))
+        upd(c, "UPDATE t_run SET keys=? WHERE id=?",
+            (struct.pack("<%dq" % n, *ks) if fmt < 4 else keys_encode(ks), i))
 
     def null_blobs(c):
         i, n, k, v = old_run(c)
@@ -1663,26 +1671,105 @@ def corrupt_cases():
         # column w (TEXT) claims more bytes than the record holds
         cell(c, lambda v, rec, L: struct.pack_into("<I", v, rec + 8 + 12 + 8, 1000))
 
-    return [("garbage vals", garbage), ("truncated vals", truncated), ("keys blob 3 bytes short", keys_short),
-            ("keys not ascending", keys_unsorted), ("keys and vals NULL", null_blobs),
-            ("vals is text", text_vals), ("n negative", n_negative), ("n*8 overflows int", n_overflow),
+    common = [("garbage vals", garbage), ("truncated vals", truncated), ("keys blob 3 bytes short", keys_short),
+              ("keys not ascending", keys_unsorted), ("keys and vals NULL", null_blobs),
+              ("vals is text", text_vals), ("n negative", n_negative), ("n*8 overflows int", n_overflow)]
+    if fmt < 4:
+        return common + [
             ("bad length of an entry a newer run overrides", len_shadowed),
             ("INTEGER cell with length 0 at the record's end", int_len0),
             ("cell with storage class 9", bad_type), ("record nCol wrong", ncol),
             ("TEXT cell longer than the record", text_len_big)]
 
+    # Format 4: each damage is sealed with a correct checksum, so that the
+    # decoder's own checks must find it (the oldest run: keys 1..100, v = 10k,
+    # w = 'w<k>'; entry j is key j+1).
+    def sealed(c, fk=None, fv=None):
+        i, n, k, v = old_run(c)
+        k, v = bytearray(k), bytearray(v[:-8])
+        k = fk(k) if fk else k
+        v = fv(v) if fv else v
+        upd(c, "UPDATE t_run SET keys=?, vals=? WHERE id=?", (bytes(k), bytes(v) + chunk_sum(k, v), i))
+
+    def rec_edit(j, fn):
+        # fn(v, payload offset, record bytes) edits entry j's record in place
+        def f(c):
+            def fv(v):
+                off, pay, kind, L = entries4(v)[j]
+                fn(v, pay, L)
+                return v
+            sealed(c, fv=fv)
+        return f
+
+    def entry_hdr(j, hdr):
+        # entry j's header E replaced by the bytes hdr
+        def f(c):
+            def fv(v):
+                off, pay, kind, L = entries4(v)[j]
+                return v[:off] + hdr + v[pay:]
+            sealed(c, fv=fv)
+        return f
+
+    def set_byte(at, b):
+        def fn(v, pay, L):
+            v[pay + at] = b
+        return fn
+
+    def keys_with(fn):
+        def f(c):
+            def fk(k):
+                ks = keys_decode(k, old_run(c)[1])
+                return bytearray(fn(ks))
+            sealed(c, fk=fk)
+        return f
+
+    def varint_cut(c):                  # the last entry's header: a varint cut off
+        sealed(c, fv=lambda v: v[:entries4(v)[-1][0]] + b"\x81")
+
+    def keys_cut(c):                    # the keys blob ends inside a varint
+        sealed(c, fk=lambda k: k + b"\x80")
+
+    return common + [
+        ("sealed: serial type 10", rec_edit(2, set_byte(0, 10))),
+        ("sealed: serial type 11", rec_edit(2, set_byte(1, 11))),
+        ("sealed: integer serial type wider than the record", rec_edit(2, set_byte(0, 6))),
+        ("sealed: text length past the record", rec_edit(2, set_byte(1, 13 + 2 * 100))),
+        ("sealed: text shorter than the record", rec_edit(2, set_byte(1, 13))),
+        ("sealed: serial type varint past the record", rec_edit(2, set_byte(1, 0x85))),
+        ("sealed: entry length past the end of vals", entry_hdr(5, b"\x7f")),
+        ("sealed: entry length huge", entry_hdr(5, b"\xff" * 8 + b"\x01")),
+        ("sealed: entry marked spilled with no reference", entry_hdr(99, b"\x01")),
+        ("sealed: entry header varint truncated at the end", varint_cut),
+        ("sealed: bytes after the last entry", lambda c: sealed(c, fv=lambda v: v + b"\x00")),
+        ("sealed: a deletion turned into an empty record", entry_hdr(0, b"\x02")),
+        ("sealed: keys blob ends inside a varint", keys_cut),
+        ("sealed: key difference 0", keys_with(lambda ks: keys_encode(ks[:1]) + b"\x00" + b"".join(
+            varint_put(ks[j] - ks[j - 1]) for j in range(2, len(ks))))),
+        ("sealed: keys past INT64_MAX", keys_with(lambda ks: varint_put(((2**63 - 2) << 1)) + b"\x05" + b"\x01" * (len(ks) - 2))),
+        ("sealed: keys not ascending", keys_with(lambda ks: keys_encode(ks[:10] + [ks[50]] + ks[11:50] + [ks[10]] + ks[51:]))),
+    ]
+
 
 def sec_corruption():
-    for module in ("gfsl", "gpuhash"):
+    for module, fmt in (("gfsl", 4), ("gpuhash", 4), ("gfsl", 3), ("gpuhash", 3)):
+        _sec_corruption(module, fmt)
+
+
+def _sec_corruption(module, fmt):
+    if True:
         pristine = dbpath("corrupt_%s_pristine.db" % module)
-        build_corrupt_db(pristine, module)
+        build_corrupt_db(pristine, module, fmt)
+        c = raw_connect(pristine)
+        R.check(table_format(c) == fmt, "corruption[%s]: format %d" % (module, fmt), table_format(c))
+        c.close()
+        module = "%s format %d" % (module, fmt)
         rc, out, err = run_child("corrupt_read", {"db": pristine})
         if not R.check(rc == 0, "corruption[%s]: pristine read" % module, err[-2000:]):
-            continue
+            return
         expect = {q[0]: q for q in json.loads(out)}
         R.check(all(q[1] == "ok" for q in expect.values()) and expect["check"][2] == [["b" + b"ok".hex()]],
                 "corruption[%s]: pristine database reads fine" % module, expect)
-        for name, fn in corrupt_cases():
+        for name, fn in corrupt_cases(fmt):
             tag = "corruption[%s] %s" % (module, name)
             db = dbpath("corrupt_%s_x.db" % module)
             shutil.copyfile(pristine, db)
@@ -1701,6 +1788,14 @@ def sec_corruption():
             R.check(not wrong, tag + ": no wrong rows returned without an error", wrong[:2])
             R.check(reported, tag + ": reported (an error or gpuds_check not 'ok')",
                     [(r[0], r[1], short(r[2], 120)) for r in res])
+            if name.startswith("sealed"):
+                # only the decoder can find it: SQLITE_CORRUPT_VTAB (267) naming the damage
+                bad = [r for r in res if r[1] == "err" and (r[3] != 267 or not (
+                       "damaged" in r[2] or "bad row record" in r[2]))]
+                R.check(any(r[1] == "err" for r in res) and not bad,
+                        tag + ": SQLITE_CORRUPT_VTAB", [(r[0], r[2:]) for r in res][:3])
+                R.check(not any("checksum" in r[2] for r in res if r[1] == "err"),
+                        tag + ": the checksum still matches", res[:2])
             errs = sorted(set(r[2] for r in res if r[1] == "err"))
             chk = [r[2] for r in res if r[0] == "check"]
             note("%s: errors %s; gpuds_check -> %s" % (tag, errs or "none", short(chk, 150)))
@@ -1751,10 +1846,16 @@ def sec_corruption():
         c = raw_connect(db)
         i, n, k, v = c.execute("SELECT id, n, keys, vals FROM t_run ORDER BY id LIMIT 1").fetchone()
         v = bytearray(v)
-        off, L = entries(v)[49]                   # key 50, v = 500
-        rec = off + 4
-        voff = struct.unpack_from("<I", v, rec + 8 + 4)[0]
-        struct.pack_into("<q", v, rec + voff, 5001)
+        if fmt < 4:
+            off, L = entries(v)[49]               # key 50, v = 500
+            rec = off + 4
+            voff = struct.unpack_from("<I", v, rec + 8 + 4)[0]
+            struct.pack_into("<q", v, rec + voff, 5001)
+        else:                                     # serial types 2 (v = 500), 19 ('w50')
+            off, rec, kind, L = entries4(v[:-8])[49]
+            R.check(record4_decode(v[rec:rec + L], 2) == [500, "w50"], "corruption: key 50's record",
+                    record4_decode(v[rec:rec + L], 2))
+            struct.pack_into(">h", v, rec + 2, 5001)
         c.execute("UPDATE t_run SET vals=? WHERE id=?", (bytes(v), i))
         c.close()
         res = check_ok(A, "t")

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import traceback
 
-from gpuds_testlib import EXT, Tally, connect
+from gpuds_testlib import EXT, Tally, connect, entries3, entries4, set_format, table_format
 
 MODULES = ("gfsl", "gpuhash")
 TMP = None
@@ -328,23 +328,18 @@ def d05_row_size_limit():
 
 def spill_refs(c, t):
     """The spilled-record references of every entry of t_run (format 3:
-    L = 0xfffffffe, then i64 first piece, u32 bytes, u32 pieces, u64 sum)
-    as (first, pieces) pairs, and the ids t_ovfl holds."""
+    L = 0xfffffffe, format 4: E = 1; then i64 first piece, u32 bytes, u32
+    pieces, u64 sum) as (first, pieces) pairs, and the ids t_ovfl holds."""
     import struct
+    fmt = table_format(c, t)
     refs = []
     for n, vals in rows(c, "SELECT n, vals FROM '%s_run'" % t):
-        off = 0
-        for _ in range(n):
-            (L,) = struct.unpack_from("<I", vals, off)
-            off += 4
-            if L == 0xffffffff:
-                continue
-            if L == 0xfffffffe:
-                first, nrec, npiece, _sum = struct.unpack_from("<qIIQ", vals, off)
+        ents = (entries4 if fmt >= 4 else entries3)(vals[:-8])
+        check(len(ents) == n, "spill_refs: %d entries, n = %d" % (len(ents), n))
+        for _off, pay, kind, _L in ents:
+            if kind == "ovfl":
+                first, nrec, npiece, _sum = struct.unpack_from("<qIIQ", vals, pay)
                 refs.append((first, npiece))
-                off += 24
-                continue
-            off += L
     ids = [i for (i,) in rows(c, "SELECT id FROM '%s_ovfl' ORDER BY id" % t)]
     return refs, ids
 
@@ -505,11 +500,10 @@ def d05_format2_table():
         if not hasattr(c, "setlimit"):
             return
         twin(c, mod)
-        c.execute("INSERT INTO t VALUES(1, 'a')")
-        c.execute("DROP TABLE t_ovfl")
-        c.execute("UPDATE t_meta SET value=2 WHERE key='format'")
+        set_format(c, 2)
         c.close()
         c = connect(p)
+        c.execute("INSERT INTO t VALUES(1, 'a')")
         c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 10000)
         check(err(c, "INSERT INTO t VALUES(2, ?)", b"x" * 9000) is None, "d05f %s: a row within a chunk" % mod)
         e = err(c, "INSERT INTO t VALUES(3, ?)", b"x" * 9990)
