@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include "gpuds_backend.h"
 
 static int gFail = 0;
 static bool gSmall = false;
@@ -18,5 +20,19 @@ static bool gSmall = false;
       if( ++gFail>=20 ){ fprintf(stderr, "too many failures\n"); exit(1); }   \
     }                                                                         \
   }while(0)
+
+// The start of a GPU test: "small" as the first argument sets gSmall; the
+// device's name and free memory, or false when there is none usable (the
+// test then prints SKIPPED and exits 77).
+static bool gpuTestStart(int argc, char **argv, char *zDev, size_t nDev,
+                         uint64_t *pnFree){
+  uint64_t nTotal = 0;
+  if( argc>1 && strcmp(argv[1], "small")==0 ) gSmall = true;
+  if( !gpudsCudaDevice(zDev, nDev, pnFree, &nTotal) ){
+    printf("SKIPPED: no usable CUDA device (%s)\n", zDev);
+    return false;
+  }
+  return true;
+}
 
 #endif

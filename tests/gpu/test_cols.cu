@@ -455,12 +455,8 @@ static void testTiming(){
 
 int main(int argc, char **argv){
   char zDev[256];
-  uint64_t nFree = 0, nTotal = 0;
-  if( argc>1 && strcmp(argv[1], "small")==0 ) gSmall = true;
-  if( !gpudsCudaDevice(zDev, sizeof(zDev), &nFree, &nTotal) ){
-    printf("SKIPPED: no usable CUDA device (%s)\n", zDev);
-    return 77;
-  }
+  uint64_t nFree = 0;
+  if( !gpuTestStart(argc, argv, zDev, sizeof(zDev), &nFree) ) return 77;
   printf("device: %s, %.1f GiB free; sizes: %s\n", zDev, nFree/1073741824.0,
          gSmall ? "small" : "full");
   testMisuse();
