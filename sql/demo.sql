@@ -1,4 +1,5 @@
--- gpuds demo: both modules, a bulk load, point / range / IN queries.
+-- gpuds demo: both modules, a bulk load, point / range / IN queries,
+-- filters and ORDER BY on other columns.
 -- Run from the repository root:  sqlite3 :memory: < sql/demo.sql
 .load ./build/gpuds
 .headers on
@@ -28,6 +29,10 @@ SELECT ts, sensor, reading FROM events WHERE ts = 1230;
 SELECT ts, sensor, reading FROM events WHERE ts BETWEEN 1000 AND 2000 ORDER BY ts DESC LIMIT 5;
 -- IN list answered as one batch lookup
 SELECT id, name, score FROM users WHERE id IN (SELECT id FROM visits) ORDER BY id;
+-- filters and ORDER BY on non-key columns: the table's column set (on the GPU
+-- beside a GPU store) answers them in one pass
+SELECT count(*) AS high_scores FROM users WHERE score >= 990 AND score IN (990, 995, 999);
+SELECT ts, sensor, reading FROM events WHERE sensor = 'sensor-3' AND reading > 99990 ORDER BY reading DESC LIMIT 3;
 -- read-your-writes and rollback
 BEGIN;
 DELETE FROM events WHERE ts BETWEEN 1000 AND 2000;
@@ -38,5 +43,6 @@ SELECT count(*) AS after_rollback FROM events WHERE ts BETWEEN 1000 AND 2000;
 -- how SQLite plans these
 EXPLAIN QUERY PLAN SELECT * FROM events WHERE ts BETWEEN 1000 AND 2000 ORDER BY ts DESC LIMIT 5;
 EXPLAIN QUERY PLAN SELECT * FROM users WHERE id IN (SELECT id FROM visits);
+EXPLAIN QUERY PLAN SELECT ts FROM events WHERE reading > 99990 ORDER BY reading DESC LIMIT 3;
 
 SELECT gpuds_info() AS info;
