@@ -133,6 +133,14 @@ static int colsBuild(GpudsTable *p){
   cs->pOps = gpudsColsOps(p->pOps);
   rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, p->eKind==GPUDS_ORDERED,
                        b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
+  if( rc==GPUDS_NOMEM && cs->pOps!=&gpudsHostColsOps ){
+    /* The GPU is full: the host column set answers the same plans. */
+    free(zErr);
+    zErr = 0;
+    cs->pOps = &gpudsHostColsOps;
+    rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, p->eKind==GPUDS_ORDERED,
+                         b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
+  }
   if( rc ){
     cs->pCols = 0;
     gpudsVtabError(p, rc, "cannot build the %s column set: %s", cs->pOps->zBackend,

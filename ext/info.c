@@ -169,7 +169,7 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         p->pMirror ? "true" : "false",
         (long long)p->pOps->xCount(p->pStore), (long long)p->wb.nOver,
         (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}",
-        gpudsColsOps(p->pOps)->zBackend, p->cs.pCols ? "true" : "false",
+        (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend, p->cs.pCols ? "true" : "false",
         (long long)p->cs.nRows, (long long)gpudsColsBytes(p),
         p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,
         (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery);
