@@ -7,8 +7,14 @@
 **   PLAN_EQ   key = ?            PLAN_IN   key IN (...) as one batch
 **   PLAN_GT/GE/LT/LE  a bound    PLAN_LIMIT, PLAN_OFFSET
 **   PLAN_DESC (bit 28)  produce keys in descending order
+**   PLAN_COLS (bit 29)  a column plan (colset.c): further arguments are
+**                       terms on non-key columns, listed between the last
+**                       '{' and '}' of idxStr, with an ORDER BY a column
 ** idxStr repeats the plan in words for EXPLAIN QUERY PLAN.
 **
+** Column terms on INTEGER, REAL and NUMERIC columns are omitted (exact:
+** SQLite applies NUMERIC affinity to the other side whatever it is); = and
+** IS on other columns are a superset SQLite checks again.
 ** Every key constraint the plan takes is omitted (the plan is exact, with
 ** SQLite's comparison rules for non-integer values); LIMIT and OFFSET are
 ** taken as a hint for the size of the first page only (not omitted, and the
