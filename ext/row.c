@@ -10,7 +10,7 @@
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include "schema.h"
-#include "runfmt.h"
+#include "varint.h"
 #include <string.h>
 #include <stdlib.h>
 

@@ -37,6 +37,8 @@
 #ifndef GPUDS_RUNFMT_H
 #define GPUDS_RUNFMT_H
 
+#include "varint.h"
+
 #define SHADOW_FORMAT  4     /* written for new tables: varints, encoded records */
 #define SHADOW_FORMAT_MIN 1  /* oldest read and written: format 1, no checksums */
 #define SHADOW_FORMAT_OVFL 3 /* first format with <name>_ovfl */
@@ -115,56 +117,6 @@ int gpudsRecCheck(const unsigned char *a, uint32_t n, int nCol, uint32_t *pnHdr,
 int gpudsKeysDecode(const unsigned char *a, size_t nA, int64_t *aKey, int n);
 int gpudsRunWriterAddOvfl(GpudsTable *p, RunWriter *w, int64_t k, const GpudsOvfl *o);
 void gpudsRunWriterClose(RunWriter *w);
-
-/* The varint at a[0..nAvail-1] into *pv: its bytes (1 to 9), or 0 if it
-** runs past nAvail (truncated). */
-static inline int gpudsVarintGet(const unsigned char *a, size_t nAvail, uint64_t *pv){
-  uint64_t v = 0;
-  int i;
-  if( nAvail>0 && a[0]<0x80 ){ *pv = a[0]; return 1; }
-  for(i=0; i<8; i++){
-    if( (size_t)i>=nAvail ) return 0;
-    v = (v<<7) | (a[i] & 0x7f);
-    if( (a[i] & 0x80)==0 ){ *pv = v; return i+1; }
-  }
-  if( nAvail<9 ) return 0;
-  *pv = (v<<8) | a[8];
-  return 9;
-}
-
-/* Write v as a varint at a (room for 9 bytes); its bytes. */
-static inline int gpudsVarintPut(unsigned char *a, uint64_t v){
-  unsigned char buf[9];
-  int i, n;
-  if( v<0x80 ){ a[0] = (unsigned char)v; return 1; }
-  if( v & ((uint64_t)0xff000000<<32) ){
-    a[8] = (unsigned char)v;
-    v >>= 8;
-    for(i=7; i>=0; i--){ a[i] = (unsigned char)((v & 0x7f) | 0x80); v >>= 7; }
-    return 9;
-  }
-  n = 0;
-  do{ buf[n++] = (unsigned char)((v & 0x7f) | 0x80); v >>= 7; }while( v!=0 );
-  buf[0] &= 0x7f;
-  for(i=0; i<n; i++) a[i] = buf[n-1-i];
-  return n;
-}
-
-/* Bytes of varint v. */
-static inline int gpudsVarintLen(uint64_t v){
-  int n = 1;
-  if( v & ((uint64_t)0xff000000<<32) ) return 9;
-  while( (v >>= 7)!=0 ) n++;
-  return n;
-}
-
-/* Body bytes of serial type s of a format-4 record; -1 for 10 and 11. */
-static inline int64_t gpudsSerialBytes(uint64_t s){
-  static const signed char aSize[12] = { 0, 1, 2, 3, 4, 6, 8, 8, 0, 0, -1, -1 };
-  if( s<12 ) return aSize[s];
-  if( s>((uint64_t)1<<40) ) return -1;       /* longer than any record */
-  return (int64_t)((s-12)/2);
-}
 
 /* loader.c: load the store from the runs (generation iGen). */
 int gpudsShadowLoad(GpudsTable *p, int64_t iGen);
