@@ -6,6 +6,7 @@
 */
 #include "gpuds_backend.h"
 #include "gpuds_colval.h"
+#include "gpuds_sort.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -79,35 +80,6 @@ static int64_t lowerBound(const int64_t *a, int64_t n, int64_t k){
   return lo;
 }
 
-/* Sort the n pairs (aSort[i], aIdx[i]) by aSort ascending, stably: LSD radix
-** sort one byte a pass, skipping bytes equal in every key.  0 or GPUDS_NOMEM. */
-static int radixPairs(uint64_t *aSort, int64_t *aIdx, int64_t n){
-  uint64_t diff = 0, *tS;
-  int64_t i, *tI;
-  int b;
-  if( n<2 ) return GPUDS_OK;
-  for(i=1; i<n; i++) diff |= aSort[i] ^ aSort[0];
-  if( diff==0 ) return GPUDS_OK;
-  tS = malloc((size_t)n*8);
-  tI = malloc((size_t)n*8);
-  if( !tS || !tI ){ free(tS); free(tI); return GPUDS_NOMEM; }
-  for(b=0; b<64; b+=8){
-    int64_t aCnt[256], j;
-    if( ((diff>>b) & 0xff)==0 ) continue;
-    memset(aCnt, 0, sizeof(aCnt));
-    for(i=0; i<n; i++) aCnt[(aSort[i]>>b) & 0xff]++;
-    for(i=0, j=0; i<256; i++){ int64_t c = aCnt[i]; aCnt[i] = j; j += c; }
-    for(i=0; i<n; i++){
-      int64_t d = aCnt[(aSort[i]>>b) & 0xff]++;
-      tS[d] = aSort[i]; tI[d] = aIdx[i];
-    }
-    memcpy(aSort, tS, (size_t)n*8);
-    memcpy(aIdx, tI, (size_t)n*8);
-  }
-  free(tS); free(tI);
-  return GPUDS_OK;
-}
-
 /* True if row i satisfies every term (a "maybe" counts as yes). */
 static int rowMatches(const HostCols *p, int64_t i, const gpuds_query *q){
   int t;
@@ -163,7 +135,7 @@ static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
   /* Key order first: the order itself, or the ties' order under a column. */
   if( !p->bSorted && nOut>1 ){
     for(i=0; i<nOut; i++) aS[i] = (uint64_t)p->aKey[aIdx[i]] ^ 0x8000000000000000ULL;
-    rc = radixPairs(aS, aIdx, nOut);
+    rc = gpudsSortU64(aS, (uint64_t*)aIdx, (size_t)nOut);
     if( rc ) goto query_out;
   }
   if( q->iOrderCol>=0 ){
@@ -172,7 +144,7 @@ static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
       uint64_t s = gpudsColSortKey(p->aTag[o+aIdx[i]], p->aVal[o+aIdx[i]]);
       aS[i] = q->bDesc ? ~s : s;
     }
-    rc = radixPairs(aS, aIdx, nOut);
+    rc = gpudsSortU64(aS, (uint64_t*)aIdx, (size_t)nOut);
     if( rc ) goto query_out;
   }else if( q->bDesc ){
     for(i=0; i<nOut/2; i++){

@@ -20,7 +20,7 @@
 */
 #include "gpuds_backend.h"
 #include "overlay.h"
-#include "sort.h"
+#include "gpuds_sort.h"
 #include "gpuds_mix.h"
 #include <string.h>
 #include <stdlib.h>

@@ -26,6 +26,7 @@
 SQLITE_EXTENSION_INIT3
 #include "plan.h"
 #include "schema.h"
+#include "gpuds_sort.h"
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
@@ -317,21 +318,31 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
 /* 2^63 as a double */
 #define TWO63 9223372036854775808.0
 
+/* Text value *pv with NUMERIC affinity applied, as SQLite applies it to the
+** other side of a comparison with a numeric column: numeric-looking text
+** becomes a number.  Returns the value's type; *pv may then point to a copy
+** left in *ppDup for the caller to free.  -1 if out of memory (*pv as it
+** was).  Other values are returned as they are. */
+static int numericAffinity(sqlite3_value **pv, sqlite3_value **ppDup){
+  int eType = sqlite3_value_type(*pv);
+  *ppDup = 0;
+  if( eType!=SQLITE_TEXT ) return eType;
+  *ppDup = sqlite3_value_dup(*pv);
+  if( *ppDup==0 ) return -1;
+  *pv = *ppDup;
+  return sqlite3_value_numeric_type(*ppDup);
+}
+
 /* Apply a bound "key OP v" to [*pLo,*pHi], with SQLite's comparison rules
 ** between an INTEGER PRIMARY KEY and a value of any type.  Returns 0 if no
 ** key can satisfy it, 1 otherwise. */
 static int applyBound(int eOp, sqlite3_value *v, int64_t *pLo, int64_t *pHi){
-  int eType = sqlite3_value_type(v);
-  sqlite3_value *pDup = 0;
+  sqlite3_value *pDup;
   int bRet = 1;
-  if( eType==SQLITE_TEXT ){
-    /* The key column has INTEGER affinity: numeric-looking text compares
-    ** as a number. */
-    pDup = sqlite3_value_dup(v);
-    if( pDup==0 ) return 1;       /* cannot narrow; the bound is left out */
-    eType = sqlite3_value_numeric_type(pDup);
-    v = pDup;
-  }
+  /* The key column has INTEGER affinity: numeric-looking text compares as
+  ** a number. */
+  int eType = numericAffinity(&v, &pDup);
+  if( eType<0 ) return 1;         /* cannot narrow; the bound is left out */
   switch( eType ){
     case SQLITE_NULL: bRet = 0; break;
     case SQLITE_INTEGER: {
@@ -386,19 +397,14 @@ static int applyBound(int eOp, sqlite3_value *v, int64_t *pLo, int64_t *pHi){
 /* The key that value v names, as an ordinary table's INTEGER PRIMARY KEY
 ** lookup decides: returns 1 and sets *pk, or 0 if v names no key. */
 int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
-  int eType = sqlite3_value_type(v);
-  sqlite3_value *pDup = 0;
-  int bRet = 0;
-  if( eType==SQLITE_INTEGER ){
+  sqlite3_value *pDup;
+  int bRet = 0, eType;
+  if( sqlite3_value_type(v)==SQLITE_INTEGER ){
     *pk = sqlite3_value_int64(v);
     return 1;
   }
-  if( eType==SQLITE_TEXT ){
-    pDup = sqlite3_value_dup(v);
-    if( pDup==0 ) return 0;
-    eType = sqlite3_value_numeric_type(pDup);
-    v = pDup;
-  }
+  eType = numericAffinity(&v, &pDup);
+  if( eType<0 ) return 0;
   if( eType==SQLITE_INTEGER ){
     *pk = sqlite3_value_int64(v);
     bRet = 1;
@@ -412,12 +418,6 @@ int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
   return bRet;
 }
 
-/* qsort comparator for int64 keys. */
-static int cmpKey(const void *a, const void *b){
-  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
-  return x<y ? -1 : x>y;
-}
-
 /* The constant of a term on a column of affinity aff: SQLite applies
 ** NUMERIC affinity to it when the column's is numeric (colOpLetter takes
 ** no other comparison as exact).  Text and blob bytes are copied. */
@@ -425,11 +425,9 @@ static int colConst(sqlite3_value *pArg, char aff, GpudsValue *v){
   sqlite3_value *pDup = 0;
   int eType = sqlite3_value_type(pArg), rc = SQLITE_OK;
   memset(v, 0, sizeof(*v));
-  if( eType==SQLITE_TEXT && isNumericAff(aff) ){
-    pDup = sqlite3_value_dup(pArg);
-    if( pDup==0 ) return SQLITE_NOMEM;
-    eType = sqlite3_value_numeric_type(pDup);
-    pArg = pDup;
+  if( isNumericAff(aff) ){
+    eType = numericAffinity(&pArg, &pDup);
+    if( eType<0 ) return SQLITE_NOMEM;
   }
   switch( eType ){
     case SQLITE_INTEGER:
@@ -668,7 +666,7 @@ int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
   if( pPlan->bList && pPlan->nKey>0 ){
     /* Sort, drop duplicates and keys outside the bounds. */
     int64_t j, n = 0;
-    if( pPlan->nKey>1 ) qsort(pPlan->aKey, (size_t)pPlan->nKey, 8, cmpKey);
+    if( gpudsSortKeys(pPlan->aKey, 0, (size_t)pPlan->nKey) ) return SQLITE_NOMEM;
     for(j=0; j<pPlan->nKey; j++){
       int64_t k = pPlan->aKey[j];
       if( k<pPlan->lo || k>pPlan->hi ) continue;

@@ -20,7 +20,7 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
-#include "sort.h"
+#include "gpuds_sort.h"
 #include <string.h>
 
 /* Store pages of a merged scan: the first holds MERGE_PAGE_FIRST entries

@@ -25,7 +25,7 @@
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include "runfmt.h"
-#include "sort.h"
+#include "gpuds_sort.h"
 #include <string.h>
 #include <stdlib.h>
 #include <stdarg.h>

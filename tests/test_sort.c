@@ -1,11 +1,12 @@
 /*
-** test_sort.c -- ext/sort.c's radix sort against qsort() on random arrays:
+** test_sort.c -- backend/sort.c's radix sort (signed keys, and unsigned:
+** gpudsSortU64) against qsort() on random arrays:
 ** keys spread over all 64 bits, over one byte, negative and positive, all
 ** equal, n from 0 up; the values must travel with their keys and equal keys
 ** keep their order (the values are the original positions).
 ** Usage: test_sort [seed]
 */
-#include "sort.h"
+#include "gpuds_sort.h"
 #include "gpuds_mix.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,15 +27,25 @@ static int pairCmp(const void *a, const void *b){
   return x->v<y->v ? -1 : x->v>y->v;
 }
 
+/* The same order with the keys taken as unsigned. */
+static int pairCmpU(const void *a, const void *b){
+  const Pair *x = (const Pair*)a, *y = (const Pair*)b;
+  if( x->k!=y->k ) return (uint64_t)x->k<(uint64_t)y->k ? -1 : 1;
+  return x->v<y->v ? -1 : x->v>y->v;
+}
+
 /* One case: n keys drawn by mode; returns the number of failures. */
 static int oneCase(size_t n, int mode){
   int64_t *aK = malloc((n ? n : 1)*sizeof(int64_t));
   int64_t *aK2 = malloc((n ? n : 1)*sizeof(int64_t));
   uint64_t *aV = malloc((n ? n : 1)*sizeof(uint64_t));
   Pair *aRef = malloc((n ? n : 1)*sizeof(Pair));
+  Pair *aRefU = malloc((n ? n : 1)*sizeof(Pair));
+  uint64_t *aU = malloc((n ? n : 1)*sizeof(uint64_t));
+  uint64_t *aVU = malloc((n ? n : 1)*sizeof(uint64_t));
   size_t i;
   int nFail = 0;
-  if( !aK || !aK2 || !aV || !aRef ){ fprintf(stderr, "out of memory\n"); exit(1); }
+  if( !aK || !aK2 || !aV || !aRef || !aRefU || !aU || !aVU ){ fprintf(stderr, "out of memory\n"); exit(1); }
   for(i=0; i<n; i++){
     uint64_t r = rnd();
     switch( mode ){
@@ -48,9 +59,13 @@ static int oneCase(size_t n, int mode){
     aK2[i] = aK[i];
     aRef[i].k = aK[i];
     aRef[i].v = i;
+    aRefU[i] = aRef[i];
+    aU[i] = (uint64_t)aK[i];
+    aVU[i] = i;
   }
   qsort(aRef, n, sizeof(Pair), pairCmp);
-  if( gpudsSortKeys(aK, aV, n) || gpudsSortKeys(aK2, 0, n) ){
+  qsort(aRefU, n, sizeof(Pair), pairCmpU);
+  if( gpudsSortKeys(aK, aV, n) || gpudsSortKeys(aK2, 0, n) || gpudsSortU64(aU, aVU, n) ){
     fprintf(stderr, "n=%zu mode=%d: out of memory\n", n, mode);
     nFail++;
   }
@@ -62,7 +77,15 @@ static int oneCase(size_t n, int mode){
       nFail++;
     }
   }
-  free(aK); free(aK2); free(aV); free(aRef);
+  for(i=0; i<n && nFail==0; i++){
+    if( aU[i]!=(uint64_t)aRefU[i].k || aVU[i]!=aRefU[i].v ){
+      fprintf(stderr, "n=%zu mode=%d: unsigned position %zu holds (%llu, %llu), expected (%llu, %llu)\n",
+              n, mode, i, (unsigned long long)aU[i], (unsigned long long)aVU[i],
+              (unsigned long long)aRefU[i].k, (unsigned long long)aRefU[i].v);
+      nFail++;
+    }
+  }
+  free(aK); free(aK2); free(aV); free(aRef); free(aRefU); free(aU); free(aVU);
   return nFail;
 }
 
