@@ -20,7 +20,7 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
-#include "sort.h"
+#include "gpuds_sort.h"
 #include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -130,16 +130,13 @@ static int colsBuild(GpudsTable *p){
     goto build_out;
   }
   decodeAll(&b);
-  cs->pOps = gpudsColsOps(p->pOps);
-  rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, p->eKind==GPUDS_ORDERED,
-                       b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
-  if( rc==GPUDS_NOMEM && cs->pOps!=&gpudsHostColsOps ){
+  for(cs->pOps = gpudsColsOps(p->pOps); ; cs->pOps = &gpudsHostColsOps){
+    rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, p->eKind==GPUDS_ORDERED,
+                         b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
+    if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
     /* The GPU is full: the host column set answers the same plans. */
     free(zErr);
     zErr = 0;
-    cs->pOps = &gpudsHostColsOps;
-    rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, p->eKind==GPUDS_ORDERED,
-                         b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
   }
   if( rc ){
     cs->pCols = 0;
@@ -258,11 +255,15 @@ static void sortRun(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t i0, in
   }
 }
 
-/* Merge-sort (aK, aR)[0..n) by orderCmp, using scratch of n entries. */
-static void sortAll(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t n,
-                    int64_t *tK, uint64_t *tR){
-  int64_t w, i;
-  if( n<=32 ){ sortRun(o, aK, aR, 0, n); return; }
+/* Sort (aK, aR)[0..n) by orderCmp: insertion-sorted runs of 32, merged
+** through a scratch copy.  SQLITE_OK or SQLITE_NOMEM (order then undefined). */
+static int sortAll(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t n){
+  int64_t w, i, *tK;
+  uint64_t *tR;
+  if( n<=32 ){ sortRun(o, aK, aR, 0, n); return SQLITE_OK; }
+  tK = sqlite3_malloc64(n*8);
+  tR = sqlite3_malloc64(n*8);
+  if( !tK || !tR ){ sqlite3_free(tK); sqlite3_free(tR); return SQLITE_NOMEM; }
   for(i=0; i<n; i+=32) sortRun(o, aK, aR, i, i+32<n ? i+32 : n);
   for(w=32; w<n; w*=2){
     for(i=0; i<n; i+=2*w){
@@ -277,6 +278,8 @@ static void sortAll(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t n,
     memcpy(aK, tK, (size_t)n*8);
     memcpy(aR, tR, (size_t)n*8);
   }
+  sqlite3_free(tK); sqlite3_free(tR);
+  return SQLITE_OK;
 }
 
 /* ------------------------------------------------------------- queries */
@@ -291,8 +294,8 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   gpuds_term *aT = 0;
   gpuds_query gq;
   int64_t *aSkip = 0, nSkip = 0, nG = 0, nX = 0, i, j, nOut = 0;
-  int64_t *aGK = 0, *aXK = 0, *aOK = 0, *tK = 0;
-  uint64_t *aGR = 0, *aGS = 0, *aXR = 0, *aOR = 0, *tR = 0;
+  int64_t *aGK = 0, *aXK = 0, *aOK = 0;
+  uint64_t *aGR = 0, *aGS = 0, *aXR = 0, *aOR = 0;
   uint8_t *aXF = 0, *aInTag = 0;
   uint64_t *aInVal = 0;
   int64_t nIn = 0;
@@ -355,19 +358,8 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   if( q->iOrderCol>=0 ){
     for(i=0; i<nG; i=j){
       for(j=i+1; j<nG && aGS[j]==aGS[i]; j++){}
-      if( j-i>1 ){
-        if( j-i<=64 ){
-          sortRun(&oc, aGK, (uint64_t*)aGR, i, j);
-        }else{
-          int64_t *sK = sqlite3_malloc64((j-i)*8);
-          uint64_t *sR = sqlite3_malloc64((j-i)*8);
-          if( !sK || !sR ){
-            sqlite3_free(sK); sqlite3_free(sR);
-            rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out;
-          }
-          sortAll(&oc, &aGK[i], &aGR[i], j-i, sK, sR);
-          sqlite3_free(sK); sqlite3_free(sR);
-        }
+      if( j-i>1 && sortAll(&oc, &aGK[i], &aGR[i], j-i) ){
+        rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out;
       }
     }
   }
@@ -392,11 +384,8 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
       if( bPartial && orderCmp(&oc, aSkip[i], aXR[i], kLast, rLast)>0 ) continue;
       aXK[nX] = aSkip[i]; aXR[nX] = aXR[i]; nX++;
     }
-    if( nX>1 ){
-      tK = sqlite3_malloc64(nX*8);
-      tR = sqlite3_malloc64(nX*8);
-      if( !tK || !tR ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
-      sortAll(&oc, aXK, aXR, nX, tK, tR);
+    if( sortAll(&oc, aXK, aXR, nX) ){
+      rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out;
     }
   }
   /* Merge. */
@@ -419,7 +408,6 @@ run_out:
   sqlite3_free(aT); sqlite3_free(aSkip);
   sqlite3_free(aInTag); sqlite3_free(aInVal);
   sqlite3_free(aXK); sqlite3_free(aXR); sqlite3_free(aXF);
-  sqlite3_free(tK); sqlite3_free(tR);
   free(aGK); free(aGR); free(aGS);
   return rc;
 }
