@@ -89,16 +89,23 @@ def on_disk(c, ncol, t="t"):
     return got
 
 
+def twin(mod, decl, name):
+    """A fresh database in a temporary folder holding t USING mod(k INTEGER
+    PRIMARY KEY, decl) and its ordinary twin r: (folder, path, connection)."""
+    tmp = tempfile.mkdtemp(prefix="gpuds_fmt_")
+    p = os.path.join(tmp, name)
+    c = connect(p)
+    c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, %s)" % (mod, decl))
+    c.execute("CREATE TABLE r(k INTEGER PRIMARY KEY, %s)" % decl)
+    return tmp, p, c
+
+
 def case_round_trip():
     """Each value in a one-column table without affinity, and again in
     several commits (runs merged), both modules; reopened and compared with
     an ordinary table; the bytes on disk decoded by the documented format."""
     for mod in MODULES:
-        tmp = tempfile.mkdtemp(prefix="gpuds_fmt_")
-        p = os.path.join(tmp, "a.db")
-        c = connect(p)
-        c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, c0)" % mod)
-        c.execute("CREATE TABLE r(k INTEGER PRIMARY KEY, c0)")
+        tmp, p, c = twin(mod, "c0", "a.db")
         check(table_format(c) == 4, "%s: a new table is format 4" % mod, table_format(c))
         vals = values()
         keys = KEYS + list(range(100, 100 + len(vals) - len(KEYS)))
@@ -158,11 +165,7 @@ def case_many_columns():
     decl = ", ".join("c%d %s" % (i, affs[i % len(affs)]) for i in range(ncol))
     vals = [v for (v,) in values() if not (isinstance(v, (str, bytes)) and len(v) > 1000)]
     for mod in MODULES:
-        tmp = tempfile.mkdtemp(prefix="gpuds_fmt_")
-        p = os.path.join(tmp, "m.db")
-        c = connect(p)
-        c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, %s)" % (mod, decl))
-        c.execute("CREATE TABLE r(k INTEGER PRIMARY KEY, %s)" % decl)
+        tmp, p, c = twin(mod, decl, "m.db")
         q = "INSERT INTO %%s VALUES(?%s)" % (",?" * ncol)
         c.execute("BEGIN")
         for k in range(60):
@@ -186,11 +189,7 @@ def case_old_formats():
     after commits, merges and a reopen are the ordinary twin's."""
     for fmt in (2, 3):
         for mod in MODULES:
-            tmp = tempfile.mkdtemp(prefix="gpuds_fmt_")
-            p = os.path.join(tmp, "o.db")
-            c = connect(p)
-            c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, a, b TEXT, c REAL)" % mod)
-            c.execute("CREATE TABLE r(k INTEGER PRIMARY KEY, a, b TEXT, c REAL)")
+            tmp, p, c = twin(mod, "a, b TEXT, c REAL", "o.db")
             set_format(c, fmt)
             c.close()
             c = connect(p)
