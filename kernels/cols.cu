@@ -181,7 +181,7 @@ int ensurePin(CudaCols *p, size_t n){
   if( p->nPin>=n ) return GPUDS_OK;
   if( p->hPin ){ (void)cudaFreeHost(p->hPin); p->hPin = nullptr; p->nPin = 0; }
   size_t want = n<4096 ? 4096 : n + n/4;
-  GPUDS_CK(p, cudaMallocHost(&p->hPin, want));
+  GPUDS_CK(p, gpuds_mem::allocPinned(&p->hPin, want));
   p->nPin = want;
   return GPUDS_OK;
 }

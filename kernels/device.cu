@@ -1,6 +1,8 @@
-// device.cu -- find the CUDA device the kernels run on, once per process.
+// device.cu -- find the CUDA device the kernels run on, once per process;
+// and the process-wide device-allocation test hook.
 #include "gpuds_backend.h"
 #include <cuda_runtime.h>
+#include "common/devmem.cuh"
 #include <mutex>
 #include <cstdio>
 #include <cstring>
@@ -101,4 +103,17 @@ extern "C" int gpudsCudaDevice(char *zName, size_t nName, uint64_t *pnFree,
   if( pnFree ) *pnFree = f;
   if( pnTotal ) *pnTotal = t;
   return g_ok;
+}
+
+// Test hook (tests/c/faults.c, device mode), exported so a test can find it
+// with dlsym(): counting starts again from 0 and the n-th allocation of
+// device or pinned memory by any store from now fails, once (n = 0: none,
+// count only).  Returns how many allocations were counted since the last
+// call.  gpuds itself never calls it.
+extern "C" __attribute__((visibility("default")))
+uint64_t gpuds_test_device_faults(uint64_t n){
+  gpuds_mem::FaultPoint &f = gpuds_mem::faultPoint();
+  uint64_t k = f.n.exchange(0);
+  f.failAt.store(n);
+  return k;
 }

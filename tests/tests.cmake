@@ -117,4 +117,8 @@ if(GPUDS_SQLITE3_LIB)
   add_test(NAME test_faults_cuda COMMAND test_faults $<TARGET_FILE:gpuds> 300)
   set_tests_properties(test_faults_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT GPUDS_FAULTS_BACKEND=cuda)
+  # And every GPU (and pinned) allocation of the stores failed in turn
+  # (SKIPPED without a usable GPU or without CUDA stores in gpuds.so).
+  add_test(NAME test_faults_device COMMAND test_faults $<TARGET_FILE:gpuds> 2000 device)
+  set_tests_properties(test_faults_device PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()

@@ -8,7 +8,11 @@
 //   limit    allocations that would bring `bytes` above it fail (0: none);
 //   failAt   allocation number failAt (counted in nAlloc) fails (0: none);
 //            set by failAfter(), it fires once.
-// Both fail as cudaMalloc fails when the GPU is full
+// and one for the whole process (faultPoint(), driven by the exported
+// gpuds_test_device_faults() in device.cu): the N-th allocation of device
+// or pinned host memory by any store of the process fails, so a test at the
+// SQL level can fail each allocation of a workload in turn.
+// All fail as cudaMalloc fails when the GPU is full
 // (cudaErrorMemoryAllocation), so they take the store's real error paths.
 //
 // DBuf is a workspace buffer: it grows (ensure), never shrinks, and its
@@ -17,10 +21,26 @@
 #define GPUDS_COMMON_DEVMEM_CUH
 
 #include <cuda_runtime.h>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 namespace gpuds_mem {
+
+// The process-wide test hook: n counts the device and pinned allocations of
+// every store; allocation number failAt fails (0: none), once.
+struct FaultPoint {
+  std::atomic<uint64_t> n{0};
+  std::atomic<uint64_t> failAt{0};
+};
+inline FaultPoint &faultPoint(){ static FaultPoint f; return f; }
+
+// Count one allocation; true if it is the one that must fail.
+inline bool faultHere(){
+  FaultPoint &f = faultPoint();
+  uint64_t k = ++f.n, at = f.failAt.load();
+  return at!=0 && k==at && f.failAt.compare_exchange_strong(at, 0);
+}
 
 struct DevMem {
   uint64_t bytes = 0;    // device bytes held
@@ -36,11 +56,25 @@ inline cudaError_t alloc(DevMem &M, void **pp, size_t n){
   *pp = nullptr;
   M.nAlloc++;
   if( M.failAt && M.nAlloc==M.failAt ){ M.failAt = 0; return cudaErrorMemoryAllocation; }
+  if( faultHere() ) return cudaErrorMemoryAllocation;
   if( M.limit && M.bytes + n > M.limit ) return cudaErrorMemoryAllocation;
   cudaError_t e = cudaMalloc(pp, n);
   if( e!=cudaSuccess ){ *pp = nullptr; return e; }
   M.bytes += n;
   return cudaSuccess;
+}
+
+// Allocate n bytes of pinned host memory into *pp (cudaMallocHost), under
+// the process-wide hook.  On failure *pp is NULL.
+inline cudaError_t allocPinned(void **pp, size_t n){
+  *pp = nullptr;
+  if( faultHere() ) return cudaErrorMemoryAllocation;
+  cudaError_t e = cudaMallocHost(pp, n);
+  if( e!=cudaSuccess ) *pp = nullptr;
+  return e;
+}
+template<class T> cudaError_t allocPinnedT(T **pp, size_t n){
+  return allocPinned(reinterpret_cast<void**>(pp), n);
 }
 
 // Typed shorthand for alloc().

@@ -44,6 +44,7 @@
 #include "gpuds_backend.h"
 #include "gpuds_config.h"
 #include "common/check.cuh"
+#include "common/devmem.cuh"
 
 namespace gpuds_pipe {
 
@@ -123,7 +124,7 @@ inline bool prepare(HostPipe &P, size_t C){
   }
   if( ok ) P.chunk = 0;
   for( int s=0; s<2 && ok; s++ ){
-    if( cudaHostAlloc(&P.h[s], slotBytes(C), cudaHostAllocDefault)!=cudaSuccess ){
+    if( gpuds_mem::allocPinned(&P.h[s], slotBytes(C))!=cudaSuccess ){
       P.h[s] = nullptr; ok = false;
     }
   }
@@ -139,7 +140,7 @@ inline bool prepare(HostPipe &P, size_t C){
 inline void *single(HostPipe &P, size_t n){
   if( P.nOne>=n ) return P.one;
   if( P.one ){ cudaFreeHost(P.one); P.one = nullptr; P.nOne = 0; }
-  if( cudaMallocHost(&P.one, n)!=cudaSuccess ){
+  if( gpuds_mem::allocPinned(&P.one, n)!=cudaSuccess ){
     (void)cudaGetLastError();
     P.one = nullptr;
     return nullptr;

@@ -19,7 +19,7 @@ void gfslDestroy(gpuds_store *pStore);
 int gfslInit(GfslStore *p){
   GPUDS_CK(p, cudaDeviceGetAttribute(&p->nSM, cudaDevAttrMultiProcessorCount, 0));
   GPUDS_CK(p, cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking));
-  GPUDS_CK(p, cudaMallocHost(&p->hsPin, sizeof(DevState)));
+  GPUDS_CK(p, gpuds_mem::allocPinnedT(&p->hsPin, sizeof(DevState)));
   GPUDS_CK(p, gpuds_mem::allocT(p->mem, &p->ds, sizeof(DevState)));
   GPUDS_CK(p, gpuds_mem::allocT(p->mem, &p->pool, (size_t)kPoolMinChunks*sizeof(Chunk)));
   p->cap = kPoolMinChunks;

@@ -19,7 +19,14 @@
 ** call fails per run (then allocations work again: the recovery of a
 ** failed statement is not itself under test).
 **
-**   test_faults <path of gpuds.so> [max runs]
+** With "device" as third argument the CUDA stores run and, instead of a
+** malloc, the N-th allocation of GPU memory (or of pinned host memory) by
+** any store fails, through the hook gpuds.so exports for it
+** (gpuds_test_device_faults, kernels/device.cu); every N is tried.
+** Column plans are always taken (GPUDS_COLUMN_PLANS=always), so the column
+** sets' device memory is in the workload too.
+**
+**   test_faults <path of gpuds.so> [max runs] [device]
 ** Prints "N passed, M failed"; exit 1 on a failure.
 */
 #define _GNU_SOURCE
@@ -29,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <dlfcn.h>
+#include <stdint.h>
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -37,6 +45,7 @@ extern void *__libc_realloc(void*, size_t);
 static long gCountdown = 0;     /* > 0: the allocation that fails */
 static long gCalls = 0;         /* allocations while armed */
 static int gFired = 0;
+static uint64_t (*xDevFaults)(uint64_t) = 0;   /* device mode: the hook */
 
 /* True if the allocation was asked for by the NVIDIA driver (libcuda and
 ** its helpers): its threads do not survive a failed malloc, and their
@@ -184,6 +193,7 @@ static void workload(sqlite3 **pDb){
     unit(db, "UPDATE %s SET k = k + 1000 WHERE k BETWEEN 50 AND 60");
     unit(db, "DELETE FROM %s WHERE k %% 9 = 0");
   }
+  unit(db, "UPDATE %s SET v = v || '=' WHERE v = 'n305' OR v = 'r12'");
   if( run(db, "COMMIT") ) run(db, "ROLLBACK");
   run(db, "SAVEPOINT a");
   unit(db, "INSERT INTO %s VALUES(5000, 'sp')");
@@ -218,19 +228,42 @@ static sqlite3 *setup(void){
   return db;
 }
 
+/* Arm the failure of allocation n from now (0: count only) and return the
+** allocations counted since the last call: malloc's, or in device mode the
+** stores' GPU allocations. */
+static long arm(long n){
+  long k = gCalls;
+  if( xDevFaults ) return (long)xDevFaults((uint64_t)n);
+  gCalls = 0;
+  gCountdown = n;
+  return k;
+}
+
 int main(int argc, char **argv){
   long nMax = argc>2 ? atol(argv[2]) : 800, nTotal, stride, n;
+  int bDevice = argc>3 && strcmp(argv[3], "device")==0;
   sqlite3 *db;
-  if( argc<2 ){ fprintf(stderr, "usage: %s gpuds.so [max runs]\n", argv[0]); return 2; }
+  if( argc<2 ){ fprintf(stderr, "usage: %s gpuds.so [max runs] [device]\n", argv[0]); return 2; }
   zExt = argv[1];
   snprintf(zDb, sizeof(zDb), "/tmp/gpuds_faults_%d.db", (int)getpid());
   setenv("GPUDS_FLUSH_ROWS", "16", 1);
+  setenv("GPUDS_COLUMN_PLANS", "always", 1);
   /* The host stores: failing an allocation inside the CUDA runtime tests the
   ** runtime, not gpuds (GPUDS_FAULTS_BACKEND=cuda to try it anyway). */
+  if( bDevice ) setenv("GPUDS_FAULTS_BACKEND", "cuda", 1);
   setenv("GPUDS_BACKEND", getenv("GPUDS_FAULTS_BACKEND") ? getenv("GPUDS_FAULTS_BACKEND") : "host", 1);
   /* A run with no failure counts the workload's allocations. */
   db = setup();
   if( db==0 ){ printf("SKIPPED: cannot open or load %s\n", zExt); return 77; }
+  if( bDevice ){
+    void *h = dlopen(zExt, RTLD_NOW|RTLD_NOLOAD);
+    xDevFaults = h ? (uint64_t(*)(uint64_t))dlsym(h, "gpuds_test_device_faults") : 0;
+    if( h ) dlclose(h);
+    if( xDevFaults==0 ){
+      printf("SKIPPED: %s has no CUDA stores (no gpuds_test_device_faults)\n", zExt);
+      sqlite3_close(db); unlink(zDb); return 77;
+    }
+  }
   if( getenv("GPUDS_FAULTS_BACKEND") && strcmp(getenv("GPUDS_FAULTS_BACKEND"), "cuda")==0 ){
     /* the CUDA variant: skipped (not passed) where the tables run on the host */
     sqlite3_stmt *pStmt = 0;
@@ -243,16 +276,15 @@ int main(int argc, char **argv){
     sqlite3_finalize(pStmt);
     if( !bCuda ){ printf("SKIPPED: no usable GPU (the tables run on the host)\n"); sqlite3_close(db); unlink(zDb); return 77; }
   }
-  gCalls = 0; gCountdown = -1;          /* count, never fire */
-  gCountdown = 1L<<62;
+  arm(xDevFaults ? 0 : 1L<<62);         /* count, never fire */
   workload(&db);
-  nTotal = gCalls;
-  gCountdown = 0;
+  nTotal = arm(0);
   if( db ) verify(db, "no failure");
   sqlite3_close(db);
   stride = nTotal/nMax + 1;
-  printf("workload: %ld allocations; failing each of the first 400, then every %ld-th\n",
-         nTotal, stride);
+  printf("workload: %ld %sallocations; failing each of the first 400, then every %ld-th\n",
+         nTotal, xDevFaults ? "device " : "", stride);
+  if( nTotal==0 ){ printf("FAIL: the workload allocated nothing to fail\n"); return 1; }
   if( getenv("FAULTS_RUN") ){               /* one run, to look at it */
     n = atol(getenv("FAULTS_RUN"));
     nTotal = n;
@@ -262,9 +294,10 @@ int main(int argc, char **argv){
     iRun = n;
     db = setup();
     if( db==0 ){ check(0, "setup", 0); break; }
-    gFired = 0; gCalls = 0; gCountdown = n;
+    gFired = 0;
+    arm(n);
     workload(&db);
-    gCountdown = 0;
+    if( xDevFaults && arm(0)>=n ) gFired = 1;
     if( db==0 ) db = openDb();          /* the reload itself failed */
     if( db==0 ){ check(0, "reopen", 0); continue; }
     verify(db, "after the failure");
