@@ -44,6 +44,10 @@ void gpudsConfigLoad(void){
   c.eColPlans = envIs("GPUDS_COLUMN_PLANS", "off") ? GPUDS_COLPLAN_OFF
               : envIs("GPUDS_COLUMN_PLANS", "always") ? GPUDS_COLPLAN_ALWAYS
               : GPUDS_COLPLAN_AUTO;
+  c.eLazyLoad = envIs("GPUDS_LAZY_LOAD", "off") ? GPUDS_LAZY_OFF
+              : envIs("GPUDS_LAZY_LOAD", "always") ? GPUDS_LAZY_ALWAYS
+              : envIs("GPUDS_LAZY_LOAD", "hold") ? GPUDS_LAZY_HOLD
+              : GPUDS_LAZY_AUTO;
   gCfg = c;
   gLoaded = 1;
 }

@@ -46,6 +46,19 @@ extern "C" {
 #define GPUDS_COLPLAN_ALWAYS 2   /* =always: whenever a column term or ORDER
                                  ** BY can be taken (tests: small tables) */
 
+/* What GPUDS_LAZY_LOAD asks of the first use of a table after opening
+** (and of a reload after another connection's commit): whether its store is
+** built by a background thread while point queries read the runs on disk
+** (ext/bgload.c, ext/diskread.c), or loaded before the statement goes on. */
+#define GPUDS_LAZY_AUTO   0   /* unset: in background for a WAL database of a
+                              ** table of at least GPUDS_LAZY_MIN_ENTRIES entries */
+#define GPUDS_LAZY_OFF    1   /* =off: always load before answering */
+#define GPUDS_LAZY_ALWAYS 2   /* =always: in background for any non-empty table
+                              ** of a database file, whatever its journal mode */
+#define GPUDS_LAZY_HOLD   3   /* =hold (tests): as always, and the build waits,
+                              ** its snapshot taken, until a statement needs it */
+#define GPUDS_LAZY_MIN_ENTRIES ((int64_t)1<<16)
+
 typedef struct gpuds_config {
   int bForceHost;        /* GPUDS_BACKEND=host */
   int64_t nFlushRows;    /* GPUDS_FLUSH_ROWS, >= 1 */
@@ -53,6 +66,7 @@ typedef struct gpuds_config {
   size_t nHostChunk;     /* GPUDS_HOST_CHUNK, 0 = one copy each way */
   int eGfslRebuild;      /* GFSL_REBUILD, GPUDS_REBUILD_xxx */
   int eColPlans;         /* GPUDS_COLUMN_PLANS, GPUDS_COLPLAN_xxx */
+  int eLazyLoad;         /* GPUDS_LAZY_LOAD, GPUDS_LAZY_xxx */
 } gpuds_config;
 
 /* Read the environment into the process's configuration. */

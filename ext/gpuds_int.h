@@ -208,6 +208,13 @@ struct GpudsTable {
   unsigned int iDataVersion;  /* SQLITE_FCNTL_DATA_VERSION when last checked */
   int64_t nLoadRows;          /* rows read by the last load */
   int64_t nLoadEntries;       /* sum of t_run.n seen by the last load */
+  /* a load in the background (bgload.c) and reads of the runs on disk
+  ** meanwhile (diskread.c): while pBuild is set, pStore is not the table's
+  ** (bLoaded is 0) and only key lookups are answered, from the runs */
+  struct GpudsBuild *pBuild;  /* the store being built by a thread, or NULL */
+  struct GpudsDisk *pDisk;    /* the runs' chunk index and decoded chunks */
+  int64_t nMetaRows;          /* t_meta 'rows' when last read */
+  int64_t nMetaEntries;       /* t_meta 'entries' when last read (-1: absent) */
 };
 
 /* Queries on non-key columns (colset.c) */
@@ -297,8 +304,27 @@ int gpudsShadowRefresh(GpudsTable *p);
 void gpudsShadowCommitted(GpudsTable *p);
 void gpudsShadowRolledBack(GpudsTable *p, int bFull, int bReload);
 int gpudsShadowCheck(GpudsTable *p, char **pzResult);
+int gpudsShadowReady(GpudsTable *p);
+int gpudsShadowPending(const GpudsTable *p);
+int64_t gpudsShadowRows(const GpudsTable *p);
 GpudsTable *gpudsTableFind(sqlite3 *db, const char *zName);
 GpudsTable *gpudsTableFindExact(sqlite3 *db, const char *zDb, const char *zName);
+
+/* The store built by a thread of its own (bgload.c): started where a load
+** is due, installed (or dropped, if the table moved on) when finished. */
+typedef struct GpudsBuild GpudsBuild;
+int gpudsBuildStart(GpudsTable *p, GpudsBuild **ppBuild);
+int gpudsBuildDone(GpudsBuild *b);
+int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, int64_t iGen, int64_t iId,
+                     int *pbInstalled);
+void gpudsBuildCancel(GpudsBuild *b);
+
+/* Key lookups answered from the runs on disk (diskread.c), while a build
+** runs: rows returned are the caller's (gpudsRowFreeHandle). */
+typedef struct GpudsDisk GpudsDisk;
+int gpudsDiskLookup(GpudsTable *p, size_t n, const int64_t *aKey,
+                    uint8_t *aFound, uint64_t *aRow);
+void gpudsDiskReset(GpudsTable *p);
 
 /* Lookups through the overlay (read.c) */
 int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,

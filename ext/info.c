@@ -160,14 +160,15 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     jsonString(s, zFull ? zFull : "");
     sqlite3_free(zFull);
     sqlite3_str_appendf(s, ",\"module\":\"%s\",\"backend\":\"%s\","
-        "\"host_mirror\":%s,"
+        "\"host_mirror\":%s,\"load\":\"%s\","
         "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,"
         "\"column_set\":{\"backend\":\"%s\",\"built\":%s,\"rows\":%lld,"
         "\"bytes\":%lld,\"bytes_per_row\":%.1f,\"changed_keys\":%lld,"
         "\"builds\":%lld,\"queries\":%lld}}",
         p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", p->pOps->zBackend,
         p->pMirror ? "true" : "false",
-        (long long)p->pOps->xCount(p->pStore), (long long)p->wb.nOver,
+        p->pBuild ? "background" : p->bLoaded ? "loaded" : "not loaded",
+        (long long)gpudsShadowRows(p), (long long)p->wb.nOver,
         (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}",
         (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend, p->cs.pCols ? "true" : "false",
         (long long)p->cs.nRows, (long long)gpudsColsBytes(p),

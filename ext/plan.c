@@ -122,7 +122,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   int nColArg = 0, iOrderCol = -1, bCols = 0;
   double colRows = 0, colCost = 0;
   int bOrdered = p->eKind==GPUDS_ORDERED;
-  double nRow = (double)p->pOps->xCount(p->pStore) + (double)p->wb.nOver;
+  double nRow = (double)gpudsShadowRows(p) + (double)p->wb.nOver;
   double rows, cost;
   sqlite3_str *pStr;
   const char *zKey = p->azCol[0];

@@ -348,36 +348,101 @@ int gpudsShadowSync(GpudsTable *p){
   return rc;
 }
 
+/* True if a load of table p (t_meta says m) may be left to a background
+** build (bgload.c) while key lookups read the runs (diskread.c): format 4
+** (the disk reads need its keys), a non-empty table, and GPUDS_LAZY_LOAD:
+** by default only a WAL database's table of GPUDS_LAZY_MIN_ENTRIES entries
+** or more.  In rollback-journal mode the build's read lock would make this
+** connection's own later writes to other tables fail with SQLITE_BUSY
+** until it ends (and every other writer's, as a load does today), so
+** only GPUDS_LAZY_LOAD=always asks for it there. */
+static int shadowLazy(GpudsTable *p, const ShadowMeta *m){
+  int eLazy = gpudsConfig()->eLazyLoad, bWal = 0;
+  int64_t nEnt = m->nEntries>=0 ? m->nEntries : m->nRows;
+  sqlite3_stmt *pStmt;
+  if( eLazy==GPUDS_LAZY_OFF || p->iFormat<SHADOW_FORMAT_ENC || nEnt<=0 ) return 0;
+  if( eLazy!=GPUDS_LAZY_AUTO ) return 1;
+  if( nEnt<GPUDS_LAZY_MIN_ENTRIES ) return 0;
+  if( gpudsRunPrepare(p, &pStmt, "PRAGMA %Q.journal_mode", p->zDb)!=SQLITE_OK ){
+    sqlite3_free(p->base.zErrMsg);    /* no answer: load here */
+    p->base.zErrMsg = 0;
+    return 0;
+  }
+  if( sqlite3_step(pStmt)==SQLITE_ROW ){
+    const char *z = (const char*)sqlite3_column_text(pStmt, 0);
+    bWal = z && sqlite3_stricmp(z, "wal")==0;
+  }
+  sqlite3_finalize(pStmt);
+  return bWal;
+}
+
+/* Bring the store to what t_meta (m, this connection's snapshot) says:
+** install a finished background build of that generation, or start one
+** (bLazy, where shadowLazy allows: the table is then pending), or load
+** now (gpudsShadowLoad).  A build that failed is dropped and the load
+** done here, which reports the damage as it always has.  After a load,
+** the entries and rows must be what t_meta says. */
+static int shadowLoad(GpudsTable *p, const ShadowMeta *m, int bLazy){
+  int rc = SQLITE_OK, bInstalled = 0;
+  if( p->pBuild ){
+    int rcBuild = gpudsBuildFinish(p, p->pBuild, m->iGeneration, m->iId, &bInstalled);
+    p->pBuild = 0;
+    gpudsDiskReset(p);
+    if( rcBuild ) bLazy = 0;
+  }
+  if( !bInstalled ){
+    if( bLazy && shadowLazy(p, m) && gpudsBuildStart(p, &p->pBuild)==SQLITE_OK ){
+      p->bLoaded = 0;             /* pending: pStore is not the table's */
+      return SQLITE_OK;
+    }
+    rc = gpudsShadowLoad(p, m->iGeneration);
+  }
+  /* A new table of this name and schema (dropped and created again by
+  ** another connection) is loaded afresh like a new generation. */
+  if( rc==SQLITE_OK ) p->iTableId = m->iId;
+  if( rc==SQLITE_OK && m->nEntries>=0 && p->nLoadEntries!=m->nEntries ){
+    /* a chunk or run deleted, repeated or its count changed */
+    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run is damaged: its chunks hold "
+                        "%lld entries, %s_meta says %lld", p->zName,
+                        (long long)p->nLoadEntries, p->zName, (long long)m->nEntries);
+    p->bLoaded = 0;
+  }
+  return rc;
+}
+
 /* Make sure the structure holds what the database holds: load it on first
 ** use, and reload it when another connection has committed to the table.
-** Never while this table has a transaction or a cursor open. */
+** Never while this table has a transaction or a cursor open.  The load may
+** be left to a background build (shadowLoad): the table is then pending
+** (gpudsShadowPending) until a later call finds the build finished or a
+** statement needs the store (gpudsShadowReady). */
 int gpudsShadowRefresh(GpudsTable *p){
-  int rc;
-  int64_t iGen = 0;
+  int rc = SQLITE_OK, bDone;
   ShadowMeta meta = {0, 0, 0, -1};
   unsigned int iVersion = 0;
   if( p->nCursor>0 || !gpudsWbufEmpty(p) ) return SQLITE_OK;
   if( sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
     iVersion = 0;
   }
-  if( p->bLoaded && iVersion==p->iDataVersion && iVersion!=0 ) return SQLITE_OK;
+  bDone = p->pBuild && gpudsBuildDone(p->pBuild);
+  if( (p->bLoaded || p->pBuild) && !bDone && iVersion==p->iDataVersion && iVersion!=0 ){
+    return SQLITE_OK;
+  }
   rc = metaRead(p, &meta);
   if( rc ) return rc;
-  iGen = meta.iGeneration;
-  if( !p->bLoaded || iGen!=p->iGeneration || meta.iId!=p->iTableId ){
-    /* A new table of this name and schema (dropped and created again by
-    ** another connection) is loaded afresh like a new generation. */
-    rc = gpudsShadowLoad(p, iGen);
-    if( rc==SQLITE_OK ) p->iTableId = meta.iId;
-    if( rc==SQLITE_OK && meta.nEntries>=0 && p->nLoadEntries!=meta.nEntries ){
-      /* a chunk or run deleted, repeated or its count changed */
-      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run is damaged: its chunks hold "
-                          "%lld entries, %s_meta says %lld", p->zName,
-                          (long long)p->nLoadEntries, p->zName, (long long)meta.nEntries);
-      p->bLoaded = 0;
-    }
+  p->nMetaRows = meta.nRows;
+  p->nMetaEntries = meta.nEntries;
+  if( p->pBuild && (iVersion!=p->iDataVersion || iVersion==0) ){
+    gpudsDiskReset(p);          /* the runs may have changed */
   }
-  if( rc==SQLITE_OK && p->pOps->xCount(p->pStore)!=meta.nRows ){
+  if( p->pBuild && !bDone ){
+    p->iDataVersion = iVersion;   /* disk reads answer meanwhile */
+    return SQLITE_OK;
+  }
+  if( p->pBuild || !p->bLoaded || meta.iGeneration!=p->iGeneration || meta.iId!=p->iTableId ){
+    rc = shadowLoad(p, &meta, 1);
+  }
+  if( rc==SQLITE_OK && p->bLoaded && p->pOps->xCount(p->pStore)!=meta.nRows ){
     /* A deleted or changed run, or a changed count: the shadow tables
     ** disagree with each other.  Loaded again on the next try. */
     rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged: it says %lld rows, "
@@ -386,6 +451,38 @@ int gpudsShadowRefresh(GpudsTable *p){
     p->bLoaded = 0;
   }
   if( rc==SQLITE_OK ) p->iDataVersion = iVersion;
+  return rc;
+}
+
+/* True while the table's store is being built in the background: only key
+** lookups (diskread.c) may be answered before gpudsShadowReady. */
+int gpudsShadowPending(const GpudsTable *p){
+  return p->pBuild!=0;
+}
+
+/* The rows of the table as of the last refresh: the store's, or t_meta's
+** while pending (for plan costs). */
+int64_t gpudsShadowRows(const GpudsTable *p){
+  return p->pBuild ? p->nMetaRows : p->pOps->xCount(p->pStore);
+}
+
+/* The store must hold the table now (a scan, a write, a check): wait for
+** a pending build and install it, or load here if the table moved on
+** since it began or it failed.  Call after gpudsShadowRefresh in the same
+** statement. */
+int gpudsShadowReady(GpudsTable *p){
+  ShadowMeta meta = {0, 0, 0, -1};
+  int rc;
+  if( p->pBuild==0 ) return SQLITE_OK;
+  rc = metaRead(p, &meta);
+  if( rc ) return rc;
+  rc = shadowLoad(p, &meta, 0);
+  if( rc==SQLITE_OK && p->pOps->xCount(p->pStore)!=meta.nRows ){
+    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged: it says %lld rows, "
+                        "%s_run holds %lld", p->zName, (long long)meta.nRows,
+                        p->zName, (long long)p->pOps->xCount(p->pStore));
+    p->bLoaded = 0;
+  }
   return rc;
 }
 
@@ -491,6 +588,7 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
   memset(&c, 0, sizeof(c));
   *pzResult = 0;
   rc = gpudsShadowRefresh(p);
+  if( rc==SQLITE_OK ) rc = gpudsShadowReady(p);
   if( rc ) return rc;
   if( gpudsStoreCheck(p)!=SQLITE_OK ){
     *pzResult = sqlite3_mprintf("%s: %s", p->zName, p->base.zErrMsg ? p->base.zErrMsg : "check failed");

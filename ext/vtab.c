@@ -34,6 +34,8 @@ typedef struct GpudsCursor {
   GpudsMerge *pMerge;
   int64_t nLeft;             /* rows still wanted (LIMIT+OFFSET), -1: all */
   int bList;                 /* holds a list: counted in nCursor */
+  int bOwnRows;              /* the list's rows were read from the runs on
+                             ** disk (diskread.c): the cursor frees them */
   int64_t iWrites;           /* p->nWrites when the cursor read its rows */
   /* column plans: the plan, kept while the list is a prefix of the order */
   GpudsPlan colPlan;
@@ -83,6 +85,9 @@ static void tableFree(GpudsTable *p){
   int i;
   if( p==0 ) return;
   gpudsTableListRemove(p);
+  if( p->pBuild ) gpudsBuildCancel(p->pBuild);  /* its thread joined */
+  p->pBuild = 0;
+  gpudsDiskReset(p);
   if( p->wb.pOver ) gpudsWbufRollback(p);   /* frees uncommitted rows */
   gpudsWbufClear(p);
   gpudsStoreFreeRows(p);
@@ -241,7 +246,13 @@ static int gpudsDisconnect(sqlite3_vtab *pVtab){
 /* xDestroy: DROP TABLE: the shadow tables go too. */
 static int gpudsDestroy(sqlite3_vtab *pVtab){
   GpudsTable *p = tab(pVtab);
-  int rc = gpudsShadowDestroy(p);
+  int rc;
+  if( p->pBuild ){              /* its rows are about to go */
+    gpudsBuildCancel(p->pBuild);
+    p->pBuild = 0;
+    gpudsDiskReset(p);
+  }
+  rc = gpudsShadowDestroy(p);
   if( rc ) return vtabDone(pVtab, rc);
   gpudsTableListRemove(p);      /* no later handle may share it */
   vtabRelease(pVtab);
@@ -274,6 +285,11 @@ static void cursorReset(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
   gpudsMergeClose(c->pMerge);
   c->pMerge = 0;
+  if( c->bOwnRows ){
+    int64_t i;
+    for(i=0; i<c->nList; i++) gpudsRowFreeHandle(c->aRow[i]);
+    c->bOwnRows = 0;
+  }
   if( c->aKey!=&c->iKey1 ){ sqlite3_free(c->aKey); sqlite3_free(c->aRow); }
   c->aKey = 0; c->aRow = 0;
   c->nList = c->iList = 0;
@@ -404,6 +420,38 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
   uint8_t *aF = 0;
   int rc = SQLITE_OK;
   if( n==0 ) return SQLITE_OK;
+  if( gpudsShadowPending(p) ){
+    /* The store is being built: ask the runs on disk (no write can be
+    ** buffered: a write waits for the build).  The rows are the cursor's,
+    ** so it is not counted in nCursor: a reload may go on beside it. */
+    if( n==1 ){
+      c->aKey = &c->iKey1;
+      c->aRow = &c->hRow1;
+      c->iKey1 = pl->aKey[0];
+    }else{
+      c->aKey = pl->aKey;  pl->aKey = 0;
+      c->aRow = sqlite3_malloc64(n*8);
+    }
+    aF = sqlite3_malloc64(n);
+    if( !c->aRow || !aF ){ sqlite3_free(aF); return SQLITE_NOMEM; }
+    rc = gpudsDiskLookup(p, (size_t)n, c->aKey, aF, c->aRow);
+    if( rc==SQLITE_OK ){
+      c->bOwnRows = 1;
+      for(i=0; i<n; i++){
+        if( aF[i] ){ c->aKey[j] = c->aKey[i]; c->aRow[j] = c->aRow[i]; j++; }
+      }
+      if( pl->bDesc ){
+        for(i=0; i<j/2; i++){
+          int64_t tk = c->aKey[i]; uint64_t tr = c->aRow[i];
+          c->aKey[i] = c->aKey[j-1-i]; c->aRow[i] = c->aRow[j-1-i];
+          c->aKey[j-1-i] = tk; c->aRow[j-1-i] = tr;
+        }
+      }
+      c->nList = j;
+    }
+    sqlite3_free(aF);
+    return rc;
+  }
   if( n==1 ){
     /* key = ?: one lookup, nothing allocated (a join runs one per row) */
     uint8_t bFound = 0;
@@ -462,7 +510,7 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   if( !pl.bEmpty && !pl.bList && (!pl.bCols || (pl.nTerm==0 && pl.iOrderCol<0))
    && p->eKind==GPUDS_HASH
    && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
-   && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= GPUDS_HASH_RANGE_PER_ROW*p->pOps->xCount(p->pStore)
+   && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= GPUDS_HASH_RANGE_PER_ROW*gpudsShadowRows(p)
                                                            + GPUDS_HASH_RANGE_SLACK ){
     /* A short key range on a hash table: look every key of it up in one
     ** batch rather than visit every slot. */
@@ -473,6 +521,11 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
     pl.nKey = n;
     pl.bList = 1;
     pl.bCols = 0;
+  }
+  if( !pl.bEmpty && !pl.bList && gpudsShadowPending(p) ){
+    /* Only key lookups are answered from the runs: wait for the store. */
+    rc = gpudsShadowReady(p);
+    if( rc ){ gpudsPlanFree(&pl); return vtabDone(pCur->pVtab, rc); }
   }
   if( pl.bEmpty ){
     c->bEof = 1;
@@ -684,7 +737,10 @@ static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
 /* xBegin: a write transaction starts (holding the database's write lock):
 ** bring the structure up to date with what other connections committed. */
 static int gpudsBegin(sqlite3_vtab *pVtab){
-  return vtabDone(pVtab, gpudsShadowRefresh(tab(pVtab)));
+  int rc = gpudsShadowRefresh(tab(pVtab));
+  /* writes need the store: wait for a build in the background */
+  if( rc==SQLITE_OK ) rc = gpudsShadowReady(tab(pVtab));
+  return vtabDone(pVtab, rc);
 }
 
 /* xSync: apply the transaction's writes to the store as one batch and
@@ -758,7 +814,8 @@ static int gpudsRename(sqlite3_vtab *pVtab, const char *zNew){
   char *z = sqlite3_mprintf("%s", zNew);
   int rc;
   if( z==0 ) return SQLITE_NOMEM;
-  rc = gpudsShadowRename(p, zNew);
+  rc = gpudsShadowReady(p);     /* a build reads the shadow tables by name */
+  if( rc==SQLITE_OK ) rc = gpudsShadowRename(p, zNew);
   if( rc ){ sqlite3_free(z); return vtabDone(pVtab, rc); }
   sqlite3_free(p->zName);
   p->zName = z;

@@ -1,0 +1,243 @@
+/*
+** bgload.c -- the load of a table (loader.c) on a thread of its own, so
+** that the first statements after opening need not wait for it.
+**
+** The thread opens its own read-only connection to the database file,
+** begins a read transaction, reads t_meta's 'generation', 'id' and
+** 'format' and loads the runs of that snapshot with gpudsShadowLoad into a
+** private table object: a store, its host mirror and a key filter that
+** nothing else sees.  The connection that started it installs them
+** (gpudsBuildFinish) only if its own snapshot shows the same generation,
+** id and format; otherwise they are dropped and the caller loads again.
+** A build that failed is dropped too: the caller's own load then finds and
+** reports the same damage, with the same message, as it always has.
+**
+** Thread safety: the private table is touched by the thread alone until it
+** ends (pthread_join orders its writes before the installer's reads); the
+** backend promises that distinct stores may be used from distinct threads
+** (gpuds_backend.h); rows come from the load's own arenas (row.c).
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include "runfmt.h"
+#include <string.h>
+#include <stdlib.h>
+#include <pthread.h>
+
+struct GpudsBuild {
+  GpudsTable t;           /* private: its db is the thread's connection */
+  char *zFile;            /* the database file */
+  char *zVfs;             /* its VFS, or NULL for the default */
+  int bHold;              /* GPUDS_LAZY_LOAD=hold: wait for bGo after the snapshot */
+  pthread_t tid;
+  pthread_mutex_t mu;     /* guards the fields below */
+  pthread_cond_t cv;
+  int bGo;                /* a statement needs the build now */
+  int bCancel;            /* the table goes: stop as soon as possible */
+  int bDone;              /* the thread has ended */
+  int rc;                 /* its outcome */
+  int64_t iGen, iId;      /* what its snapshot's t_meta says */
+  int iFormat;
+};
+
+/* Read 'generation', 'id' and 'format' of the thread's snapshot (which the
+** first read begins).  Any doubt is an error: the installer's own load
+** then judges the table. */
+static int buildMeta(GpudsBuild *b){
+  GpudsTable *t = &b->t;
+  sqlite3_stmt *pStmt;
+  int nSeen = 0, rc;
+  int64_t iFormat = 0;
+  rc = gpudsRunPrepare(t, &pStmt, "SELECT key, value FROM main.'%q_meta'", t->zName);
+  if( rc ) return rc;
+  b->iId = 0;
+  while( sqlite3_step(pStmt)==SQLITE_ROW ){
+    const char *zKey = (const char*)sqlite3_column_text(pStmt, 0);
+    int64_t v = sqlite3_column_int64(pStmt, 1);
+    if( zKey==0 ) continue;
+    if( strcmp(zKey, "generation")==0 ){ b->iGen = v; nSeen++; }
+    else if( strcmp(zKey, "format")==0 ){ iFormat = v; nSeen++; }
+    else if( strcmp(zKey, "id")==0 ) b->iId = v;
+  }
+  rc = sqlite3_finalize(pStmt);
+  if( rc ) return rc;
+  if( nSeen!=2 || iFormat<SHADOW_FORMAT_MIN || iFormat>SHADOW_FORMAT ) return SQLITE_CORRUPT_VTAB;
+  b->iFormat = t->iFormat = (int)iFormat;
+  return SQLITE_OK;
+}
+
+/* GPUDS_LAZY_LOAD=hold: wait until a statement needs the build (or the
+** table goes). */
+static void buildHold(GpudsBuild *b){
+  pthread_mutex_lock(&b->mu);
+  while( !b->bGo && !b->bCancel ) pthread_cond_wait(&b->cv, &b->mu);
+  pthread_mutex_unlock(&b->mu);
+}
+
+/* True if db is in WAL mode, where a held snapshot blocks no writer. */
+static int buildWal(sqlite3 *db){
+  sqlite3_stmt *pStmt = 0;
+  int bWal = 0;
+  if( sqlite3_prepare_v2(db, "PRAGMA main.journal_mode", -1, &pStmt, 0)==SQLITE_OK
+   && sqlite3_step(pStmt)==SQLITE_ROW ){
+    const char *z = (const char*)sqlite3_column_text(pStmt, 0);
+    bWal = z && sqlite3_stricmp(z, "wal")==0;
+  }
+  sqlite3_finalize(pStmt);
+  return bWal;
+}
+
+/* The thread: snapshot, load, end the read transaction, report.  Held
+** (tests), it waits after taking its snapshot in a WAL database, before
+** it in others, where a held read lock would block every writer. */
+static void *buildMain(void *pArg){
+  GpudsBuild *b = (GpudsBuild*)pArg;
+  GpudsTable *t = &b->t;
+  sqlite3 *db = 0;
+  int rc = sqlite3_open_v2(b->zFile, &db, SQLITE_OPEN_READONLY, b->zVfs);
+  pthread_mutex_lock(&b->mu);
+  t->db = db;                 /* gpudsBuildCancel may interrupt it now */
+  if( b->bCancel ) rc = SQLITE_INTERRUPT;
+  pthread_mutex_unlock(&b->mu);
+  if( rc==SQLITE_OK && b->bHold && !buildWal(db) ) buildHold(b);
+  if( rc==SQLITE_OK ) rc = sqlite3_exec(db, "BEGIN", 0, 0, 0);
+  if( rc==SQLITE_OK ) rc = buildMeta(b);
+  if( rc==SQLITE_OK && b->bHold ) buildHold(b);
+  if( rc==SQLITE_OK && !b->bCancel ) rc = gpudsShadowLoad(t, b->iGen);
+  pthread_mutex_lock(&b->mu);
+  t->db = 0;
+  pthread_mutex_unlock(&b->mu);
+  if( db ){
+    sqlite3_exec(db, "COMMIT", 0, 0, 0);  /* a read: nothing to fail but the lock */
+    sqlite3_close_v2(db);
+  }
+  pthread_mutex_lock(&b->mu);
+  b->rc = rc;
+  b->bDone = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  return 0;
+}
+
+/* Free a build whose thread has ended, and whatever it built. */
+static void buildFree(GpudsBuild *b){
+  GpudsTable *t = &b->t;
+  if( t->pStore ){
+    gpudsStoreFreeRows(t);
+    gpudsStoreFree(t, t->pStore, t->pMirror);
+  }
+  gpudsFilterFree(&t->filter);
+  sqlite3_free(t->zName);
+  sqlite3_free(t->base.zErrMsg);
+  sqlite3_free(b->zFile);
+  sqlite3_free(b->zVfs);
+  pthread_cond_destroy(&b->cv);
+  pthread_mutex_destroy(&b->mu);
+  sqlite3_free(b);
+}
+
+/* Start building table p's store on a thread.  SQLITE_OK with *ppBuild
+** set, or an error (nothing started, no message: the caller loads as
+** before) where the database has no file another connection could open
+** (":memory:", a temp database), SQLite is not thread-safe, or a thread
+** or memory cannot be had. */
+int gpudsBuildStart(GpudsTable *p, GpudsBuild **ppBuild){
+  const char *zFile = sqlite3_db_filename(p->db, p->zDb);
+  sqlite3_vfs *pVfs = 0;
+  GpudsBuild *b;
+  *ppBuild = 0;
+  if( zFile==0 || zFile[0]==0 || !sqlite3_threadsafe() ) return SQLITE_MISUSE;
+  if( sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs)!=SQLITE_OK ) pVfs = 0;
+  b = sqlite3_malloc64(sizeof(*b));
+  if( b==0 ) return SQLITE_NOMEM;
+  memset(b, 0, sizeof(*b));
+  b->zFile = sqlite3_mprintf("%s", zFile);
+  b->zVfs = pVfs ? sqlite3_mprintf("%s", pVfs->zName) : 0;
+  b->t.zName = sqlite3_mprintf("%s", p->zName);
+  b->t.zDb = (char*)"main";      /* the file is the thread's main database */
+  b->t.eKind = p->eKind;
+  b->t.nCol = p->nCol;
+  b->t.pOps = p->pOps;
+  b->t.iFormat = p->iFormat;
+  b->bHold = gpudsConfig()->eLazyLoad==GPUDS_LAZY_HOLD;
+  if( !b->zFile || (pVfs && !b->zVfs) || !b->t.zName ){
+    sqlite3_free(b->zFile); sqlite3_free(b->zVfs); sqlite3_free(b->t.zName);
+    sqlite3_free(b);
+    return SQLITE_NOMEM;
+  }
+  if( pthread_mutex_init(&b->mu, 0) ){
+    sqlite3_free(b->zFile); sqlite3_free(b->zVfs); sqlite3_free(b->t.zName);
+    sqlite3_free(b);
+    return SQLITE_NOMEM;
+  }
+  if( pthread_cond_init(&b->cv, 0) ){
+    pthread_mutex_destroy(&b->mu);
+    sqlite3_free(b->zFile); sqlite3_free(b->zVfs); sqlite3_free(b->t.zName);
+    sqlite3_free(b);
+    return SQLITE_NOMEM;
+  }
+  if( pthread_create(&b->tid, 0, buildMain, b) ){
+    buildFree(b);
+    return SQLITE_NOMEM;
+  }
+  *ppBuild = b;
+  return SQLITE_OK;
+}
+
+/* True once the build's thread has ended (without waiting for it). */
+int gpudsBuildDone(GpudsBuild *b){
+  int bDone;
+  pthread_mutex_lock(&b->mu);
+  bDone = b->bDone;
+  pthread_mutex_unlock(&b->mu);
+  return bDone;
+}
+
+/* Wait for the build (releasing a held one) and free it.  If it succeeded
+** and loaded generation iGen of the table with id iId in p's format, its
+** store, mirror and filter replace p's (the old rows freed) and
+** *pbInstalled is set.  Returns the build's error, if it failed (its
+** message dropped: the caller's own load reports it), else SQLITE_OK. */
+int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, int64_t iGen, int64_t iId,
+                     int *pbInstalled){
+  GpudsTable *t = &b->t;
+  int rc;
+  *pbInstalled = 0;
+  pthread_mutex_lock(&b->mu);
+  b->bGo = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  pthread_join(b->tid, 0);
+  rc = b->rc;
+  if( rc==SQLITE_OK && t->bLoaded && b->iGen==iGen && b->iId==iId && b->iFormat==p->iFormat ){
+    p->bMaxValid = 0;
+    gpudsStoreFreeRows(p);
+    gpudsStoreFree(p, p->pStore, p->pMirror);
+    p->pStore = t->pStore;
+    p->pMirror = t->pMirror;
+    p->pMirOps = t->pMirOps;
+    gpudsFilterFree(&p->filter);
+    p->filter = t->filter;
+    p->iGeneration = t->iGeneration;
+    p->nLoadRows = t->nLoadRows;
+    p->nLoadEntries = t->nLoadEntries;
+    p->bLoaded = 1;
+    t->pStore = t->pMirror = 0;
+    memset(&t->filter, 0, sizeof(t->filter));
+    *pbInstalled = 1;
+  }
+  buildFree(b);
+  return rc;
+}
+
+/* The table goes (or is dropped): stop the build (interrupting its reads)
+** and free it. */
+void gpudsBuildCancel(GpudsBuild *b){
+  pthread_mutex_lock(&b->mu);
+  b->bCancel = 1;
+  if( b->t.db ) sqlite3_interrupt(b->t.db);
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  pthread_join(b->tid, 0);
+  buildFree(b);
+}
