@@ -412,11 +412,28 @@ static int cursorStep(GpudsCursor *c){
   }
 }
 
+/* Keep the entries i of the cursor's list (aKey, aRow)[0..n) that were
+** found (aF[i]), in order, reversed for DESC; nList is their count. */
+static void cursorListKeep(GpudsCursor *c, const uint8_t *aF, int64_t n, int bDesc){
+  int64_t i, j = 0;
+  for(i=0; i<n; i++){
+    if( aF[i] ){ c->aKey[j] = c->aKey[i]; c->aRow[j] = c->aRow[i]; j++; }
+  }
+  if( bDesc ){
+    for(i=0; i<j/2; i++){
+      int64_t tk = c->aKey[i]; uint64_t tr = c->aRow[i];
+      c->aKey[i] = c->aKey[j-1-i]; c->aRow[i] = c->aRow[j-1-i];
+      c->aKey[j-1-i] = tk; c->aRow[j-1-i] = tr;
+    }
+  }
+  c->nList = j;
+}
+
 /* Resolve an EQ/IN plan: look every key up in one batch and keep the rows
 ** found, in key order (reversed for DESC). */
 static int cursorList(GpudsCursor *c, GpudsPlan *pl){
   GpudsTable *p = tab(c->base.pVtab);
-  int64_t n = pl->nKey, i, j = 0;
+  int64_t n = pl->nKey;
   uint8_t *aF = 0;
   int rc = SQLITE_OK;
   if( n==0 ) return SQLITE_OK;
@@ -437,17 +454,7 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
     rc = gpudsDiskLookup(p, (size_t)n, c->aKey, aF, c->aRow);
     if( rc==SQLITE_OK ){
       c->bOwnRows = 1;
-      for(i=0; i<n; i++){
-        if( aF[i] ){ c->aKey[j] = c->aKey[i]; c->aRow[j] = c->aRow[i]; j++; }
-      }
-      if( pl->bDesc ){
-        for(i=0; i<j/2; i++){
-          int64_t tk = c->aKey[i]; uint64_t tr = c->aRow[i];
-          c->aKey[i] = c->aKey[j-1-i]; c->aRow[i] = c->aRow[j-1-i];
-          c->aKey[j-1-i] = tk; c->aRow[j-1-i] = tr;
-        }
-      }
-      c->nList = j;
+      cursorListKeep(c, aF, n, pl->bDesc);
     }
     sqlite3_free(aF);
     return rc;
@@ -470,19 +477,7 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
   aF = sqlite3_malloc64(n);
   if( !c->aRow || !aF ){ sqlite3_free(aF); return SQLITE_NOMEM; }
   rc = gpudsLookupMany(p, (size_t)n, c->aKey, aF, c->aRow);
-  if( rc==SQLITE_OK ){
-    for(i=0; i<n; i++){
-      if( aF[i] ){ c->aKey[j] = c->aKey[i]; c->aRow[j] = c->aRow[i]; j++; }
-    }
-    if( pl->bDesc ){
-      for(i=0; i<j/2; i++){
-        int64_t tk = c->aKey[i]; uint64_t tr = c->aRow[i];
-        c->aKey[i] = c->aKey[j-1-i]; c->aRow[i] = c->aRow[j-1-i];
-        c->aKey[j-1-i] = tk; c->aRow[j-1-i] = tr;
-      }
-    }
-    c->nList = j;
-  }
+  if( rc==SQLITE_OK ) cursorListKeep(c, aF, n, pl->bDesc);
   sqlite3_free(aF);
   /* The rows in the list must outlive any commit while it is open. */
   c->bList = 1;
