@@ -88,6 +88,7 @@ size_t gpudsLoaderSpanMax(void);
 size_t gpudsLoaderRoom(const GpudsLoader *L);
 int gpudsBlocksAdd(GpudsBlocks *pList);
 void gpudsBlocksFree(GpudsBlocks *pList);
+void gpudsMemTrim(void);
 void gpudsLoaderGive(GpudsLoader *L, GpudsBlocks *pList);
 void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList);
 unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nByte,

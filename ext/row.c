@@ -13,6 +13,10 @@ SQLITE_EXTENSION_INIT3
 #include "varint.h"
 #include <string.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#ifdef __GLIBC__
+# include <malloc.h>              /* malloc_trim */
+#endif
 
 struct GpudsRow {
   uint32_t nCol;
@@ -225,10 +229,34 @@ GpudsRow *gpudsRowOf(uint64_t h){
   return (GpudsRow*)(uintptr_t)(h & ~(uint64_t)1);
 }
 
+/* A fresh arena block (ARENA_SIZE bytes aligned to their size), or NULL.
+** Blocks are mapped from the system directly, not taken from malloc(): an
+** aligned malloc() leaves the alignment's slack in the heap as free
+** fragments, and a block freed in the heap's middle stays resident until a
+** trim; a mapping costs exactly the pages the rows touch and goes back to
+** the system the moment its last row is freed. */
+static void *blockAlloc(void){
+  char *pMap = (char*)mmap(0, 2*ARENA_SIZE, PROT_READ|PROT_WRITE,
+                           MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
+  char *pBlock;
+  size_t nHead;
+  if( pMap==(char*)MAP_FAILED ) return 0;
+  pBlock = (char*)(((uintptr_t)pMap + ARENA_SIZE - 1) & ~(uintptr_t)(ARENA_SIZE-1));
+  nHead = (size_t)(pBlock - pMap);
+  if( nHead ) munmap(pMap, nHead);
+  if( ARENA_SIZE - nHead ) munmap(pBlock + ARENA_SIZE, ARENA_SIZE - nHead);
+  return pBlock;
+}
+
+/* Give block pBlock (from blockAlloc) back to the system. */
+static void blockFree(void *pBlock){
+  munmap(pBlock, ARENA_SIZE);
+}
+
 /* Drop one reference to arena block pBlock; free it at the last. */
 static void arenaRelease(char *pBlock){
   int64_t *pnLive = (int64_t*)pBlock;
-  if( --*pnLive==0 ) free(pBlock);
+  if( --*pnLive==0 ) blockFree(pBlock);
 }
 
 /* Free the record of handle h (0 is a no-op). */
@@ -238,6 +266,19 @@ void gpudsRowFreeHandle(uint64_t h){
   }else if( h ){
     free((void*)(uintptr_t)h);
   }
+}
+
+/* Give the heap memory that a load or a big transaction freed (its
+** temporaries: blob buffers, key and handle arrays, the write buffer) back
+** to the system.  glibc keeps freed memory of every thread's malloc arena
+** resident for reuse, so without this a table's first load leaves its
+** temporaries' size in the process long after (malloc_trim, glibc only;
+** elsewhere a no-op).  It walks the free lists only: call it after work
+** that freed much, not per statement. */
+void gpudsMemTrim(void){
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 /* Start a load arena. */
@@ -279,8 +320,8 @@ static void *blocksPop(GpudsBlocks *pList){
 
 /* Add one fresh arena block to list pList: 1, or 0 if out of memory. */
 int gpudsBlocksAdd(GpudsBlocks *pList){
-  void *pNew = 0;
-  if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
+  void *pNew = blockAlloc();
+  if( pNew==0 ) return 0;
   blocksPush(pList, pNew);
   return 1;
 }
@@ -288,7 +329,7 @@ int gpudsBlocksAdd(GpudsBlocks *pList){
 /* Free every block of list pList, which is left empty. */
 void gpudsBlocksFree(GpudsBlocks *pList){
   void *pBlock;
-  while( (pBlock = blocksPop(pList))!=0 ) free(pBlock);
+  while( (pBlock = blocksPop(pList))!=0 ) blockFree(pBlock);
 }
 
 /* Give loader L (started by gpudsLoaderBegin) the blocks of pList (left
@@ -310,7 +351,7 @@ void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList){
 /* Move loader L to a fresh block.  0 if out of memory (L unchanged). */
 static int loaderNewBlock(GpudsLoader *L){
   void *pNew = blocksPop(&L->spare);
-  if( pNew==0 && posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
+  if( pNew==0 && (pNew = blockAlloc())==0 ) return 0;
   if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
   L->pBlock = (char*)pNew;
   *(int64_t*)L->pBlock = L->bHold ? 1 : 0;
