@@ -565,7 +565,7 @@ static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
   }
   if( pOvfl ){
     rc = gpudsOvflRead(p, 0, pOvfl, p->nCol-1, &aSpill);
-  }else if( p->iFormat>=SHADOW_FORMAT_ENC ){
+  }else if( aRec ){
     rc = gpudsRunRecord(p, aRec, nRec, &aSpill);   /* the row record it encodes */
   }
   if( rc ) return rc;
