@@ -102,6 +102,9 @@ static void decodeAll(BuildCtx *b){
   }
 }
 
+/* A build of at least this many rows ends with a trim of the heap. */
+#define COLS_TRIM_ROWS 65536
+
 /* Build the table's column set from the store's rows.  On error the table
 ** has none and its message says why. */
 static int colsBuild(GpudsTable *p){
@@ -150,6 +153,9 @@ static int colsBuild(GpudsTable *p){
 build_out:
   sqlite3_free(b.aKey); sqlite3_free(b.aRow);
   sqlite3_free(b.aTag); sqlite3_free(b.aVal);
+  /* The build's arrays (a GPU set holds its copy on the device, a host one
+  ** its own): what they took of the heap goes back to the system. */
+  if( b.nAlloc>=COLS_TRIM_ROWS ) gpudsMemTrim();
   return rc;
 }
 

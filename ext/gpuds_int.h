@@ -60,22 +60,34 @@ extern const sqlite3_api_routines *sqlite3_api;
 
 /* ------------------------------------------------------------------ rows */
 /* A row record: the non-key columns of one row, SQLite types preserved.
-** Layout: u32 nCol; then nCol (u8 type, u32 offset) pairs; then payload. */
+** Layout (row.c): two varints, then the row's format-4 record (runfmt.h). */
 typedef struct GpudsRow GpudsRow;
+/* Where a walk through one record's columns stands (row.c); pRow = NULL
+** starts afresh. */
+typedef struct GpudsRowPos {
+  const GpudsRow *pRow;
+  const unsigned char *pRec;
+  int iCol;
+  uint32_t iHdr, iBody, nHdr;
+} GpudsRowPos;
 
 /* Spare arena blocks for loaders: a list whose links row.c keeps. */
 typedef struct GpudsBlocks { void *pHead; int n; } GpudsBlocks;
 typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; GpudsBlocks spare; } GpudsLoader;
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff);
-void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx);
+void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos);
 size_t gpudsRowBytes(const GpudsRow *p);
 int gpudsRealToInt(double r, sqlite3_int64 *pi);
-GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
+GpudsRow *gpudsRowFromLegacy(const unsigned char *a, uint32_t n, int nCol, int *pbBad);
+size_t gpudsRowLegacyBytes(const GpudsRow *p);
+void gpudsRowLegacyWrite(const GpudsRow *p, unsigned char *a);
+const unsigned char *gpudsRowRecord(const GpudsRow *p, uint32_t *pnRec);
+int gpudsRowColumns(const GpudsRow *p);
+size_t gpudsRowSize(uint32_t nRec, uint32_t nHdr);
 GpudsRow *gpudsRowOf(uint64_t h);
 void gpudsRowFreeHandle(uint64_t h);
 int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
 size_t gpudsRowHdrBytes(int nCol);
-int gpudsRowCell(const GpudsRow *p, int i, const unsigned char **pz, uint32_t *pn);
 uint64_t gpudsRowDecode(GpudsLoader *L, const unsigned char *a, uint32_t nHdr,
                         int nCol, size_t nByte);
 int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff);
@@ -85,14 +97,11 @@ void gpudsLoaderEnd(GpudsLoader *L);
 uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol);
 uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h);
 size_t gpudsLoaderSpanMax(void);
-size_t gpudsLoaderRoom(const GpudsLoader *L);
 int gpudsBlocksAdd(GpudsBlocks *pList);
 void gpudsBlocksFree(GpudsBlocks *pList);
+void gpudsMemTrim(void);
 void gpudsLoaderGive(GpudsLoader *L, GpudsBlocks *pList);
 void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList);
-unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nByte,
-                               int64_t nLive);
-uint64_t gpudsLoaderHandle(const unsigned char *z);
 
 /* A non-key value as column sets encode it (tag, val: gpuds_colval.h), with
 ** the bytes of a text or blob for exact comparisons. */

@@ -33,8 +33,9 @@ typedef struct LoadRows {
 } LoadRows;
 
 /* A spilled record's entry, while a load reads chunks: its handle is the
-** address of a malloc()'d GpudsOvfl with bit 1 set (a row handle never has
-** it: records are 8-byte aligned, or 4 more than that with bit 0 set).
+** address of a malloc()'d GpudsOvfl with bit 1 set and bit 0 clear (a row
+** handle never is: a malloc()'d record is 8-byte aligned, an arena record's
+** handle has bit 0 set).
 ** Once the runs are merged, the connection's thread reads the records of
 ** those that won (loadResolve); the others are freed with their entries. */
 #define LOAD_OVFL 2
@@ -91,11 +92,9 @@ typedef struct LoadErr {
 ** (deletion) into each aVal[i0..].  Every entry is checked first (key order,
 ** from the previous chunk's last key on; bounds; the record itself), so the
 ** rows are then placed with no failure but out of memory, which frees those
-** placed: all or nothing.  Where every entry starts at a multiple of 4 bytes
-** (all records of fixed-size columns, e.g. (k INTEGER PRIMARY KEY, v
-** INTEGER)), the vals are copied into the arena in a few spans and each
-** record is used where it lands: one memcpy per span, none per row.  Calls
-** no SQLite routine: it runs on worker threads.  *pnTomb counts deletions.
+** placed: all or nothing.  Each record is converted from the legacy layout
+** of formats 1 to 3 (gpudsLoaderRow).  Calls no SQLite routine: it runs on
+** worker threads.  *pnTomb counts deletions.
 ** A spilled record's entry (format 3) gets a LOAD_OVFL handle. */
 static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int bOvfl, int64_t i0, int n,
                      const unsigned char *pv, size_t nv, int64_t *pnTomb,
@@ -103,9 +102,8 @@ static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int bOvfl, int64_t i
   int64_t *aKey = &r->aKey[i0];
   uint64_t *aVal = &r->aVal[i0];
   uint64_t *aOff = aVal;                    /* scratch: offset of each entry */
-  size_t off = 0, nSpanMax = gpudsLoaderSpanMax(), nBig = nSpanMax/4;
+  size_t off = 0;
   int64_t i, nTomb = 0;
-  int bSpan = 1;
   uint32_t nRec;
   if( n>0 && i0>0 && aKey[0]<=aKey[-1] ){ pErr->zWhy = "keys out of order"; return SQLITE_CORRUPT_VTAB; }
   for(i=0; i<n; i++){
@@ -113,7 +111,6 @@ static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int bOvfl, int64_t i
     if( off+4 > nv ){ pErr->zWhy = "entry past the end of vals"; return SQLITE_CORRUPT_VTAB; }
     memcpy(&nRec, pv+off, 4);
     aOff[i] = off;
-    if( off & 3 ) bSpan = 0;
     if( nRec==SHADOW_TOMB ){ off += 4; nTomb++; continue; }
     if( nRec==SHADOW_OVFL ){
       GpudsOvfl o;
@@ -121,7 +118,6 @@ static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int bOvfl, int64_t i
         pErr->zWhy = "bad spilled record reference";
         return SQLITE_CORRUPT_VTAB;
       }
-      bSpan = 0;
       off += 4 + SHADOW_OVFL_REF;
       continue;
     }
@@ -132,50 +128,20 @@ static int loadChunk(LoadRows *r, GpudsLoader *L, int nCol, int bOvfl, int64_t i
     if( !gpudsRowValid(pv+off+4, nRec, nCol) ){ pErr->zWhy = 0; return SQLITE_CORRUPT_VTAB; }
     off += 4 + (size_t)nRec;
   }
-  /* Place the rows: aVal[i] (aOff[i] until then) gets entry i's handle.
-  ** A span fills the room left in the arena's current block, or a new block
-  ** when that room is small. */
-  i = 0;
-  while( i<n ){
-    int64_t j = i, nLive = 0, m;
-    size_t s = aOff[i], e = s, nLim = gpudsLoaderRoom(L);
-    if( nLim<LOAD_SPAN_MIN || nLim>nSpanMax ) nLim = nSpanMax;
-    if( bSpan ){
-      for(j=i; j<n; j++){                   /* the longest span from entry i */
-        size_t eNext;
-        memcpy(&nRec, pv+aOff[j], 4);
-        eNext = aOff[j] + 4 + (nRec==SHADOW_TOMB ? 0 : nRec);
-        if( (nRec!=SHADOW_TOMB && nRec>nBig) || eNext-s > nLim ) break;
-        if( nRec!=SHADOW_TOMB ) nLive++;
-        e = eNext;
-      }
+  /* Place the rows: aVal[i] (aOff[i] until then) gets entry i's handle. */
+  for(i=0; i<n; i++){
+    size_t s = aOff[i];
+    memcpy(&nRec, pv+s, 4);
+    aVal[i] = 0;
+    if( nRec==SHADOW_OVFL ){
+      GpudsOvfl *pO = (GpudsOvfl*)malloc(sizeof(GpudsOvfl));
+      if( pO==0 ) goto no_mem;
+      gpudsOvflParse(pv+s+4, pO);
+      aVal[i] = (uint64_t)(uintptr_t)pO | LOAD_OVFL;
+    }else if( nRec!=SHADOW_TOMB ){
+      aVal[i] = gpudsLoaderRow(L, pv+s+4, nRec, nCol);
+      if( aVal[i]==0 ) goto no_mem;
     }
-    if( j==i ){                             /* entry i alone, copied */
-      memcpy(&nRec, pv+aOff[i], 4);
-      aVal[i] = 0;
-      if( nRec==SHADOW_OVFL ){
-        GpudsOvfl *pO = (GpudsOvfl*)malloc(sizeof(GpudsOvfl));
-        if( pO==0 ) goto no_mem;
-        gpudsOvflParse(pv+s+4, pO);
-        aVal[i] = (uint64_t)(uintptr_t)pO | LOAD_OVFL;
-      }else if( nRec!=SHADOW_TOMB ){
-        aVal[i] = gpudsLoaderRow(L, pv+s+4, nRec, nCol);
-        if( aVal[i]==0 ) goto no_mem;
-      }
-      i++;
-      continue;
-    }
-    if( nLive>0 ){
-      const unsigned char *z = gpudsLoaderSpan(L, pv+s, e-s, nLive);
-      if( z==0 ) goto no_mem;
-      for(m=i; m<j; m++){
-        memcpy(&nRec, pv+aOff[m], 4);
-        aVal[m] = nRec==SHADOW_TOMB ? 0 : gpudsLoaderHandle(z + (aOff[m]-s) + 4);
-      }
-    }else{
-      for(m=i; m<j; m++) aVal[m] = 0;
-    }
-    i = j;
   }
   *pnTomb += nTomb;
   return SQLITE_OK;
@@ -581,10 +547,10 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
     rc = loadBlob(p, &pKeys, zTab, "keys", iRow);
     if( rc==SQLITE_OK ) rc = loadBlob(p, &pVals, zTab, "vals", iRow);
     if( rc==SQLITE_OK && pp->bEnc ){
-      /* keys and vals into the buffer; the rows take at most a header and
-      ** 8 bytes of alignment a row more than their encoding */
+      /* keys and vals into the buffer; the rows take at most a prefix and
+      ** a byte of alignment a row more than their encoding */
       rc = loadPipeBuf(pp, (size_t)(nk+nv), (size_t)nv + (size_t)n*(gpudsRowHdrBytes(pp->nCol)
-                       + 8*(size_t)pp->nCol + 8), &b);
+                       + 1), &b);
       if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pKeys, b->a, (int)nk, 0);
       if( rc==SQLITE_OK ) rc = sqlite3_blob_read(pVals, b->a + nk, (int)nv, 0);
     }else if( rc==SQLITE_OK ){

@@ -2,10 +2,24 @@
 ** row.c -- row records: the non-key columns of one row, kept on the host
 ** with SQLite's dynamic types preserved (NULL, integer, real, text, blob).
 **
-** Layout of a record, all in one allocation:
-**   u32 nCol | nCol x { u8 type; u32 offset; u32 length } | payload bytes
-** so that xColumn reaches any column in O(1).  Integers and reals are stored
-** as 8 bytes; text and blob as their bytes (text without its terminator).
+** A record is the format-4 record of the run format (runfmt.h: one SQLite
+** serial type per column, then each column's body, integers in the fewest
+** bytes) behind two varints, all in one allocation:
+**   varint R | varint H | R bytes of record, of which the first H are the
+**   serial types
+** so that a row takes about what it takes in the database file, a load
+** copies an encoded record as it is and a commit writes it as it is.  A
+** column is reached by walking the serial types before it (one byte each
+** for numbers and short text); gpudsRowResult() takes a position that a
+** cursor keeps, so that reading a row's columns in order walks them once.
+** Records are 2-byte aligned (bit 0 of a handle is free, see below) and
+** read byte by byte.
+**
+** Tables of formats 1 to 3 stored the records of earlier builds (the
+** "legacy" layout: u32 nCol, u32 bytes, nCol cells of {u8 type, 3 bytes of
+** padding, u32 offset, u32 length}, then payload, numbers as 8 bytes, text
+** with a NUL); a load converts them (gpudsLoaderRow, gpudsRowFromLegacy)
+** and a commit to such a table writes them (gpudsRowLegacyWrite).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
@@ -13,34 +27,205 @@ SQLITE_EXTENSION_INIT3
 #include "varint.h"
 #include <string.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#ifdef __GLIBC__
+# include <malloc.h>              /* malloc_trim */
+#endif
 
+/* The bytes of a record: its two varints, then the record.  An incomplete
+** type: a row is only ever handled through a pointer. */
 struct GpudsRow {
-  uint32_t nCol;
-  uint32_t nByte;           /* size of the whole record */
+  unsigned char a[1];
 };
 
-#define CELL_TERM 0x80      /* eType flag: text followed by a NUL, none inside */
+/* The most bytes of a record before its format-4 record (two varints of
+** values below 2^31). */
+#define ROW_PREFIX_MAX 10
 
-typedef struct RowCell {
-  uint8_t eType;            /* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL,
-                            ** text maybe | CELL_TERM */
-  uint32_t iOff;            /* payload offset from the start of the record */
-  uint32_t nLen;            /* payload bytes */
-} RowCell;
-
-/* Cell i of record p. */
-static RowCell *rowCell(const GpudsRow *p, int i){
-  return (RowCell*)((char*)p + sizeof(GpudsRow)) + i;
-}
-
-/* One value after column affinity: its storage class and payload. */
-typedef struct AffVal {
-  int eType;
+/* One column's value: its storage class and payload. */
+typedef struct RowVal {
+  int eType;                /* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL */
   sqlite3_int64 i;
   double r;
-  const void *z;            /* text or blob bytes */
-  int n;
-  sqlite3_value *pDup;      /* owned copy used for a text->number conversion */
+  const unsigned char *z;   /* text or blob bytes */
+  uint32_t n;
+} RowVal;
+
+/* The format-4 record of p: its first byte, *pnRec its bytes and *pnHdr
+** those of its serial types. */
+static const unsigned char *rowRec(const GpudsRow *p, uint32_t *pnRec, uint32_t *pnHdr){
+  const unsigned char *a = p->a;
+  uint64_t v;
+  if( a[0]<0x80 && a[1]<0x80 ){            /* a record under 128 bytes */
+    *pnRec = a[0]; *pnHdr = a[1];
+    return a+2;
+  }
+  a += gpudsVarintGet(a, 9, &v); *pnRec = (uint32_t)v;
+  a += gpudsVarintGet(a, 9, &v); *pnHdr = (uint32_t)v;
+  return a;
+}
+
+/* The 8 big-endian bytes at b. */
+static uint64_t be64(const unsigned char *b){
+  uint64_t u;
+  memcpy(&u, b, 8);
+#if defined(__GNUC__) && __BYTE_ORDER__==__ORDER_LITTLE_ENDIAN__
+  return __builtin_bswap64(u);
+#else
+  {
+    int i;
+    u = 0;
+    for(i=0; i<8; i++) u = (u<<8) | b[i];
+    return u;
+  }
+#endif
+}
+
+/* The signed big-endian integer of n (1 to 8) bytes at b. */
+static int64_t beInt(const unsigned char *b, int n){
+  uint64_t v = (b[0] & 0x80) ? ~(uint64_t)0 : 0;
+  int i;
+  if( n==1 ) return (int8_t)b[0];
+  if( n==2 ) return (int16_t)(((uint16_t)b[0]<<8) | b[1]);
+  if( n==8 ) return (int64_t)be64(b);
+  for(i=0; i<n; i++) v = (v<<8) | b[i];
+  return (int64_t)v;
+}
+
+/* The value of serial type s whose body is at b (valid: checked when the
+** record was built or loaded). */
+static void serialVal(uint64_t s, const unsigned char *b, RowVal *v){
+  v->z = 0; v->n = 0;
+  switch( s ){
+    case 0: v->eType = SQLITE_NULL; break;
+    case 1: case 2: case 3: case 4: case 5: case 6:
+      v->eType = SQLITE_INTEGER; v->i = beInt(b, (int)gpudsSerialBytes(s)); break;
+    case 7: {
+      uint64_t u = be64(b);
+      v->eType = SQLITE_FLOAT; memcpy(&v->r, &u, 8);
+      break;
+    }
+    case 8: case 9: v->eType = SQLITE_INTEGER; v->i = (int64_t)s - 8; break;
+    default:
+      v->eType = (s & 1) ? SQLITE_TEXT : SQLITE_BLOB;
+      v->z = b; v->n = (uint32_t)((s-12)/2);
+      break;
+  }
+}
+
+/* Where a walk through a record's columns stands: the serial type and body
+** offsets (in the record) of column iCol.  A cursor keeps one per row so
+** that reading the columns in order walks the serial types once. */
+static void posStart(const GpudsRow *p, GpudsRowPos *pos){
+  uint32_t nRec, nHdr;
+  const unsigned char *a = rowRec(p, &nRec, &nHdr);
+  pos->pRow = p;
+  pos->iCol = 0;
+  pos->iHdr = 0;
+  pos->iBody = nHdr;
+  pos->pRec = a;
+  pos->nHdr = nHdr;
+}
+
+/* Column iCol of record p into *v, walking from *pos if it is a position in
+** p at or before iCol (else from the start); *pos is left at iCol.  A
+** column past the record's is NULL. */
+static void rowColPos(const GpudsRow *p, int iCol, RowVal *v, GpudsRowPos *pos){
+  const unsigned char *a;
+  uint64_t s = 0;
+  if( pos->pRow!=p || pos->iCol>iCol || iCol<0 ) posStart(p, pos);
+  if( iCol<0 ){ v->eType = SQLITE_NULL; v->z = 0; v->n = 0; return; }
+  a = pos->pRec;
+  for(;;){
+    int m;
+    if( pos->iHdr>=pos->nHdr ){ v->eType = SQLITE_NULL; v->z = 0; v->n = 0; return; }
+    if( a[pos->iHdr]<0x80 ){ s = a[pos->iHdr]; m = 1; }
+    else m = gpudsVarintGet(a + pos->iHdr, pos->nHdr - pos->iHdr, &s);
+    if( pos->iCol==iCol ) break;
+    pos->iHdr += (uint32_t)m;
+    pos->iBody += s>=12 ? (uint32_t)((s-12)>>1) : (uint32_t)gpudsSerialBytes(s);
+    pos->iCol++;
+  }
+  serialVal(s, a + pos->iBody, v);
+}
+
+/* Column iCol of record p into *v (a walk from the first column). */
+static void rowCol(const GpudsRow *p, int iCol, RowVal *v){
+  GpudsRowPos pos;
+  pos.pRow = 0;
+  rowColPos(p, iCol, v, &pos);
+}
+
+/* The serial type of value v, and its body's bytes in *pnBody. */
+static uint64_t valSerial(const RowVal *v, uint32_t *pnBody){
+  uint64_t s = 0;
+  switch( v->eType ){
+    case SQLITE_INTEGER: s = gpudsIntSerial(v->i); break;
+    case SQLITE_FLOAT:   s = 7; break;
+    case SQLITE_TEXT:    s = (uint64_t)v->n*2 + 13; break;
+    case SQLITE_BLOB:    s = (uint64_t)v->n*2 + 12; break;
+  }
+  *pnBody = (uint32_t)gpudsSerialBytes(s);
+  return s;
+}
+
+/* Bytes of a record whose format-4 record has nRec bytes, nHdr of them
+** serial types. */
+static size_t rowSize(uint64_t nRec, uint64_t nHdr){
+  return (size_t)(gpudsVarintLen(nRec) + gpudsVarintLen(nHdr) + nRec);
+}
+
+/* The record bytes and serial-type bytes of values aV[0..nCol-1]; 0 if the
+** record would reach 2^31 bytes. */
+static int valsMeasure(const RowVal *aV, int nCol, uint32_t *pnRec, uint32_t *pnHdr){
+  uint64_t nHdr = 0, nBody = 0;
+  int i;
+  for(i=0; i<nCol; i++){
+    uint32_t nb;
+    uint64_t s = valSerial(&aV[i], &nb);
+    nHdr += (uint64_t)gpudsVarintLen(s);
+    nBody += nb;
+  }
+  if( nHdr + nBody + ROW_PREFIX_MAX > 0x7fffffff ) return 0;
+  *pnRec = (uint32_t)(nHdr + nBody);
+  *pnHdr = (uint32_t)nHdr;
+  return 1;
+}
+
+/* Write the record of values aV[0..nCol-1] (measured by valsMeasure) at z. */
+static void valsWrite(unsigned char *z, const RowVal *aV, int nCol,
+                      uint32_t nRec, uint32_t nHdr){
+  unsigned char *b;
+  int i;
+  z += gpudsVarintPut(z, nRec);
+  z += gpudsVarintPut(z, nHdr);
+  b = z + nHdr;
+  for(i=0; i<nCol; i++){
+    uint32_t nb;
+    uint64_t s = valSerial(&aV[i], &nb);
+    z += gpudsVarintPut(z, s);
+    switch( aV[i].eType ){
+      case SQLITE_INTEGER: gpudsIntBody(aV[i].i, (int)nb, b); break;
+      case SQLITE_FLOAT: {
+        uint64_t u;
+        int j;
+        memcpy(&u, &aV[i].r, 8);
+        for(j=7; j>=0; j--){ b[j] = (unsigned char)u; u >>= 8; }
+        break;
+      }
+      case SQLITE_TEXT: case SQLITE_BLOB:
+        if( nb ) memcpy(b, aV[i].z, nb);
+        break;
+    }
+    b += nb;
+  }
+}
+
+/* One value after column affinity, and an owned copy used for a
+** text->number conversion. */
+typedef struct AffVal {
+  RowVal v;
+  sqlite3_value *pDup;
 } AffVal;
 
 /* The integer a real converts to under SQLite's integer affinity
@@ -59,18 +244,19 @@ int gpudsRealToInt(double r, sqlite3_int64 *pi){
 
 /* Apply affinity cAff to v the way SQLite does when storing into an
 ** ordinary table column of that affinity. */
-static void applyAffinity(sqlite3_value *v, char cAff, AffVal *a){
-  memset(a, 0, sizeof(*a));
+static void applyAffinity(sqlite3_value *v, char cAff, AffVal *aff){
+  RowVal *a = &aff->v;
+  memset(aff, 0, sizeof(*aff));
   a->eType = sqlite3_value_type(v);
   if( cAff==GPUDS_AFF_TEXT ){
     if( a->eType==SQLITE_INTEGER || a->eType==SQLITE_FLOAT ) a->eType = SQLITE_TEXT;
   }else if( cAff==GPUDS_AFF_REAL || cAff==GPUDS_AFF_NUMERIC
          || cAff==GPUDS_AFF_INTEGER ){
     if( a->eType==SQLITE_TEXT ){
-      a->pDup = sqlite3_value_dup(v);
-      if( a->pDup ){
-        int t = sqlite3_value_numeric_type(a->pDup);
-        if( t==SQLITE_INTEGER || t==SQLITE_FLOAT ){ v = a->pDup; a->eType = t; }
+      aff->pDup = sqlite3_value_dup(v);
+      if( aff->pDup ){
+        int t = sqlite3_value_numeric_type(aff->pDup);
+        if( t==SQLITE_INTEGER || t==SQLITE_FLOAT ){ v = aff->pDup; a->eType = t; }
       }
     }
     if( cAff==GPUDS_AFF_REAL ){
@@ -95,90 +281,87 @@ static void applyAffinity(sqlite3_value *v, char cAff, AffVal *a){
   switch( a->eType ){
     case SQLITE_INTEGER: a->i = sqlite3_value_int64(v); break;
     case SQLITE_FLOAT:   a->r = sqlite3_value_double(v); break;
-    case SQLITE_TEXT:    a->z = sqlite3_value_text(v); a->n = sqlite3_value_bytes(v); break;
-    case SQLITE_BLOB:    a->z = sqlite3_value_blob(v); a->n = sqlite3_value_bytes(v); break;
+    case SQLITE_TEXT:
+      a->z = sqlite3_value_text(v); a->n = (uint32_t)sqlite3_value_bytes(v); break;
+    case SQLITE_BLOB:
+      a->z = sqlite3_value_blob(v); a->n = (uint32_t)sqlite3_value_bytes(v); break;
   }
 }
 
 static char *loaderAlloc(GpudsLoader *L, size_t nByte);
 
+/* A handle to a new record of nByte bytes written by valsWrite(aV, nCol,
+** nRec, nHdr), allocated from arena L (or by malloc() if L is NULL or the
+** record too big for an arena); 0 if out of memory. */
+static uint64_t valsRow(GpudsLoader *L, const RowVal *aV, int nCol,
+                        uint32_t nRec, uint32_t nHdr){
+  size_t nByte = rowSize(nRec, nHdr);
+  unsigned char *z = 0;
+  uint64_t h = 0;
+  if( L && (z = (unsigned char*)loaderAlloc(L, nByte))!=0 ){
+    h = (uint64_t)(uintptr_t)z | 1;
+  }else if( (z = (unsigned char*)malloc(nByte))!=0 ){
+    h = (uint64_t)(uintptr_t)z;
+  }else{
+    return 0;
+  }
+  valsWrite(z, aV, nCol, nRec, nHdr);
+  return h;
+}
+
 /* The handle of a new record holding the values apVal[0..nCol-1] after the
 ** column affinities aAff[0..nCol-1], allocated from arena L (or by malloc()
 ** if L is NULL); 0 if out of memory.  Values are copied. */
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff){
-  size_t nByte = sizeof(GpudsRow) + (size_t)nCol*sizeof(RowCell);
-  AffVal aStatic[16], *aV = aStatic;
-  GpudsRow *p = 0;
+  AffVal aStatic[16], *aA = aStatic;
+  RowVal vStatic[16], *aV = vStatic;
   uint64_t h = 0;
-  char *z;
+  uint32_t nRec, nHdr;
   int i;
   if( nCol>16 ){
-    aV = sqlite3_malloc64(nCol*sizeof(AffVal));
-    if( aV==0 ) return 0;
+    aA = sqlite3_malloc64(nCol*(sizeof(AffVal)+sizeof(RowVal)));
+    if( aA==0 ) return 0;
+    aV = (RowVal*)&aA[nCol];
   }
   for(i=0; i<nCol; i++){
-    applyAffinity(apVal[i], aAff[i], &aV[i]);
-    switch( aV[i].eType ){
-      case SQLITE_INTEGER: case SQLITE_FLOAT: nByte += 8; break;
-      case SQLITE_TEXT: nByte += (size_t)aV[i].n + 1; break;   /* + NUL */
-      case SQLITE_BLOB: nByte += (size_t)aV[i].n; break;
-    }
+    applyAffinity(apVal[i], aAff[i], &aA[i]);
+    aV[i] = aA[i].v;
   }
-  /* Rows use malloc() directly (or the arena): freed by gpudsRowFreeHandle(). */
-  if( nByte<=0x7fffffff ){
-    if( L && (p = (GpudsRow*)loaderAlloc(L, nByte))!=0 ){
-      h = (uint64_t)(uintptr_t)p | 1;
-    }else if( (p = (GpudsRow*)malloc(nByte))!=0 ){
-      h = (uint64_t)(uintptr_t)p;
-    }
-  }
-  if( p ){
-    p->nCol = (uint32_t)nCol;
-    p->nByte = (uint32_t)nByte;
-    z = (char*)rowCell(p, nCol);
-    memset(rowCell(p, 0), 0, (size_t)nCol*sizeof(RowCell));  /* no stray padding bytes */
-    for(i=0; i<nCol; i++){
-      RowCell *c = rowCell(p, i);
-      c->eType = (uint8_t)aV[i].eType;
-      c->iOff = (uint32_t)(z - (char*)p);
-      c->nLen = 0;
-      switch( c->eType ){
-        case SQLITE_INTEGER: memcpy(z, &aV[i].i, 8); c->nLen = 8; break;
-        case SQLITE_FLOAT:   memcpy(z, &aV[i].r, 8); c->nLen = 8; break;
-        case SQLITE_TEXT:
-          c->nLen = (uint32_t)aV[i].n;
-          if( c->nLen ) memcpy(z, aV[i].z, c->nLen);
-          z[c->nLen] = 0;
-          if( c->nLen==0 || memchr(z, 0, c->nLen)==0 ) c->eType |= CELL_TERM;
-          z++;
-          break;
-        case SQLITE_BLOB:
-          c->nLen = (uint32_t)aV[i].n;
-          if( c->nLen ) memcpy(z, aV[i].z, c->nLen);
-          break;
-      }
-      z += c->nLen;
-    }
-  }
-  for(i=0; i<nCol; i++) sqlite3_value_free(aV[i].pDup);
-  if( aV!=aStatic ) sqlite3_free(aV);
+  if( valsMeasure(aV, nCol, &nRec, &nHdr) ) h = valsRow(L, aV, nCol, nRec, nHdr);
+  for(i=0; i<nCol; i++) sqlite3_value_free(aA[i].pDup);
+  if( aA!=aStatic ) sqlite3_free(aA);
   return h;
 }
 
-/* True if bytes a[0..n-1] are a valid record of nCol columns: header,
-** every cell's type, length and bounds.  Reads the bytes where they are
-** (they need not be aligned). */
-static int rowValid(const unsigned char *a, uint32_t n, int nCol){
-  GpudsRow hdr;
+/* ---------------------------------------------------- the legacy layout */
+typedef struct LegacyHdr {
+  uint32_t nCol;
+  uint32_t nByte;           /* size of the whole record */
+} LegacyHdr;
+
+#define CELL_TERM 0x80      /* eType flag: text followed by a NUL, none inside */
+
+typedef struct LegacyCell {
+  uint8_t eType;            /* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL,
+                            ** text maybe | CELL_TERM */
+  uint32_t iOff;            /* payload offset from the start of the record */
+  uint32_t nLen;            /* payload bytes */
+} LegacyCell;
+
+/* True if bytes a[0..n-1] are a valid legacy record of nCol columns:
+** header, every cell's type, length and bounds.  Reads the bytes where they
+** are (they need not be aligned). */
+static int legacyValid(const unsigned char *a, uint32_t n, int nCol){
+  LegacyHdr hdr;
   uint32_t i;
-  size_t nHdr = sizeof(GpudsRow) + (size_t)nCol*sizeof(RowCell);
+  size_t nHdr = sizeof(LegacyHdr) + (size_t)nCol*sizeof(LegacyCell);
   if( a==0 || n<nHdr ) return 0;
   memcpy(&hdr, a, sizeof(hdr));
   if( hdr.nCol!=(uint32_t)nCol || hdr.nByte!=n ) return 0;
   for(i=0; i<hdr.nCol; i++){
-    RowCell c;
+    LegacyCell c;
     int bOk;
-    memcpy(&c, a + sizeof(GpudsRow) + i*sizeof(RowCell), sizeof(c));
+    memcpy(&c, a + sizeof(LegacyHdr) + i*sizeof(LegacyCell), sizeof(c));
     bOk = c.iOff>=nHdr && (uint64_t)c.iOff + c.nLen <= n;
     switch( c.eType ){
       case SQLITE_INTEGER: case SQLITE_FLOAT: bOk = bOk && c.nLen==8; break;
@@ -196,14 +379,106 @@ static int rowValid(const unsigned char *a, uint32_t n, int nCol){
   return 1;
 }
 
-/* A copy of the record in bytes a[0..n-1] (as written by a shadow table),
-** or NULL if they are not a valid record of nCol columns. */
-GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
-  GpudsRow *p;
-  if( !rowValid(a, n, nCol) ) return 0;
-  p = (GpudsRow*)malloc(n);
-  if( p ) memcpy(p, a, n);
-  return p;
+/* True if bytes a[0..n-1] are a valid legacy record of nCol non-key
+** columns. */
+int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol){
+  return legacyValid(a, n, nCol);
+}
+
+/* The handle of a record holding the values of the valid legacy record
+** a[] of nCol columns, allocated from arena L (or by malloc() if L is NULL);
+** 0 if out of memory.  Calls no SQLite routine (worker threads use it). */
+static uint64_t legacyToRow(GpudsLoader *L, const unsigned char *a, int nCol){
+  RowVal vStatic[16], *aV = vStatic;
+  uint32_t nRec, nHdr;
+  uint64_t h = 0;
+  int i;
+  if( nCol>16 ){
+    aV = (RowVal*)malloc(nCol*sizeof(RowVal));
+    if( aV==0 ) return 0;
+  }
+  for(i=0; i<nCol; i++){
+    LegacyCell c;
+    const unsigned char *z;
+    memcpy(&c, a + sizeof(LegacyHdr) + i*sizeof(LegacyCell), sizeof(c));
+    z = a + c.iOff;
+    aV[i].eType = c.eType & ~CELL_TERM;
+    aV[i].z = 0; aV[i].n = 0;
+    switch( aV[i].eType ){
+      case SQLITE_INTEGER: memcpy(&aV[i].i, z, 8); break;
+      case SQLITE_FLOAT:   memcpy(&aV[i].r, z, 8); break;
+      case SQLITE_TEXT: case SQLITE_BLOB: aV[i].z = z; aV[i].n = c.nLen; break;
+    }
+  }
+  if( valsMeasure(aV, nCol, &nRec, &nHdr) ) h = valsRow(L, aV, nCol, nRec, nHdr);
+  if( aV!=vStatic ) free(aV);
+  return h;
+}
+
+/* A malloc()'d record holding the values of the legacy record a[0..n-1] (as
+** a table of format 1 to 3 stores it), or NULL with *pbBad set if the bytes
+** are not a valid record of nCol columns, or NULL if out of memory. */
+GpudsRow *gpudsRowFromLegacy(const unsigned char *a, uint32_t n, int nCol, int *pbBad){
+  *pbBad = !legacyValid(a, n, nCol);
+  if( *pbBad ) return 0;
+  return (GpudsRow*)(uintptr_t)legacyToRow(0, a, nCol);
+}
+
+/* Bytes of the legacy record of row p (what gpudsRowLegacyWrite writes). */
+size_t gpudsRowLegacyBytes(const GpudsRow *p){
+  GpudsRowPos pos;
+  size_t n = 0;
+  int i, nCol = gpudsRowColumns(p);
+  pos.pRow = 0;
+  n = sizeof(LegacyHdr) + (size_t)nCol*sizeof(LegacyCell);
+  for(i=0; i<nCol; i++){
+    RowVal v;
+    rowColPos(p, i, &v, &pos);
+    switch( v.eType ){
+      case SQLITE_INTEGER: case SQLITE_FLOAT: n += 8; break;
+      case SQLITE_TEXT: n += (size_t)v.n + 1; break;
+      case SQLITE_BLOB: n += v.n; break;
+    }
+  }
+  return n;
+}
+
+/* Write the legacy record of row p at a (gpudsRowLegacyBytes(p) bytes):
+** byte for byte what builds of formats 1 to 3 wrote for the same values. */
+void gpudsRowLegacyWrite(const GpudsRow *p, unsigned char *a){
+  GpudsRowPos pos;
+  LegacyHdr hdr;
+  int i, nCol = gpudsRowColumns(p);
+  unsigned char *z = a + sizeof(LegacyHdr) + (size_t)nCol*sizeof(LegacyCell);
+  pos.pRow = 0;
+  hdr.nCol = (uint32_t)nCol;
+  hdr.nByte = (uint32_t)gpudsRowLegacyBytes(p);
+  memcpy(a, &hdr, sizeof(hdr));
+  for(i=0; i<nCol; i++){
+    LegacyCell c;
+    RowVal v;
+    memset(&c, 0, sizeof(c));             /* no stray padding bytes */
+    rowColPos(p, i, &v, &pos);
+    c.eType = (uint8_t)v.eType;
+    c.iOff = (uint32_t)(z - a);
+    switch( v.eType ){
+      case SQLITE_INTEGER: memcpy(z, &v.i, 8); c.nLen = 8; break;
+      case SQLITE_FLOAT:   memcpy(z, &v.r, 8); c.nLen = 8; break;
+      case SQLITE_TEXT:
+        c.nLen = v.n;
+        if( v.n ) memcpy(z, v.z, v.n);
+        z[v.n] = 0;
+        if( v.n==0 || memchr(z, 0, v.n)==0 ) c.eType |= CELL_TERM;
+        z++;
+        break;
+      case SQLITE_BLOB:
+        c.nLen = v.n;
+        if( v.n ) memcpy(z, v.z, v.n);
+        break;
+    }
+    z += c.nLen;
+    memcpy(a + sizeof(LegacyHdr) + i*sizeof(LegacyCell), &c, sizeof(c));
+  }
 }
 
 /* ------------------------------------------------------------- handles
@@ -213,10 +488,7 @@ GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol){
 ** count of live rows in its first bytes, freed when the count drops to 0.
 ** Reloading a big table then costs a bump of a pointer per row instead of a
 ** malloc(), and closing it a decrement instead of a free().
-**
-** A reload may also copy a whole span of a shadow chunk (length-prefixed
-** records, shadow.c) into an arena with one memcpy and hand out handles to
-** the records where they landed (gpudsLoaderSpan): no copy per row. */
+ Records in an arena are 2-byte aligned. */
 #define ARENA_SIZE  ((size_t)2<<20)
 #define ARENA_HDR   16              /* int64 live count, padded to 16 */
 
@@ -225,10 +497,34 @@ GpudsRow *gpudsRowOf(uint64_t h){
   return (GpudsRow*)(uintptr_t)(h & ~(uint64_t)1);
 }
 
+/* A fresh arena block (ARENA_SIZE bytes aligned to their size), or NULL.
+** Blocks are mapped from the system directly, not taken from malloc(): an
+** aligned malloc() leaves the alignment's slack in the heap as free
+** fragments, and a block freed in the heap's middle stays resident until a
+** trim; a mapping costs exactly the pages the rows touch and goes back to
+** the system the moment its last row is freed. */
+static void *blockAlloc(void){
+  char *pMap = (char*)mmap(0, 2*ARENA_SIZE, PROT_READ|PROT_WRITE,
+                           MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
+  char *pBlock;
+  size_t nHead;
+  if( pMap==(char*)MAP_FAILED ) return 0;
+  pBlock = (char*)(((uintptr_t)pMap + ARENA_SIZE - 1) & ~(uintptr_t)(ARENA_SIZE-1));
+  nHead = (size_t)(pBlock - pMap);
+  if( nHead ) munmap(pMap, nHead);
+  if( ARENA_SIZE - nHead ) munmap(pBlock + ARENA_SIZE, ARENA_SIZE - nHead);
+  return pBlock;
+}
+
+/* Give block pBlock (from blockAlloc) back to the system. */
+static void blockFree(void *pBlock){
+  munmap(pBlock, ARENA_SIZE);
+}
+
 /* Drop one reference to arena block pBlock; free it at the last. */
 static void arenaRelease(char *pBlock){
   int64_t *pnLive = (int64_t*)pBlock;
-  if( --*pnLive==0 ) free(pBlock);
+  if( --*pnLive==0 ) blockFree(pBlock);
 }
 
 /* Free the record of handle h (0 is a no-op). */
@@ -238,6 +534,19 @@ void gpudsRowFreeHandle(uint64_t h){
   }else if( h ){
     free((void*)(uintptr_t)h);
   }
+}
+
+/* Give the heap memory that a load or a big transaction freed (its
+** temporaries: blob buffers, key and handle arrays, the write buffer) back
+** to the system.  glibc keeps freed memory of every thread's malloc arena
+** resident for reuse, so without this a table's first load leaves its
+** temporaries' size in the process long after (malloc_trim, glibc only;
+** elsewhere a no-op).  It walks the free lists only: call it after work
+** that freed much, not per statement. */
+void gpudsMemTrim(void){
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 /* Start a load arena. */
@@ -279,8 +588,8 @@ static void *blocksPop(GpudsBlocks *pList){
 
 /* Add one fresh arena block to list pList: 1, or 0 if out of memory. */
 int gpudsBlocksAdd(GpudsBlocks *pList){
-  void *pNew = 0;
-  if( posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
+  void *pNew = blockAlloc();
+  if( pNew==0 ) return 0;
   blocksPush(pList, pNew);
   return 1;
 }
@@ -288,7 +597,7 @@ int gpudsBlocksAdd(GpudsBlocks *pList){
 /* Free every block of list pList, which is left empty. */
 void gpudsBlocksFree(GpudsBlocks *pList){
   void *pBlock;
-  while( (pBlock = blocksPop(pList))!=0 ) free(pBlock);
+  while( (pBlock = blocksPop(pList))!=0 ) blockFree(pBlock);
 }
 
 /* Give loader L (started by gpudsLoaderBegin) the blocks of pList (left
@@ -310,7 +619,7 @@ void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList){
 /* Move loader L to a fresh block.  0 if out of memory (L unchanged). */
 static int loaderNewBlock(GpudsLoader *L){
   void *pNew = blocksPop(&L->spare);
-  if( pNew==0 && posix_memalign(&pNew, ARENA_SIZE, ARENA_SIZE) ) return 0;
+  if( pNew==0 && (pNew = blockAlloc())==0 ) return 0;
   if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
   L->pBlock = (char*)pNew;
   *(int64_t*)L->pBlock = L->bHold ? 1 : 0;
@@ -318,11 +627,11 @@ static int loaderNewBlock(GpudsLoader *L){
   return 1;
 }
 
-/* nByte bytes (8-byte aligned) for one row in loader L's arena, counted in
+/* nByte bytes (2-byte aligned: bit 0 of the handle marks the arena) for one row in loader L's arena, counted in
 ** its block; NULL if out of memory or if the row is too big for an arena
 ** (the caller then uses malloc()). */
 static char *loaderAlloc(GpudsLoader *L, size_t nByte){
-  size_t nAl = (nByte + 7) & ~(size_t)7;
+  size_t nAl = (nByte + 1) & ~(size_t)1;
   char *z;
   if( nAl > ARENA_SIZE/4 ) return 0;
   if( L->pBlock==0 || L->iOff + nAl > ARENA_SIZE ){
@@ -336,24 +645,25 @@ static char *loaderAlloc(GpudsLoader *L, size_t nByte){
 
 /* A handle to a copy of the n record bytes a[] in loader L's arena (or its
 ** own malloc() if too big for one); 0 if out of memory. */
-static uint64_t loaderCopy(GpudsLoader *L, const unsigned char *a, uint32_t n){
+static uint64_t loaderCopy(GpudsLoader *L, const unsigned char *a, size_t n){
   char *z = loaderAlloc(L, n);
   if( z ){
     memcpy(z, a, n);
     return (uint64_t)(uintptr_t)z | 1;
   }else{                                     /* big, or no arena memory */
-    GpudsRow *pBig = (GpudsRow*)malloc(n);
+    char *pBig = (char*)malloc(n);
     if( pBig ) memcpy(pBig, a, n);
     return (uint64_t)(uintptr_t)pBig;
   }
 }
 
-/* A handle to a copy of record bytes a[0..n-1] of a table of nCol non-key
-** columns, allocated from loader L; 0 if out of memory or if the bytes are
-** not a valid record. */
+/* A handle to a record holding the values of the legacy record bytes
+** a[0..n-1] of a table of nCol non-key columns (format 1 to 3), allocated
+** from loader L; 0 if out of memory or if the bytes are not a valid
+** record. */
 uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol){
-  if( !rowValid(a, n, nCol) ) return 0;
-  return loaderCopy(L, a, n);
+  if( !legacyValid(a, n, nCol) ) return 0;
+  return legacyToRow(L, a, nCol);
 }
 
 /* A handle to a copy, allocated from loader L, of the record of handle h:
@@ -361,27 +671,13 @@ uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int 
 ** memory. */
 uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h){
   const GpudsRow *pRow = gpudsRowOf(h);
-  return loaderCopy(L, (const unsigned char*)pRow, pRow->nByte);
-}
-
-/* Bytes of SQLite's varint encoding of v (sqlite3VarintLen). */
-static int varintLen(uint64_t v){
-  int n = 1;
-  while( (v >>= 7)!=0 && n<9 ) n++;
-  return n;
+  return loaderCopy(L, pRow->a, gpudsRowBytes(pRow));
 }
 
 /* Payload bytes of integer v in an ordinary record (sqlite3VdbeSerialType,
 ** file format 4: 0 and 1 take none). */
 static int plainIntBytes(int64_t v){
-  uint64_t u = v<0 ? ~(uint64_t)v : (uint64_t)v;
-  if( v==0 || v==1 ) return 0;
-  if( u<=127 ) return 1;
-  if( u<=32767 ) return 2;
-  if( u<=8388607 ) return 3;
-  if( u<=2147483647 ) return 4;
-  if( u<=0x7fffffffffffULL ) return 6;
-  return 8;
+  return (int)gpudsSerialBytes(gpudsIntSerial(v));
 }
 
 /* The bytes an ordinary rowid table with the same declarations would give
@@ -392,217 +688,151 @@ static int plainIntBytes(int64_t v){
 ** big").  Text is counted in UTF-8. */
 int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff){
   int64_t nHdr = 1, nData = 0;
-  uint32_t i;
-  for(i=0; i<p->nCol; i++){
-    const RowCell *c = rowCell(p, (int)i);
-    const char *z = (const char*)p + c->iOff;
+  GpudsRowPos pos;
+  int i, nCol = gpudsRowColumns(p);
+  pos.pRow = 0;
+  for(i=0; i<nCol; i++){
+    RowVal v;
     uint64_t eSerial = 0;
     int nPay = 0;
-    switch( c->eType & ~CELL_TERM ){
-      case SQLITE_INTEGER: {
-        int64_t x; memcpy(&x, z, 8);
-        nPay = plainIntBytes(x);
-        break;
-      }
+    rowColPos(p, i, &v, &pos);
+    switch( v.eType ){
+      case SQLITE_INTEGER: nPay = plainIntBytes(v.i); break;
       case SQLITE_FLOAT: {
-        double r; sqlite3_int64 x;
-        memcpy(&r, z, 8);
-        nPay = (aAff[i]==GPUDS_AFF_REAL && gpudsRealToInt(r, &x)) ? plainIntBytes(x) : 8;
+        sqlite3_int64 x;
+        nPay = (aAff[i]==GPUDS_AFF_REAL && gpudsRealToInt(v.r, &x)) ? plainIntBytes(x) : 8;
         break;
       }
-      case SQLITE_TEXT: eSerial = (uint64_t)c->nLen*2 + 13; nData += c->nLen; break;
-      case SQLITE_BLOB: eSerial = (uint64_t)c->nLen*2 + 12; nData += c->nLen; break;
+      case SQLITE_TEXT: eSerial = (uint64_t)v.n*2 + 13; nData += v.n; break;
+      case SQLITE_BLOB: eSerial = (uint64_t)v.n*2 + 12; nData += v.n; break;
     }
     nData += nPay;
-    nHdr += varintLen(eSerial);
+    nHdr += gpudsVarintLen(eSerial);
   }
   if( nHdr<=126 ){
     nHdr += 1;
   }else{
-    int nVar = varintLen((uint64_t)nHdr);
+    int nVar = gpudsVarintLen((uint64_t)nHdr);
     nHdr += nVar;
-    if( nVar<varintLen((uint64_t)nHdr) ) nHdr++;
+    if( nVar<gpudsVarintLen((uint64_t)nHdr) ) nHdr++;
   }
   return nHdr + nData;
 }
 
-/* Bytes of a record of nCol columns before its payload. */
+/* The most bytes a record takes besides its format-4 record. */
 size_t gpudsRowHdrBytes(int nCol){
-  return sizeof(GpudsRow) + (size_t)nCol*sizeof(RowCell);
+  (void)nCol;
+  return ROW_PREFIX_MAX;
 }
 
-/* Column i of record p: its storage class (SQLITE_INTEGER, _FLOAT, _TEXT,
-** _BLOB or _NULL), its payload at *pz and the payload's bytes at *pn (8
-** for numbers, the length of text without its NUL). */
-int gpudsRowCell(const GpudsRow *p, int i, const unsigned char **pz, uint32_t *pn){
-  const RowCell *c = rowCell(p, i);
-  *pz = (const unsigned char*)p + c->iOff;
-  *pn = c->nLen;
-  return c->eType & ~CELL_TERM;
+/* Bytes of the row record that holds a format-4 record of nRec bytes,
+** nHdr of them serial types. */
+size_t gpudsRowSize(uint32_t nRec, uint32_t nHdr){
+  return rowSize(nRec, nHdr);
 }
 
-/* The signed big-endian integer of n bytes at b. */
-static int64_t beInt(const unsigned char *b, int n){
-  uint64_t v = (b[0] & 0x80) ? ~(uint64_t)0 : 0;
-  int i;
-  for(i=0; i<n; i++) v = (v<<8) | b[i];
-  return (int64_t)v;
-}
-
-/* The handle of the record a[0..n-1] of the storage format 4 (runfmt.h:
-** nCol serial types in nHdr bytes, then the columns' bytes), which
+/* The handle of the record holding the storage format 4's record a[] (nCol
+** serial types in nHdr bytes, then the columns' bytes), which
 ** gpudsRecCheck() (runfmt.c, the one place that validates it) found valid
-** and gave nByte, the size of the record this builds: the same bytes
-** gpudsRowNew() gives the same values.  Allocated from loader L, or by
+** and gave nByte, the size of the record this builds (gpudsRowSize): the
+** encoded record is copied as it is.  Allocated from loader L, or by
 ** malloc() if L is NULL or the record too big for an arena; 0 if out of
 ** memory.  Calls no SQLite routine: the loader's worker threads use it. */
 uint64_t gpudsRowDecode(GpudsLoader *L, const unsigned char *a, uint32_t nHdr,
                         int nCol, size_t nByte){
-  GpudsRow *p = 0;
+  unsigned char *z = 0;
   uint64_t h = 0;
-  const unsigned char *aHdr = a, *b = a + nHdr;
-  char *z;
-  int i;
-  if( L && (p = (GpudsRow*)loaderAlloc(L, nByte))!=0 ){
-    h = (uint64_t)(uintptr_t)p | 1;
-  }else if( (p = (GpudsRow*)malloc(nByte))!=0 ){
-    h = (uint64_t)(uintptr_t)p;
+  size_t nRec = 0;
+  int nPre = gpudsVarintLen(nHdr), m;
+  (void)nCol;
+  for(m=1; m<=5; m++){                     /* nByte = nPre + m + nRec, m = len(nRec) */
+    if( nByte < (size_t)(nPre + m) ) break;
+    nRec = nByte - (size_t)(nPre + m);
+    if( gpudsVarintLen(nRec)==m ) break;
+  }
+  if( L && (z = (unsigned char*)loaderAlloc(L, nByte))!=0 ){
+    h = (uint64_t)(uintptr_t)z | 1;
+  }else if( (z = (unsigned char*)malloc(nByte))!=0 ){
+    h = (uint64_t)(uintptr_t)z;
   }else{
     return 0;
   }
-  p->nCol = (uint32_t)nCol;
-  p->nByte = (uint32_t)nByte;
-  memset(rowCell(p, 0), 0, (size_t)nCol*sizeof(RowCell));
-  z = (char*)rowCell(p, nCol);
-  for(i=0; i<nCol; i++){
-    RowCell *c = rowCell(p, i);
-    uint64_t s = 0;
-    int64_t x;
-    if( aHdr[0]<0x80 ){ s = *aHdr++; }
-    else{ aHdr += gpudsVarintGet(aHdr, (size_t)(a + nHdr - aHdr), &s); }
-    c->iOff = (uint32_t)(z - (char*)p);
-    switch( s ){
-      case 0: c->eType = SQLITE_NULL; break;
-      case 1: case 2: case 3: case 4: case 5: case 6: {
-        int nb = (int)gpudsSerialBytes(s);
-        x = beInt(b, nb);
-        b += nb;
-        c->eType = SQLITE_INTEGER; c->nLen = 8;
-        memcpy(z, &x, 8); z += 8;
-        break;
-      }
-      case 7: {
-        uint64_t u = 0;
-        int j;
-        for(j=0; j<8; j++) u = (u<<8) | b[j];
-        b += 8;
-        c->eType = SQLITE_FLOAT; c->nLen = 8;
-        memcpy(z, &u, 8); z += 8;
-        break;
-      }
-      case 8: case 9:
-        x = (int64_t)s - 8;
-        c->eType = SQLITE_INTEGER; c->nLen = 8;
-        memcpy(z, &x, 8); z += 8;
-        break;
-      default: {
-        uint32_t nLen = (uint32_t)((s-12)/2);
-        c->nLen = nLen;
-        if( nLen ) memcpy(z, b, nLen);
-        b += nLen;
-        if( s & 1 ){
-          c->eType = SQLITE_TEXT;
-          z[nLen] = 0;
-          if( nLen==0 || memchr(z, 0, nLen)==0 ) c->eType |= CELL_TERM;
-          z += nLen + 1;
-        }else{
-          c->eType = SQLITE_BLOB;
-          z += nLen;
-        }
-        break;
-      }
-    }
-  }
+  z += gpudsVarintPut(z, nRec);
+  z += gpudsVarintPut(z, nHdr);
+  memcpy(z, a, nRec);
   return h;
 }
 
-/* True if bytes a[0..n-1] are a valid record of nCol non-key columns. */
-int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol){
-  return rowValid(a, n, nCol);
-}
-
-/* The most bytes one gpudsLoaderSpan() call copies. */
+/* The most bytes of records one arena block holds. */
 size_t gpudsLoaderSpanMax(void){
-  return ARENA_SIZE - ARENA_HDR - 8;
-}
-
-/* The most bytes gpudsLoaderSpan() can copy into L's current block (0 if
-** it has none): a span that fits there uses no new block. */
-size_t gpudsLoaderRoom(const GpudsLoader *L){
-  size_t iAt;
-  if( L->pBlock==0 ) return 0;
-  iAt = (L->iOff & ~(size_t)7) + 4;
-  if( iAt < L->iOff ) iAt += 8;
-  return iAt < ARENA_SIZE ? ARENA_SIZE - iAt : 0;
-}
-
-/* Copy the nByte bytes a[] (at most gpudsLoaderSpanMax()) into loader L's
-** arena at an address z that is 4 more than a multiple of 8, and count nLive
-** rows in its block: the caller turns exactly nLive valid, 4-byte aligned
-** records inside the copy into handles with gpudsLoaderHandle(), each to be
-** freed once.  Returns z, or NULL if out of memory (nothing counted). */
-unsigned char *gpudsLoaderSpan(GpudsLoader *L, const unsigned char *a, size_t nByte,
-                               int64_t nLive){
-  size_t iAt;
-  if( nByte > gpudsLoaderSpanMax() ) return 0;
-  iAt = (L->iOff & ~(size_t)7) + 4;
-  if( iAt < L->iOff ) iAt += 8;
-  if( L->pBlock==0 || iAt + nByte > ARENA_SIZE ){
-    if( !loaderNewBlock(L) ) return 0;
-    iAt = ARENA_HDR + 4;
-  }
-  memcpy(L->pBlock + iAt, a, nByte);
-  L->iOff = (iAt + nByte + 7) & ~(size_t)7;
-  *(int64_t*)L->pBlock += nLive;
-  return (unsigned char*)L->pBlock + iAt;
-}
-
-/* The handle of the record at z, inside a span that counted it. */
-uint64_t gpudsLoaderHandle(const unsigned char *z){
-  return (uint64_t)(uintptr_t)z | 1;
+  return ARENA_SIZE - ARENA_HDR;
 }
 
 /* Bytes held by a record. */
 size_t gpudsRowBytes(const GpudsRow *p){
-  return p ? p->nByte : 0;
+  uint32_t nRec, nHdr;
+  if( p==0 ) return 0;
+  rowRec(p, &nRec, &nHdr);
+  return rowSize(nRec, nHdr);
 }
 
-/* Set the result of ctx to column iCol (0-based, non-key) of record p. */
-void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx){
-  const RowCell *c;
-  const char *z;
-  if( p==0 || iCol<0 || (uint32_t)iCol>=p->nCol ){
+/* Row p's format-4 record (runfmt.h), in place: its first byte, and its
+** bytes in *pnRec. */
+const unsigned char *gpudsRowRecord(const GpudsRow *p, uint32_t *pnRec){
+  uint32_t nHdr;
+  return rowRec(p, pnRec, &nHdr);
+}
+
+/* Number of columns of record p. */
+int gpudsRowColumns(const GpudsRow *p){
+  uint32_t nRec, nHdr, i = 0;
+  const unsigned char *a = rowRec(p, &nRec, &nHdr);
+  int n = 0;
+  while( i<nHdr ){
+    uint64_t s;
+    i += (a[i]<0x80) ? 1 : (uint32_t)gpudsVarintGet(a+i, nHdr-i, &s);
+    n++;
+  }
+  return n;
+}
+
+/* Text shorter than this is handed to SQLite from a NUL-terminated copy on
+** the stack (gpudsRowResult). */
+#define ROW_TEXT_STACK 512
+
+/* Set the result of ctx to column iCol (0-based, non-key) of record p.
+** pos (may be NULL) is where the last call on p stood: reading a row's
+** columns in order walks its serial types once.  A position holds no
+** memory; a cursor resets it (pRow = NULL) whenever its row may have been
+** freed, since a new record can take the same address. */
+void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos){
+  GpudsRowPos tmp;
+  RowVal v;
+  if( p==0 ){
     sqlite3_result_null(ctx);
     return;
   }
-  c = rowCell(p, iCol);
-  z = (const char*)p + c->iOff;
-  switch( c->eType ){
-    case SQLITE_INTEGER: {
-      sqlite3_int64 x; memcpy(&x, z, 8);
-      sqlite3_result_int64(ctx, x); break;
-    }
-    case SQLITE_FLOAT: {
-      double x; memcpy(&x, z, 8);
-      sqlite3_result_double(ctx, x); break;
-    }
-    case SQLITE_TEXT|CELL_TERM:
-      /* NUL-terminated: SQLite copies it once and need not add a NUL */
-      sqlite3_result_text(ctx, z, -1, SQLITE_TRANSIENT); break;
+  if( pos==0 ){ tmp.pRow = 0; pos = &tmp; }
+  rowColPos(p, iCol, &v, pos);
+  switch( v.eType ){
+    case SQLITE_INTEGER: sqlite3_result_int64(ctx, v.i); break;
+    case SQLITE_FLOAT:   sqlite3_result_double(ctx, v.r); break;
     case SQLITE_TEXT:
-      sqlite3_result_text(ctx, z, (int)c->nLen, SQLITE_TRANSIENT); break;
+      if( v.n<ROW_TEXT_STACK && memchr(v.z, 0, v.n)==0 ){
+        /* Given with a NUL after it and its length unsaid, SQLite copies
+        ** the text once, terminated, into a buffer it reuses from row to
+        ** row, and need not copy it again to read it as text (as it would
+        ** for a text given with its length). */
+        char zBuf[ROW_TEXT_STACK];
+        memcpy(zBuf, v.z, v.n);
+        zBuf[v.n] = 0;
+        sqlite3_result_text(ctx, zBuf, -1, SQLITE_TRANSIENT);
+      }else{
+        sqlite3_result_text(ctx, (const char*)v.z, (int)v.n, SQLITE_TRANSIENT);
+      }
+      break;
     case SQLITE_BLOB:
-      sqlite3_result_blob(ctx, z, (int)c->nLen, SQLITE_TRANSIENT); break;
+      sqlite3_result_blob(ctx, v.z, (int)v.n, SQLITE_TRANSIENT); break;
     default:
       sqlite3_result_null(ctx); break;
   }
@@ -612,23 +842,21 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx){
 ** (gpuds_colval.h): its tag and 8 bytes.  A missing record or column is
 ** NULL. */
 void gpudsRowColVal(const GpudsRow *p, int iCol, uint8_t *pTag, uint64_t *pVal){
-  const RowCell *c;
-  const unsigned char *z;
+  RowVal v;
   *pTag = GPUDS_TAG_NULL; *pVal = 0;
-  if( p==0 || iCol<0 || (uint32_t)iCol>=p->nCol ) return;
-  c = rowCell(p, iCol);
-  z = (const unsigned char*)p + c->iOff;
-  switch( c->eType & ~CELL_TERM ){
-    case SQLITE_INTEGER: *pTag = GPUDS_TAG_INT; memcpy(pVal, z, 8); break;
-    case SQLITE_FLOAT:   *pTag = GPUDS_TAG_REAL; memcpy(pVal, z, 8); break;
-    case SQLITE_TEXT:    *pTag = GPUDS_TAG_TEXT; *pVal = gpudsColBytes(z, c->nLen); break;
-    case SQLITE_BLOB:    *pTag = GPUDS_TAG_BLOB; *pVal = gpudsColBytes(z, c->nLen); break;
+  if( p==0 ) return;
+  rowCol(p, iCol, &v);
+  switch( v.eType ){
+    case SQLITE_INTEGER: *pTag = GPUDS_TAG_INT; memcpy(pVal, &v.i, 8); break;
+    case SQLITE_FLOAT:   *pTag = GPUDS_TAG_REAL; memcpy(pVal, &v.r, 8); break;
+    case SQLITE_TEXT:    *pTag = GPUDS_TAG_TEXT; *pVal = gpudsColBytes(v.z, v.n); break;
+    case SQLITE_BLOB:    *pTag = GPUDS_TAG_BLOB; *pVal = gpudsColBytes(v.z, v.n); break;
   }
 }
 
 /* Compare two text or two blob values by BINARY collation. */
 static int bytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb){
-  int r = memcmp(a, b, na<nb ? na : nb);
+  int r = (na && nb) ? memcmp(a, b, na<nb ? na : nb) : 0;
   if( r ) return r<0 ? GPUDS_ORD_LT : GPUDS_ORD_GT;
   return na<nb ? GPUDS_ORD_LT : na>nb ? GPUDS_ORD_GT : GPUDS_ORD_EQ;
 }
@@ -637,18 +865,14 @@ static int bytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b,
 ** values with BINARY collation (no affinity applied): GPUDS_ORD_LT, _EQ or
 ** _GT.  A NULL orders first. */
 int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v){
-  uint8_t tag;
-  uint64_t val;
+  GpudsValue a;
   int ca, cb;
-  gpudsRowColVal(p, iCol, &tag, &val);
-  ca = gpudsColClass(tag); cb = gpudsColClass(v->tag);
+  gpudsRowColValue(p, iCol, &a);
+  ca = gpudsColClass(a.tag); cb = gpudsColClass(v->tag);
   if( ca!=cb ) return ca<cb ? GPUDS_ORD_LT : GPUDS_ORD_GT;
   if( ca==0 ) return GPUDS_ORD_EQ;
-  if( ca==1 ) return gpudsColCompare(tag, val, v->tag, v->val);
-  {
-    const RowCell *c = rowCell(p, iCol);
-    return bytesCmp((const unsigned char*)p + c->iOff, c->nLen, v->z, v->n);
-  }
+  if( ca==1 ) return gpudsColCompare(a.tag, a.val, v->tag, v->val);
+  return bytesCmp(a.z, a.n, v->z, v->n);
 }
 
 /* Column iCol of records a and b compared exactly (NULL first, numbers,
@@ -662,11 +886,15 @@ int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol){
 /* Column iCol of record p as a GpudsValue (text and blobs point into the
 ** record). */
 void gpudsRowColValue(const GpudsRow *p, int iCol, GpudsValue *v){
-  gpudsRowColVal(p, iCol, &v->tag, &v->val);
-  v->z = 0; v->n = 0;
-  if( v->tag==GPUDS_TAG_TEXT || v->tag==GPUDS_TAG_BLOB ){
-    const RowCell *c = rowCell(p, iCol);
-    v->z = (const unsigned char*)p + c->iOff;
-    v->n = c->nLen;
+  RowVal r;
+  v->tag = GPUDS_TAG_NULL; v->val = 0; v->z = 0; v->n = 0;
+  if( p==0 ) return;
+  rowCol(p, iCol, &r);
+  switch( r.eType ){
+    case SQLITE_INTEGER: v->tag = GPUDS_TAG_INT; memcpy(&v->val, &r.i, 8); break;
+    case SQLITE_FLOAT:   v->tag = GPUDS_TAG_REAL; memcpy(&v->val, &r.r, 8); break;
+    case SQLITE_TEXT:    v->tag = GPUDS_TAG_TEXT; v->val = gpudsColBytes(r.z, r.n); break;
+    case SQLITE_BLOB:    v->tag = GPUDS_TAG_BLOB; v->val = gpudsColBytes(r.z, r.n); break;
   }
+  if( v->tag==GPUDS_TAG_TEXT || v->tag==GPUDS_TAG_BLOB ){ v->z = r.z; v->n = r.n; }
 }

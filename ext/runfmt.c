@@ -122,7 +122,7 @@ int gpudsKeysDecode(const unsigned char *a, size_t nA, int64_t *aKey, int n){
 int gpudsRecCheck(const unsigned char *a, uint32_t n, int nCol, uint32_t *pnHdr,
                   size_t *pnByte){
   size_t off = 0;
-  uint64_t nBody = 0, nByte = gpudsRowHdrBytes(nCol);
+  uint64_t nBody = 0;
   int i;
   for(i=0; i<nCol; i++){
     uint64_t s;
@@ -137,84 +137,17 @@ int gpudsRecCheck(const unsigned char *a, uint32_t n, int nCol, uint32_t *pnHdr,
     nb = gpudsSerialBytes(s);
     if( nb<0 ) return 0;
     nBody += (uint64_t)nb;
-    nByte += s<12 ? (s==0 ? 0 : 8) : (uint64_t)nb + (s & 1);
   }
-  if( (uint64_t)off + nBody != n || nByte>0x7fffffff ) return 0;
+  if( (uint64_t)off + nBody != n || (uint64_t)n + gpudsRowHdrBytes(nCol) > 0x7fffffff ) return 0;
   *pnHdr = (uint32_t)off;
-  *pnByte = (size_t)nByte;
+  *pnByte = gpudsRowSize(n, (uint32_t)off);
   return 1;
 }
 
-/* The serial type and big-endian body of integer x (SQLite's choice of
-** the fewest bytes); the body's bytes go to b, their count to *pnb. */
-static uint64_t intSerial(int64_t x, unsigned char *b, int *pnb){
-  static const int aBytes[7] = { 0, 1, 2, 3, 4, 6, 8 };
-  uint64_t u = x<0 ? ~(uint64_t)x : (uint64_t)x;
-  uint64_t s;
-  int i, nb;
-  if( x==0 || x==1 ){ *pnb = 0; return 8 + (uint64_t)x; }
-  s = u<=127 ? 1 : u<=32767 ? 2 : u<=8388607 ? 3 : u<=2147483647 ? 4
-    : u<=0x7fffffffffffULL ? 5 : 6;
-  nb = aBytes[s];
-  for(i=nb-1; i>=0; i--){ b[i] = (unsigned char)x; x = (int64_t)((uint64_t)x >> 8); }
-  *pnb = nb;
-  return s;
-}
-
-/* Encode row pRow (nCol columns) as a format-4 record into w->aRec;
-** *pnRec gets its bytes. */
-static int recEncode(RunWriter *w, const GpudsRow *pRow, int nCol, uint32_t *pnRec){
-  size_t nMax = (size_t)nCol*9 + gpudsRowBytes(pRow), off = 0;
-  unsigned char *b;
-  int i;
-  if( nMax>w->nRecAlloc ){
-    unsigned char *a = sqlite3_realloc64(w->aRec, nMax);
-    if( a==0 ) return SQLITE_NOMEM;
-    w->aRec = a;
-    w->nRecAlloc = nMax;
-  }
-  for(i=0; i<nCol; i++){                    /* the serial types */
-    const unsigned char *z;
-    uint32_t n;
-    uint64_t s = 0;
-    int nb;
-    unsigned char tmp[8];
-    switch( gpudsRowCell(pRow, i, &z, &n) ){
-      case SQLITE_INTEGER: { int64_t x; memcpy(&x, z, 8); s = intSerial(x, tmp, &nb); break; }
-      case SQLITE_FLOAT:   s = 7; break;
-      case SQLITE_TEXT:    s = (uint64_t)n*2 + 13; break;
-      case SQLITE_BLOB:    s = (uint64_t)n*2 + 12; break;
-    }
-    off += (size_t)gpudsVarintPut(w->aRec + off, s);
-  }
-  b = w->aRec + off;
-  for(i=0; i<nCol; i++){                    /* the bodies */
-    const unsigned char *z;
-    uint32_t n;
-    int nb, j;
-    switch( gpudsRowCell(pRow, i, &z, &n) ){
-      case SQLITE_INTEGER: { int64_t x; memcpy(&x, z, 8); intSerial(x, b, &nb); b += nb; break; }
-      case SQLITE_FLOAT: {
-        uint64_t u;
-        memcpy(&u, z, 8);
-        for(j=7; j>=0; j--){ b[j] = (unsigned char)u; u >>= 8; }
-        b += 8;
-        break;
-      }
-      case SQLITE_TEXT: case SQLITE_BLOB:
-        if( n ) memcpy(b, z, n);
-        b += n;
-        break;
-    }
-  }
-  *pnRec = (uint32_t)(b - w->aRec);
-  return SQLITE_OK;
-}
-
 /* The row record (malloc()'d: a row handle can take it over; else free()
-** it) of the n bytes a[] of an entry of this table's format: a copy of a
-** valid record (formats 1 to 3) or the record a valid format-4 record
-** decodes to.  SQLITE_CORRUPT_VTAB (no message) if they are not valid,
+** it) of the n bytes a[] of an entry of this table's format: the record
+** holding the values of a valid legacy record (formats 1 to 3) or of a
+** valid format-4 record.  SQLITE_CORRUPT_VTAB (no message) if they are not valid,
 ** SQLITE_NOMEM. */
 static int recToRow(GpudsTable *p, const unsigned char *a, uint32_t n, unsigned char **paRow){
   int nCol = p->nCol - 1;
@@ -228,10 +161,10 @@ static int recToRow(GpudsTable *p, const unsigned char *a, uint32_t n, unsigned 
     if( h==0 ) return SQLITE_NOMEM;
     *paRow = (unsigned char*)(uintptr_t)h;
   }else{
-    if( !gpudsRowValid(a, n, nCol) ) return SQLITE_CORRUPT_VTAB;
-    *paRow = (unsigned char*)malloc(n ? n : 1);
+    int bBad;
+    *paRow = (unsigned char*)gpudsRowFromLegacy(a, n, nCol, &bBad);
+    if( bBad ) return SQLITE_CORRUPT_VTAB;
     if( *paRow==0 ) return SQLITE_NOMEM;
-    memcpy(*paRow, a, n);
   }
   return SQLITE_OK;
 }
@@ -538,6 +471,7 @@ int gpudsOvflRead(GpudsTable *p, int64_t iRun, const GpudsOvfl *o, int nCol,
   uint32_t i;
   int rc = SQLITE_OK;
   const char *zWhy = 0;
+  (void)nCol;                               /* the table's: recToRow checks */
   *paRec = 0;
   if( zTab==0 || a==0 ){ rc = SQLITE_NOMEM; goto ovfl_out; }
   for(i=0; i<o->nPiece && rc==SQLITE_OK; i++){
@@ -556,13 +490,12 @@ int gpudsOvflRead(GpudsTable *p, int64_t iRun, const GpudsOvfl *o, int nCol,
   if( rc==SQLITE_OK && zWhy==0 ){
     if( off!=o->nRec ) zWhy = "spilled record pieces of the wrong size";
     else if( gpudsChunkSum(a, o->nRec, 0, 0)!=o->sum ) zWhy = "spilled record checksum mismatch";
-    else if( p->iFormat>=SHADOW_FORMAT_ENC ){
+    else{
       unsigned char *aRow = 0;
       rc = recToRow(p, a, o->nRec, &aRow);
       if( rc==SQLITE_CORRUPT_VTAB ){ rc = SQLITE_OK; zWhy = "bad spilled row record"; }
       if( rc==SQLITE_OK && aRow ){ free(a); a = aRow; }
     }
-    else if( !gpudsRowValid(a, o->nRec, nCol) ) zWhy = "bad spilled row record";
   }
   if( zWhy && iRun>0 ){
     rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run: run %lld is damaged (%s)",
@@ -779,16 +712,24 @@ int gpudsRunWriterAdd(GpudsTable *p, RunWriter *w, int64_t k,
 }
 
 /* Append (key, row record or NULL = tombstone); keys must ascend.  In
-** format 4 the row is encoded first. */
+** format 4 the row's record is written as the row holds it; in formats 1
+** to 3 it is laid out as the builds of those formats did (row.c). */
 int gpudsRunWriterAddRow(GpudsTable *p, RunWriter *w, int64_t k, const GpudsRow *pRow){
-  if( pRow && w->bEnc ){
-    uint32_t nRec;
-    int rc = recEncode(w, pRow, p->nCol-1, &nRec);
-    if( rc ) return rc;
-    return gpudsRunWriterAdd(p, w, k, w->aRec, nRec);
+  uint32_t nRec;
+  if( pRow==0 ) return gpudsRunWriterAdd(p, w, k, 0, 0);
+  if( w->bEnc ){                            /* the row holds its record */
+    const unsigned char *aRec = gpudsRowRecord(pRow, &nRec);
+    return gpudsRunWriterAdd(p, w, k, aRec, nRec);
   }
-  return gpudsRunWriterAdd(p, w, k, (const unsigned char*)pRow,
-                           pRow ? (uint32_t)gpudsRowBytes(pRow) : 0);
+  nRec = (uint32_t)gpudsRowLegacyBytes(pRow);
+  if( nRec>w->nRecAlloc ){
+    unsigned char *a = sqlite3_realloc64(w->aRec, nRec);
+    if( a==0 ) return SQLITE_NOMEM;
+    w->aRec = a;
+    w->nRecAlloc = nRec;
+  }
+  gpudsRowLegacyWrite(pRow, w->aRec);
+  return gpudsRunWriterAdd(p, w, k, w->aRec, nRec);
 }
 
 void gpudsRunWriterClose(RunWriter *w){

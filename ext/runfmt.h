@@ -79,7 +79,7 @@ typedef struct RunWriter {
   int bEnc;               /* format 4: varint keys, encoded records */
   unsigned char *aKeyEnc; /* format 4: the chunk's keys, encoded */
   size_t nKeyEnc;         /* bytes of the chunk's keys (n*8 before format 4) */
-  unsigned char *aRec;    /* format 4: one record, encoded */
+  unsigned char *aRec;    /* formats 1 to 3: one record in the legacy layout */
   size_t nRecAlloc;
 } RunWriter;
 

@@ -30,6 +30,11 @@ SQLITE_EXTENSION_INIT3
 #include <stdlib.h>
 #include <stdarg.h>
 
+/* A load that read at least this many entries is followed by a trim of the
+** heap (gpudsMemTrim): below it, what the load freed is too little to matter
+** and a reload-heavy workload would pay the trim each time. */
+#define SHADOW_TRIM_ENTRIES 65536
+
 /* True if zSuffix names one of our shadow tables ("<name>_<suffix>"). */
 int gpudsShadowName(const char *zSuffix){
   return sqlite3_stricmp(zSuffix, "meta")==0 || sqlite3_stricmp(zSuffix, "run")==0
@@ -397,6 +402,10 @@ static int shadowLoad(GpudsTable *p, const ShadowMeta *m, int bLazy){
     }
     rc = gpudsShadowLoad(p, m->iGeneration);
   }
+  /* A big load (here or by a build's thread) freed its temporaries, and
+  ** the rows it replaced: give that memory back to the system rather than
+  ** keep it resident. */
+  if( p->nLoadEntries>=SHADOW_TRIM_ENTRIES || m->nEntries>=SHADOW_TRIM_ENTRIES ) gpudsMemTrim();
   /* A new table of this name and schema (dropped and created again by
   ** another connection) is loaded afresh like a new generation. */
   if( rc==SQLITE_OK ) p->iTableId = m->iId;
@@ -556,7 +565,7 @@ static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
   }
   if( pOvfl ){
     rc = gpudsOvflRead(p, 0, pOvfl, p->nCol-1, &aSpill);
-  }else if( p->iFormat>=SHADOW_FORMAT_ENC ){
+  }else if( aRec ){
     rc = gpudsRunRecord(p, aRec, nRec, &aSpill);   /* the row record it encodes */
   }
   if( rc ) return rc;

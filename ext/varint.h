@@ -59,4 +59,20 @@ static inline int64_t gpudsSerialBytes(uint64_t s){
   return (int64_t)((s-12)/2);
 }
 
+/* The serial type SQLite gives integer x: the fewest bytes that hold it
+** (8 and 9 for 0 and 1, no body). */
+static inline uint64_t gpudsIntSerial(int64_t x){
+  uint64_t u = x<0 ? ~(uint64_t)x : (uint64_t)x;
+  if( x==0 || x==1 ) return 8 + (uint64_t)x;
+  return u<=127 ? 1 : u<=32767 ? 2 : u<=8388607 ? 3 : u<=2147483647 ? 4
+       : u<=0x7fffffffffffULL ? 5 : 6;
+}
+
+/* Write the nb-byte big-endian body of integer x at b (nb from
+** gpudsSerialBytes(gpudsIntSerial(x))). */
+static inline void gpudsIntBody(int64_t x, int nb, unsigned char *b){
+  int i;
+  for(i=nb-1; i>=0; i--){ b[i] = (unsigned char)x; x = (int64_t)((uint64_t)x >> 8); }
+}
+
 #endif /* GPUDS_VARINT_H */

@@ -24,6 +24,7 @@ typedef struct GpudsCursor {
   int bEof;
   int64_t iKey;              /* current row's key */
   uint64_t hRow;             /* current row's record */
+  GpudsRowPos pos;           /* where xColumn's walk through it stands */
   /* EQ/IN plans: the found rows, in the order they are returned */
   int64_t *aKey;
   uint64_t *aRow;
@@ -399,6 +400,7 @@ static int cursorNextHeld(GpudsCursor *c){
 ** writes this costs one comparison a row. */
 static int cursorStep(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
+  c->pos.pRow = 0;                          /* a new row: walk it afresh */
   if( c->nLeft==0 ){ c->bEof = 1; return SQLITE_OK; }
   if( c->nLeft>0 ) c->nLeft--;
   for(;;){
@@ -554,7 +556,7 @@ static int gpudsColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i){
   if( i==0 ){
     sqlite3_result_int64(ctx, c->iKey);
   }else{
-    gpudsRowResult(gpudsRowOf(c->hRow), i-1, ctx);
+    gpudsRowResult(gpudsRowOf(c->hRow), i-1, ctx, &c->pos);
   }
   return SQLITE_OK;
 }
@@ -700,7 +702,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   if( gpudsRowPlainBytes(gpudsRowOf(hRow), &p->aAff[1])
         > sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1)
    || (p->iFormat<SHADOW_FORMAT_OVFL
-       && (int64_t)gpudsRowBytes(gpudsRowOf(hRow)) > gpudsRunInlineMax(p)) ){
+       && (int64_t)gpudsRowLegacyBytes(gpudsRowOf(hRow)) > gpudsRunInlineMax(p)) ){
     /* An ordinary table's record of this row would pass
     ** SQLITE_LIMIT_LENGTH: refuse the row now, as it does.  (Format 3
     ** stores every other row, spilling records too big for a chunk; a table

@@ -702,7 +702,8 @@ int gpudsWbufRollback(GpudsTable *p){
 ** xSync): free the rows it displaced and forget the log. */
 void gpudsWbufCommit(GpudsTable *p){
   GpudsWbuf *w = &p->wb;
-  int64_t i;
+  int64_t i, nRows = w->nUndo;
+  int bBig = 0;
   for(i=0; i<w->nUndo; i++){
     GpudsUndo *u = &w->aUndo[i];
     if( u->eType==UNDO_PUT ){
@@ -710,6 +711,7 @@ void gpudsWbufCommit(GpudsTable *p){
     }else{
       GpudsFlush *f = (GpudsFlush*)(uintptr_t)u->prev;
       size_t j;
+      nRows += (int64_t)f->n;
       for(j=0; j<f->n; j++){
         if( f->aFound[j] ) gpudsRowGarbage(p, f->aOld[j]);
         if( f->aOrig && f->aOrig[j]!=f->aNew[j] ) gpudsRowGarbage(p, f->aOrig[j]);
@@ -724,8 +726,11 @@ void gpudsWbufCommit(GpudsTable *p){
     sqlite3_free(w->aUndo);
     w->aUndo = 0;
     w->nUndoAlloc = 0;
+    bBig = 1;
   }
   gpudsCollectGarbage(p);
+  /* A big transaction freed its write buffer's arrays: back to the system. */
+  if( bBig || nRows>=UNDO_KEEP_MAX ) gpudsMemTrim();
 }
 
 /* Look n keys up in the overlay at once: aHit[i] says whether it holds

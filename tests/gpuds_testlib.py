@@ -202,6 +202,39 @@ def record4_decode(a, ncol):
     return vals
 
 
+def record3_decode(a, ncol):
+    """The values of a record of formats 1 to 3 (ARCHITECTURE.md: u32 nCol,
+    u32 bytes, nCol cells of {u8 type, 3 zero bytes, u32 offset, u32
+    length}, then the payloads in column order, back to back: integers and
+    reals as 8 little-endian bytes, text with a NUL after it (type | 0x80
+    exactly when the text holds no NUL), blobs as they are), checking every
+    byte of that layout; ValueError if one is off."""
+    nc, nb = _struct.unpack_from("<II", a, 0)
+    if nc != ncol or nb != len(a):
+        raise ValueError("header %d columns, %d bytes" % (nc, nb))
+    off, vals = 8 + 12 * ncol, []
+    for i in range(ncol):
+        t, pad, o, n = _struct.unpack_from("<B3sII", a, 8 + 12 * i)
+        if pad != b"\0\0\0" or o != off:
+            raise ValueError("cell %d: padding %r, offset %d (want %d)" % (i, pad, o, off))
+        base = t & 0x7f
+        if base in (1, 2) and n == 8:
+            vals.append(_struct.unpack_from("<q" if base == 1 else "<d", a, o)[0])
+        elif base == 3 and a[o + n] == 0 and (t & 0x80 != 0) == (b"\0" not in a[o:o + n]):
+            vals.append(bytes(a[o:o + n]).decode("utf-8"))
+            off += 1
+        elif base == 4 and t == 4:
+            vals.append(bytes(a[o:o + n]))
+        elif t == 5 and n == 0:
+            vals.append(None)
+        else:
+            raise ValueError("cell %d: type %d, %d bytes" % (i, t, n))
+        off += n
+    if off != len(a):
+        raise ValueError("record of %d bytes, %d used" % (len(a), off))
+    return vals
+
+
 def table_format(c, t="t"):
     """t_meta's 'format' of table t."""
     return c.execute("SELECT value FROM '%s_meta' WHERE key='format'" % t).fetchone()[0]

@@ -17,8 +17,8 @@ import struct
 import sys
 import tempfile
 
-from gpuds_testlib import (EXT, Tally, connect, entries3, entries4, keys_decode, record4_decode,
-                           set_format, table_format, varint_get)
+from gpuds_testlib import (EXT, Tally, connect, entries3, entries4, keys_decode, record3_decode,
+                           record4_decode, set_format, table_format, varint_get)
 
 T = Tally()
 check = T.check
@@ -215,6 +215,24 @@ def case_old_formats():
             check(c.execute("SELECT gpuds_check('t')").fetchone()[0] == "ok", tag + ": gpuds_check")
             shape = all(len(k) == 8 * n and len(entries3(v[:-8])) == n for n, k, v in runs_bytes(c))
             check(shape, tag + ": chunks of 8-byte keys and u32 lengths")
+            # Every record, byte by byte in the documented layout, holds the
+            # twin's values (types included) for its key's newest entry.
+            newest, bad = {}, None
+            for n, k, v in runs_bytes(c):
+                ks = struct.unpack("<%dq" % n, k)
+                for key, (s, e, kind, ln) in zip(ks, entries3(v[:-8])):
+                    if kind == "rec":
+                        try:
+                            newest[key] = record3_decode(v[e:e + ln], 3)
+                        except ValueError as ex:
+                            bad = bad or (key, str(ex))
+                    else:
+                        newest[key] = None
+            typed = lambda row: [(type(x), x) for x in row]
+            disk = sorted((key, typed(vs)) for key, vs in newest.items() if vs is not None)
+            twin_rows = [(r[0], typed(r[1:])) for r in c.execute("SELECT k, a, b, c FROM r ORDER BY k")]
+            check(bad is None and disk == twin_rows, tag + ": records in the documented layout hold the twin's values",
+                  bad or (len(disk), len(twin_rows)))
             c.close()
             shutil.rmtree(tmp, ignore_errors=True)
 
