@@ -59,7 +59,9 @@
 // tombstones) + upserts of the batch stay <= kMaxLoad; a rehash builds a new
 // table on the GPU and swaps it in only when complete, so running out of GPU
 // memory leaves the store unchanged (GPUDS_NOMEM).  After a batch that leaves
-// the table below kShrinkLoad it is rehashed down.
+// the table below kShrinkLoad it is rehashed down.  A bulk load into an
+// empty table sizes it at kBulkLoad; a batch's scratch beyond a quarter of
+// the table (or kScratchKeep) is given back after it (trimScratch).
 //
 // FILES: one translation unit, in layers (each file includes nothing of a
 // layer above it):
@@ -154,6 +156,17 @@ ull sidesPresent(const GpuHashStore *p){
 int ensureScratch(GpuHashStore *p, size_t n){
   GPUDS_CK(p, gpuds_mem::ensure(p->mem, p->scratch, n, p->st));
   return GPUDS_OK;
+}
+
+// Give the scratch back when it holds more than kScratchKeep or a quarter
+// of the table's bytes, whichever is larger: the device memory a store
+// keeps is what it holds, not its largest batch's workspace.
+void trimScratch(GpuHashStore *p){
+  const uint64_t table = (uint64_t)p->T.nb*sizeof(Bucket);
+  const uint64_t keep = table/4>kScratchKeep ? table/4 : kScratchKeep;
+  if( p->scratch.cap<=keep ) return;
+  cudaStreamSynchronize(p->st);
+  gpuds_mem::releaseBuf(p->mem, p->scratch);
 }
 
 // Copy *dMeta to the host mirror (synchronises the stream).  Promises
@@ -408,6 +421,7 @@ int hostBatch(GpuHashStore *p, size_t n, const uint8_t *aOp, int defOp,
     cudaStreamSynchronize(p->st);
     (void)cudaGetLastError();
   }
+  trimScratch(p);
   return rc;
 }
 

@@ -87,7 +87,7 @@ void gfslDestroy(gpuds_store *pStore){
   delete p;
 }
 
-int gfslBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp, const int64_t *aKey,
+int gfslBatchCall(gpuds_store *pStore, size_t n, const uint8_t *aOp, const int64_t *aKey,
               const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
   GfslStore *p = (GfslStore*)pStore;
   int rc;
@@ -118,7 +118,7 @@ int gfslBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp, const int64_t *
   return GPUDS_OK;
 }
 
-int gfslLookup(gpuds_store *pStore, size_t n, const int64_t *aKey, uint8_t *aFound, uint64_t *aVal){
+int gfslLookupCall(gpuds_store *pStore, size_t n, const int64_t *aKey, uint8_t *aFound, uint64_t *aVal){
   GfslStore *p = (GfslStore*)pStore;
   int rc;
   p->zErr[0] = 0;
@@ -161,7 +161,7 @@ int gfslScan(gpuds_store *pStore, gpuds_scan *s, size_t nMax, int64_t *aKey, uin
   return GPUDS_OK;
 }
 
-int gfslBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey, const uint64_t *aVal){
+int gfslBulkLoadCall(gpuds_store *pStore, size_t n, const int64_t *aKey, const uint64_t *aVal){
   GfslStore *p = (GfslStore*)pStore;
   int rc;
   p->zErr[0] = 0;
@@ -196,6 +196,25 @@ int gfslBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey, const uint6
   GPUDS_CK(p, cudaMemsetAsync(p->wOp.p, GPUDS_OP_UPSERT, n, p->st));
   return batchDev(p, n, ptr<uint8_t>(p->wOp), ptr<i64>(p->wKey), ptr<u64>(p->wVal),
                   ptr<uint8_t>(p->wFound), ptr<u64>(p->wOld));
+}
+
+/* xBatch, xLookup, xBulkLoad: the calls above, then the workspace trimmed
+** (trimWorkspace), whatever their outcome. */
+int gfslBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp, const int64_t *aKey,
+              const uint64_t *aVal, uint8_t *aFound, uint64_t *aOld){
+  int rc = gfslBatchCall(pStore, n, aOp, aKey, aVal, aFound, aOld);
+  trimWorkspace((GfslStore*)pStore);
+  return rc;
+}
+int gfslLookup(gpuds_store *pStore, size_t n, const int64_t *aKey, uint8_t *aFound, uint64_t *aVal){
+  int rc = gfslLookupCall(pStore, n, aKey, aFound, aVal);
+  trimWorkspace((GfslStore*)pStore);
+  return rc;
+}
+int gfslBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey, const uint64_t *aVal){
+  int rc = gfslBulkLoadCall(pStore, n, aKey, aVal);
+  trimWorkspace((GfslStore*)pStore);
+  return rc;
 }
 
 int64_t gfslCount(gpuds_store *pStore){

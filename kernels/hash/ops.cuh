@@ -96,7 +96,7 @@ int hashLookup(gpuds_store *pStore, size_t n, const int64_t *aKey, uint8_t *aFou
 }
 
 // Sorted bulk load: verified strictly ascending (so distinct), then upserted
-// as one batch.
+// as one batch; an empty table is first sized for the keys at kBulkLoad.
 int hashBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
                  const uint64_t *aVal){
   GpuHashStore *p = (GpuHashStore*)pStore;
@@ -107,6 +107,13 @@ int hashBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
       char z[96];
       snprintf(z, sizeof(z), "xBulkLoad: keys not strictly ascending at index %zu", i);
       return setErr(p, GPUDS_MISUSE, z);
+    }
+  }
+  if( p->h.count==0 && n>0 ){
+    const ull nb = bucketsFor(n, kBulkLoad);
+    if( nb>p->T.nb ){
+      int rc = rehash(p, nb);
+      if( rc ) return rc;
     }
   }
   return hostBatch(p, n, nullptr, GPUDS_OP_UPSERT, aKey, aVal, nullptr, nullptr);
