@@ -13,27 +13,28 @@ SQLITE_EXTENSION_INIT3
 #define filterMix gpudsMix64
 
 /* Blocked Bloom filter: a key's FILTER_K bits all lie in one 512-bit block
-** (a cache line), chosen by the low bits of the key's hash, the bits by its
-** top 27 bits (the filter has at most 2^40 bits: 2^31 blocks, so the two
-** never overlap); adding or testing a key touches one cache line.  Sized at
-** 16..32 bits per key, it answers "maybe" for about 0.1-0.6% of absent keys. */
+** (a cache line), chosen by the low 32 bits of the key's hash (scaled to
+** the number of blocks, which need not be a power of two), the bits by its
+** top 27 bits; adding or testing a key touches one cache line.  Full (16
+** bits a key) it answers "maybe" for about 0.5% of absent keys; a load's
+** filter, sized with a quarter to spare (20 bits a key), for about 0.3%
+** (tests/test_filter.c prints the rates). */
 #define FILTER_K 3          /* bits per key */
-#define FILTER_BLOCK_LOG2 9 /* bits per block: 512 = 8 words = 64 bytes */
+#define FILTER_BLOCK_BITS 512
+#define FILTER_BLOCK_WORDS (FILTER_BLOCK_BITS/64)
 
-/* Sizing: at least FILTER_BITS_PER_KEY bits per key the filter is made for
-** (the low end of the 16..32 above), rounded up to a power of two, and at
-** least FILTER_MIN_KEYS keys' worth (2 KiB: a tiny table rebuilds rarely);
-** at most 2^FILTER_MAX_LOG2 bits (see the block choice above). */
+/* Sizing: FILTER_BITS_PER_KEY bits per key the filter is made for, in whole
+** blocks, at least FILTER_MIN_KEYS keys' worth (2 KiB: a tiny table
+** rebuilds rarely), at most FILTER_MAX_BLOCKS blocks (the block choice
+** scales 32 bits of the hash). */
 #define FILTER_BITS_PER_KEY 16
 #define FILTER_MIN_KEYS     1024
-#define FILTER_MIN_LOG2     14
-#define FILTER_MAX_LOG2     40
+#define FILTER_MAX_BLOCKS   0xffffffffULL
 
-/* The first word of the block of hash h (the filter has 2^nLog2 bits,
-** 14 <= nLog2 <= 40). */
+/* The first word of the block of hash h. */
 static uint64_t *filterBlock(const GpudsFilter *p, uint64_t h){
-  uint64_t nBlockMask = (1ULL<<(p->nLog2-FILTER_BLOCK_LOG2)) - 1;
-  return &p->aBit[(h & nBlockMask) << (FILTER_BLOCK_LOG2-6)];
+  uint64_t iBlock = ((h & 0xffffffffULL) * p->nBlock) >> 32;
+  return &p->aBit[iBlock * FILTER_BLOCK_WORDS];
 }
 
 /* Bit i (0..FILTER_K-1) of a block, from the top bits of hash h. */
@@ -73,20 +74,18 @@ int gpudsFilterAdd(GpudsFilter *p, int64_t k){
 ** clears them).  SQLITE_NOMEM on failure, in which case the filter holds no
 ** bits and answers "might exist" for every key: slower, never wrong. */
 int gpudsFilterAlloc(GpudsFilter *p, int64_t nCap){
-  int nLog2 = FILTER_MIN_LOG2;
-  uint64_t nWord;
+  uint64_t nBlock;
   if( nCap<FILTER_MIN_KEYS ) nCap = FILTER_MIN_KEYS;
-  while( nLog2<FILTER_MAX_LOG2 && (1LL<<nLog2) < nCap*FILTER_BITS_PER_KEY ) nLog2++;
-  nWord = (1ULL<<nLog2)/64;
+  nBlock = ((uint64_t)nCap*FILTER_BITS_PER_KEY + FILTER_BLOCK_BITS - 1) / FILTER_BLOCK_BITS;
+  if( nBlock>FILTER_MAX_BLOCKS ) nBlock = FILTER_MAX_BLOCKS;
   gpudsFilterFree(p);
   {
     void *pNew = 0;                 /* blocks aligned to cache lines */
-    if( posix_memalign(&pNew, 64, nWord*8) ) return SQLITE_NOMEM;
+    if( posix_memalign(&pNew, 64, nBlock*(FILTER_BLOCK_BITS/8)) ) return SQLITE_NOMEM;
     p->aBit = (uint64_t*)pNew;
   }
-  p->nLog2 = nLog2;
-  p->nCap = (1LL<<nLog2)/16;
-  if( p->nCap < nCap/2 ) p->nCap = nCap/2;
+  p->nBlock = nBlock;
+  p->nCap = (int64_t)(nBlock*FILTER_BLOCK_BITS/FILTER_BITS_PER_KEY);
   p->nAdded = 0;
   p->nStale = 0;
   return SQLITE_OK;
@@ -95,7 +94,7 @@ int gpudsFilterAlloc(GpudsFilter *p, int64_t nCap){
 /* Empty the filter and size it for nCap keys (see gpudsFilterAlloc). */
 int gpudsFilterReset(GpudsFilter *p, int64_t nCap){
   int rc = gpudsFilterAlloc(p, nCap);
-  if( rc==SQLITE_OK ) memset(p->aBit, 0, ((size_t)1<<p->nLog2)/8);
+  if( rc==SQLITE_OK ) memset(p->aBit, 0, (size_t)p->nBlock*(FILTER_BLOCK_BITS/8));
   return rc;
 }
 
@@ -105,7 +104,7 @@ int gpudsFilterReset(GpudsFilter *p, int64_t nCap){
 ** nearly every key. */
 void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n){
   if( p->aBit==0 ) return;
-  memset(p->aBit, 0, ((size_t)1<<p->nLog2)/8);
+  memset(p->aBit, 0, (size_t)p->nBlock*(FILTER_BLOCK_BITS/8));
   p->nAdded = 0;
   gpudsFilterAddMany(p, aKey, n);
 }

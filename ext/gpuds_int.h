@@ -120,8 +120,8 @@ int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol);
 /* A Bloom filter over the keys of the store: "might this key exist?" without
 ** a device round trip.  Never a false "no". */
 typedef struct GpudsFilter {
-  uint64_t *aBit;       /* 2^nLog2 bits */
-  int nLog2;            /* log2 of the number of bits */
+  uint64_t *aBit;       /* nBlock blocks of 512 bits */
+  uint64_t nBlock;      /* blocks */
   int64_t nAdded;       /* keys added since the last rebuild */
   int64_t nCap;         /* keys the filter is sized for */
   int64_t nStale;       /* keys deleted from the store since the last rebuild */

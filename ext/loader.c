@@ -702,7 +702,7 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
 
   if( rc==SQLITE_OK ) rc = gpudsStoreCreate(p, &pNew, &pNewMir);
   if( rc==SQLITE_OK ){
-    gpudsFilterAlloc(&f, out.n*2);          /* none: slower, never wrong */
+    gpudsFilterAlloc(&f, out.n + out.n/4); /* none: slower, never wrong */
     rc = gpudsStoreBuild(p, pNew, pNewMir, (size_t)out.n, out.aKey, out.aVal, &f);
   }
   if( rc==SQLITE_OK ){
