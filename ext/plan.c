@@ -52,6 +52,14 @@ SQLITE_EXTENSION_INIT3
 ** query per outer row where the outer table could be scanned instead. */
 #define COLS_LAUNCH_COST 200.0
 #define COLS_SCAN_DIV    50.0
+/* A table with no column set builds one from every row first (each record
+** decoded: a few row steps each).  Counted only for a plan on the key alone
+** (a hash table's key range, e.g. a range DELETE, whose own scan passes
+** over the slots and sorts and reads only the keys in range; the set it
+** would build is dropped or dirtied by the writes that follow).  Plans that
+** filter or order by a column reuse the set they build, and keep choosing
+** it; so does a full scan (HASH_SCAN_COST per row). */
+#define COLS_BUILD_COST  2.0
 /* A hash table's scan without a column set snapshots its keys, sorts them
 ** and looks them up page by page: 4-9 times an ordinary table's scan on an
 ** H100 (issue #12's figures), so a column plan serves its scans. */
@@ -211,6 +219,13 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       colRows = keyRows*share;
       if( colRows<1 ) colRows = 1;
       colCost = COLS_LAUNCH_COST + nRow/COLS_SCAN_DIV + colRows;
+      if( p->cs.pCols==0 && nColArg==0 && iOrderCol<0 ){
+        /* no set yet, a plan on the key alone: the set would be built from
+        ** every row, while the hash scan's snapshot passes over the slots
+        ** and sorts and reads only the keys in range */
+        colCost += COLS_BUILD_COST*nRow;
+        if( !bOrdered && (nLo || nHi) ) keyCost = nRow/COLS_SCAN_DIV + HASH_SCAN_COST*keyRows;
+      }
       if( iOrderCol>0 && nColArg==0 ) keyCost += keyRows*log2(keyRows+1);  /* the sort saved */
       bCols = gpudsConfig()->eColPlans==GPUDS_COLPLAN_ALWAYS || colCost<keyCost;
     }

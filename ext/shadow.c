@@ -192,30 +192,39 @@ static int outToWriter(GpudsTable *p, void *pCtx, int64_t k,
 }
 
 /* Merge the newest runs while the newest is at least half the size of the
-** one before it. */
+** one before it (the merged size counted as the sum of the sizes, which
+** bounds it), in ONE k-way merge of all of them: merging them pairwise
+** rewrote the newest entries once per level of the cascade (a range DELETE
+** after many small commits: its deletions copied again at every level). */
 static int compactRuns(GpudsTable *p){
-  int64_t *aRun = 0, *aN = 0;
-  int nRun = 0, rc;
+  int64_t *aRun = 0, *aN = 0, nSum;
+  int nRun = 0, iFirst, rc;
   rc = gpudsRunList(p, &aRun, &aN, &nRun);
-  while( rc==SQLITE_OK && nRun>=2 && aN[nRun-1]*2 >= aN[nRun-2] ){
-    RunWriter w;
-    int64_t iNew = aRun[nRun-1] + 1;
-    int bOldest = (nRun==2);
-    rc = gpudsRunWriterOpen(p, iNew, &w);
-    if( rc==SQLITE_OK ){
-      rc = gpudsRunMerge(p, &aRun[nRun-2], 2, MERGE_FREE_OVFL | (bOldest ? MERGE_DROP_TOMB : 0),
-                         outToWriter, &w);
+  if( rc==SQLITE_OK && nRun>=2 ){
+    iFirst = nRun-1;
+    nSum = aN[nRun-1];
+    while( iFirst>0 && nSum*2 >= aN[iFirst-1] ){
+      iFirst--;
+      nSum += aN[iFirst];
     }
-    if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
-    if( rc==SQLITE_OK ){
-      rc = gpudsRunExec(p, "DELETE FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld",
-                      p->zDb, p->zName, (long long)(aRun[nRun-2]<<RUN_SHIFT),
-                      (long long)((aRun[nRun-1]<<RUN_SHIFT) | ((1<<RUN_SHIFT)-1)));
+    if( iFirst<nRun-1 ){
+      RunWriter w;
+      int64_t iNew = aRun[nRun-1] + 1;
+      int bOldest = (iFirst==0);
+      rc = gpudsRunWriterOpen(p, iNew, &w);
+      if( rc==SQLITE_OK ){
+        rc = gpudsRunMerge(p, &aRun[iFirst], nRun-iFirst,
+                           MERGE_FREE_OVFL | (bOldest ? MERGE_DROP_TOMB : 0),
+                           outToWriter, &w);
+      }
+      if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
+      if( rc==SQLITE_OK ){
+        rc = gpudsRunExec(p, "DELETE FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld",
+                        p->zDb, p->zName, (long long)(aRun[iFirst]<<RUN_SHIFT),
+                        (long long)((aRun[nRun-1]<<RUN_SHIFT) | ((1<<RUN_SHIFT)-1)));
+      }
+      gpudsRunWriterClose(&w);
     }
-    nRun--;
-    aRun[nRun-1] = iNew;
-    aN[nRun-1] = w.nTotal;
-    gpudsRunWriterClose(&w);
   }
   sqlite3_free(aRun); sqlite3_free(aN);
   return rc;

@@ -356,7 +356,7 @@ static void tVerifyAll(T *t){
 ** upserts; the rest deletes) and a key pattern. */
 static void tGenBatch(T *t, size_t n, int pctLookup, int pctUpsert){
   Ref *r = &t->ref;
-  int pattern = (int)rndN(7);
+  int pattern = (int)rndN(8);
   size_t start = rndN(r->nDom), i;
   size_t w = 1 + rndN(r->nDom<64 ? r->nDom : 64);
   size_t aHot[5];
@@ -382,7 +382,11 @@ static void tGenBatch(T *t, size_t n, int pctLookup, int pctUpsert){
         }
         break;
       }
-      default: idx = rndN(2) ? (start + i/3) % r->nDom : rndN(r->nDom); break;
+      case 6:  idx = rndN(2) ? (start + i/3) % r->nDom : rndN(r->nDom); break;
+      default:                                  /* a range delete */
+        idx = (start + i) % r->nDom;
+        if( rndN(10)!=0 ) op = GPUDS_OP_DELETE;
+        break;
     }
     t->aOp[i] = (uint8_t)op;
     t->aKey[i] = r->aDom[idx];
@@ -969,6 +973,16 @@ static void bigScenario(const gpuds_store_ops *pOps, size_t nDom){
     if( r==12 ){ tBulkMore(&t, 40); tVerifyAll(&t); }
     tGenBatch(&t, n, 10, r<12 ? 5 : 45);
     tRunBatch(&t, n);
+    if( r%3==0 ){
+      /* a range delete of up to a sixteenth of the domain (whole leaves) */
+      size_t nD = t.ref.nDom, m = 1 + rndN(nD/16), i0 = rndN(nD), j;
+      tBuffers(&t, m);
+      for(j=0; j<m; j++){
+        t.aOp[j] = GPUDS_OP_DELETE;
+        t.aKey[j] = t.ref.aDom[(i0+j) % nD];
+      }
+      tRunBatch(&t, m);
+    }
     if( r%4==0 ){ tScans(&t, 1); tLookups(&t, 1000); }
   }
   tVerifyAll(&t);
