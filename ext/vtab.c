@@ -344,7 +344,8 @@ static int cursorColsRun(GpudsCursor *c, int64_t nFirst){
 static int cursorCols(GpudsCursor *c, GpudsPlan *pl){
   GpudsTable *p = tab(c->base.pVtab);
   c->colPlan = *pl;
-  pl->aTerm = 0; pl->nTerm = 0; pl->aKey = 0;
+  c->colPlan.aKey = 0; c->colPlan.nKey = 0;  /* a column plan has no key list */
+  pl->aTerm = 0; pl->nTerm = 0;
   c->bList = 1;                /* the rows must outlive any commit */
   p->nCursor++;
   c->iList = 0;
