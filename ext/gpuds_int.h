@@ -191,6 +191,8 @@ struct GpudsTable {
   GpudsFilter filter;         /* keys that might be in pStore */
   GpudsColState cs;           /* column set (colset.c, kept by store.c) */
   int nCursor;                /* open cursors on this table */
+  void *pCurSpare;            /* a closed cursor kept for the next xOpen
+                              ** (vtab.c: its allocation and page buffers) */
   int bBroken;                /* an undo failed: only ROLLBACK may follow */
   int64_t nWrites;            /* xUpdate and rollback calls: an open cursor
                               ** compares it to know its rows are stale */
@@ -337,6 +339,7 @@ typedef struct GpudsMerge GpudsMerge;
 int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
                    int64_t nHint, GpudsMerge **pp);
 int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow);
+void gpudsMergeEnd(GpudsMerge *m);
 void gpudsMergeClose(GpudsMerge *m);
 
 /* Module registration (vtab.c) and gpuds_info() (info.c) */

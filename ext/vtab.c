@@ -31,7 +31,8 @@ typedef struct GpudsCursor {
   uint64_t hRow1;
   int64_t nList, iList;
   /* scans */
-  GpudsMerge *pMerge;
+  GpudsMerge *pMerge;        /* kept across xFilter calls (its buffers) */
+  int bScan;                 /* pMerge holds the open scan */
   int64_t nLeft;             /* rows still wanted (LIMIT+OFFSET), -1: all */
   int bList;                 /* holds a list: counted in nCursor */
   int bOwnRows;              /* the list's rows were read from the runs on
@@ -80,10 +81,14 @@ static int brokenCheck(GpudsTable *p){
                         "roll the transaction back", p->zName);
 }
 
+static void cursorFree(GpudsCursor *c);
+
 /* Free a table object and everything it holds. */
 static void tableFree(GpudsTable *p){
   int i;
   if( p==0 ) return;
+  cursorFree((GpudsCursor*)p->pCurSpare);
+  p->pCurSpare = 0;
   gpudsTableListRemove(p);
   if( p->pBuild ) gpudsBuildCancel(p->pBuild);  /* its thread joined */
   p->pBuild = 0;
@@ -264,17 +269,28 @@ static int gpudsBestIndexMethod(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo){
   return vtabDone(pVtab, gpudsBestIndex(tab(pVtab), pInfo));
 }
 
-/* xOpen */
+/* xOpen: the cursor the table kept from its last xClose if there is one
+** (a prepared statement run again opens and closes one each time: its
+** allocation and its scan's page buffers are reused), else a new one. */
 static int gpudsOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur){
+  GpudsTable *p = tab(pVtab);
   GpudsCursor *c;
   /* Once per statement (its read transaction is open): catch up with what
   ** other connections committed.  Not per xFilter, which a join calls once
   ** per outer row. */
-  int rc = gpudsShadowRefresh(tab(pVtab));
+  int rc = gpudsShadowRefresh(p);
   if( rc ) return vtabDone(pVtab, rc);
-  c = sqlite3_malloc64(sizeof(*c));
-  if( c==0 ) return SQLITE_NOMEM;
-  memset(c, 0, sizeof(*c));
+  c = (GpudsCursor*)p->pCurSpare;
+  if( c ){
+    GpudsMerge *pMerge = c->pMerge;
+    p->pCurSpare = 0;
+    memset(c, 0, sizeof(*c));
+    c->pMerge = pMerge;
+  }else{
+    c = sqlite3_malloc64(sizeof(*c));
+    if( c==0 ) return SQLITE_NOMEM;
+    memset(c, 0, sizeof(*c));
+  }
   c->bEof = 1;
   *ppCur = &c->base;
   return SQLITE_OK;
@@ -283,8 +299,10 @@ static int gpudsOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur){
 /* Drop whatever the cursor holds from a previous xFilter. */
 static void cursorReset(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
-  gpudsMergeClose(c->pMerge);
-  c->pMerge = 0;
+  if( c->bScan ){
+    gpudsMergeEnd(c->pMerge);    /* its buffers stay for the next scan */
+    c->bScan = 0;
+  }
   if( c->bOwnRows ){
     int64_t i;
     for(i=0; i<c->nList; i++) gpudsRowFreeHandle(c->aRow[i]);
@@ -303,11 +321,24 @@ static void cursorReset(GpudsCursor *c){
   c->bEof = 1;
 }
 
-/* xClose */
+/* Free a cursor that holds nothing but its scan object (reset, or kept). */
+static void cursorFree(GpudsCursor *c){
+  if( c ){
+    gpudsMergeClose(c->pMerge);
+    sqlite3_free(c);
+  }
+}
+
+/* xClose: the table keeps one closed cursor for its next xOpen. */
 static int gpudsClose(sqlite3_vtab_cursor *pCur){
   GpudsCursor *c = (GpudsCursor*)pCur;
+  GpudsTable *p = tab(pCur->pVtab);
   cursorReset(c);
-  sqlite3_free(c);
+  if( p->pCurSpare==0 ){
+    p->pCurSpare = c;
+  }else{
+    cursorFree(c);
+  }
   return SQLITE_OK;
 }
 
@@ -371,7 +402,7 @@ static int cursorColsMore(GpudsCursor *c){
 
 /* The next row the cursor's plan holds (or EOF), as it was read. */
 static int cursorNextHeld(GpudsCursor *c){
-  if( c->pMerge ){
+  if( c->bScan ){
     int rc = gpudsMergeNext(c->pMerge, &c->bEof, &c->iKey, &c->hRow);
     if( rc ){
       GpudsTable *p = tab(c->base.pVtab);
@@ -538,7 +569,10 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
     if( rc==SQLITE_OK ) rc = cursorStep(c);
   }else{
     rc = gpudsMergeOpen(p, pl.lo, pl.hi, pl.bDesc, pl.nHint, &c->pMerge);
-    if( rc==SQLITE_OK ) rc = cursorStep(c);
+    if( rc==SQLITE_OK ){
+      c->bScan = 1;
+      rc = cursorStep(c);
+    }
   }
   gpudsPlanFree(&pl);
   return vtabDone(pCur->pVtab, rc);
