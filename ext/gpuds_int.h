@@ -339,6 +339,8 @@ typedef struct GpudsMerge GpudsMerge;
 int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
                    int64_t nHint, GpudsMerge **pp);
 int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow);
+int gpudsMergeRun(GpudsMerge *m, const int64_t **paKey, const uint64_t **paRow,
+                  size_t *pn);
 void gpudsMergeEnd(GpudsMerge *m);
 void gpudsMergeClose(GpudsMerge *m);
 

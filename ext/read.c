@@ -57,6 +57,8 @@ struct GpudsMerge {
   int64_t *aSnap;           /* the keys, as the scan opened */
   int64_t nSnap, iSnap;     /* keys, next one to read */
   uint8_t *aFound;          /* lookups of the current page */
+  int64_t kOne;             /* gpudsMergeRun's row when it returns one */
+  uint64_t rOne;
 };
 
 static int srcReserve(MergeSrc *src, size_t nMax);
@@ -304,6 +306,32 @@ int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow){
       return SQLITE_OK;
     }
   }
+}
+
+/* The next rows of the merged scan, in its order: *paKey and *paRow point to
+** *pn of them, valid until the next call on m; *pn is 0 at the end.  Where
+** nothing of the write buffer is left in range (always so outside a write
+** transaction) that is the rest of the store page, read ahead as before;
+** otherwise one row, as gpudsMergeNext gives it. */
+int gpudsMergeRun(GpudsMerge *m, const int64_t **paKey, const uint64_t **paRow,
+                  size_t *pn){
+  int rc, bEof = 0;
+  *pn = 0;
+  if( m->bOrdered && m->ov.s.done && m->ov.i>=m->ov.n ){
+    if( (rc = fillStore(m))!=SQLITE_OK ) return rc;
+    *paKey = m->st.aKey + m->st.i;
+    *paRow = m->st.aVal + m->st.i;
+    *pn = m->st.n - m->st.i;
+    m->st.i = m->st.n;
+    return SQLITE_OK;
+  }
+  rc = gpudsMergeNext(m, &bEof, &m->kOne, &m->rOne);
+  if( rc==SQLITE_OK && !bEof ){
+    *paKey = &m->kOne;
+    *paRow = &m->rOne;
+    *pn = 1;
+  }
+  return rc;
 }
 
 /* ----------------------------------------------------------- point reads */

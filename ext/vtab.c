@@ -33,7 +33,9 @@ typedef struct GpudsCursor {
   /* scans */
   GpudsMerge *pMerge;        /* kept across xFilter calls (its buffers) */
   int bScan;                 /* pMerge holds the open scan */
-  int64_t nLeft;             /* rows still wanted (LIMIT+OFFSET), -1: all */
+  const int64_t *aRunKey;    /* the scan's rows read ahead (gpudsMergeRun) */
+  const uint64_t *aRunRow;
+  size_t nRun, iRun;
   int bList;                 /* holds a list: counted in nCursor */
   int bOwnRows;              /* the list's rows were read from the runs on
                              ** disk (diskread.c): the cursor frees them */
@@ -302,6 +304,8 @@ static void cursorReset(GpudsCursor *c){
   if( c->bScan ){
     gpudsMergeEnd(c->pMerge);    /* its buffers stay for the next scan */
     c->bScan = 0;
+    c->aRunKey = 0; c->aRunRow = 0;
+    c->nRun = c->iRun = 0;
   }
   if( c->bOwnRows ){
     int64_t i;
@@ -403,12 +407,20 @@ static int cursorColsMore(GpudsCursor *c){
 /* The next row the cursor's plan holds (or EOF), as it was read. */
 static int cursorNextHeld(GpudsCursor *c){
   if( c->bScan ){
-    int rc = gpudsMergeNext(c->pMerge, &c->bEof, &c->iKey, &c->hRow);
-    if( rc ){
-      GpudsTable *p = tab(c->base.pVtab);
-      if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "scan failed");
-      return vtabDone(c->base.pVtab, rc);
+    if( c->iRun>=c->nRun ){
+      int rc = gpudsMergeRun(c->pMerge, &c->aRunKey, &c->aRunRow, &c->nRun);
+      c->iRun = 0;
+      if( rc ){
+        GpudsTable *p = tab(c->base.pVtab);
+        c->nRun = 0;
+        if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "scan failed");
+        return vtabDone(c->base.pVtab, rc);
+      }
+      if( c->nRun==0 ){ c->bEof = 1; return SQLITE_OK; }
     }
+    c->iKey = c->aRunKey[c->iRun];
+    c->hRow = c->aRunRow[c->iRun++];
+    c->bEof = 0;
     return SQLITE_OK;
   }
   if( c->iList>=c->nList && c->bColPartial ){
@@ -431,8 +443,12 @@ static int cursorNextHeld(GpudsCursor *c){
 ** writes this costs one comparison a row. */
 static int cursorStep(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
-  if( c->nLeft==0 ){ c->bEof = 1; return SQLITE_OK; }
-  if( c->nLeft>0 ) c->nLeft--;
+  if( c->iRun<c->nRun && c->iWrites==p->nWrites ){
+    /* the next row of a scan's page, no write since: no call out */
+    c->iKey = c->aRunKey[c->iRun];
+    c->hRow = c->aRunRow[c->iRun++];
+    return SQLITE_OK;
+  }
   for(;;){
     uint8_t bFound = 0;
     uint64_t hNow = 0;
@@ -538,7 +554,6 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
   ** when it still filters rows by a term it did not show us (WHERE d = k),
   ** so the cursor never stops early; SQLite ends the loop at the limit. */
-  c->nLeft = -1;
   if( !pl.bEmpty && !pl.bList && (!pl.bCols || (pl.nTerm==0 && pl.iOrderCol<0))
    && p->eKind==GPUDS_HASH
    && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
