@@ -443,11 +443,20 @@ static int cursorNextHeld(GpudsCursor *c){
 ** writes this costs one comparison a row. */
 static int cursorStep(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
-  if( c->iRun<c->nRun && c->iWrites==p->nWrites ){
-    /* the next row of a scan's page, no write since: no call out */
-    c->iKey = c->aRunKey[c->iRun];
-    c->hRow = c->aRunRow[c->iRun++];
-    return SQLITE_OK;
+  if( c->iWrites==p->nWrites ){
+    /* no write since: the next row a scan's page or a list holds, if any,
+    ** with no call out */
+    if( c->iRun<c->nRun ){
+      c->iKey = c->aRunKey[c->iRun];
+      c->hRow = c->aRunRow[c->iRun++];
+      return SQLITE_OK;
+    }
+    if( c->iList<c->nList ){
+      c->iKey = c->aKey[c->iList];
+      c->hRow = c->aRow[c->iList++];
+      c->bEof = 0;             /* (xFilter's first step comes here too) */
+      return SQLITE_OK;
+    }
   }
   for(;;){
     uint8_t bFound = 0;
