@@ -390,7 +390,7 @@ static int applyBound(int eOp, sqlite3_value *v, int64_t *pLo, int64_t *pHi){
       if( eOp==PLAN_GT || eOp==PLAN_GE ) bRet = 0;
       break;
   }
-  sqlite3_value_free(pDup);
+  if( pDup ) sqlite3_value_free(pDup);
   return bRet;
 }
 
@@ -582,6 +582,7 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
 void gpudsPlanFree(GpudsPlan *pPlan){
   int i;
   if( pPlan->aKey==&pPlan->iKey1 ) pPlan->aKey = 0;
+  if( pPlan->aKey==0 && pPlan->aTerm==0 ) return;   /* (every xFilter) */
   for(i=0; i<pPlan->nTerm; i++){
     sqlite3_free((void*)pPlan->aTerm[i].v.z);
     int j;

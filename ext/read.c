@@ -203,8 +203,8 @@ void gpudsMergeEnd(GpudsMerge *m){
     GpudsTable *p = m->pTab;
     if( m->st.nAlloc>MERGE_KEEP ) srcFree(&m->st);
     if( m->ov.nAlloc>MERGE_KEEP ) srcFree(&m->ov);
-    sqlite3_free(m->aSnap); sqlite3_free(m->aFound);
-    m->aSnap = 0; m->aFound = 0;
+    if( m->aSnap ){ sqlite3_free(m->aSnap); m->aSnap = 0; }
+    if( m->aFound ){ sqlite3_free(m->aFound); m->aFound = 0; }
     m->bOpen = 0;
     p->nCursor--;
     gpudsCollectGarbage(p);
