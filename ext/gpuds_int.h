@@ -72,6 +72,7 @@ size_t gpudsRowBytes(const GpudsRow *p);
 int gpudsRealToInt(double r, sqlite3_int64 *pi);
 GpudsRow *gpudsRowFromBytes(const unsigned char *a, uint32_t n, int nCol);
 GpudsRow *gpudsRowOf(uint64_t h);
+void gpudsRowPrefetch(const uint64_t *aRow, size_t n);
 void gpudsRowFreeHandle(uint64_t h);
 int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
 size_t gpudsRowHdrBytes(int nCol);

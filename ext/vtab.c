@@ -19,6 +19,10 @@ SQLITE_EXTENSION_INIT3
 ** (SQLite's own rowid allocation gives up after as many tries). */
 #define NEWKEY_TRIES 100
 
+/* Rows whose records are prefetched ahead of the one a cursor returns
+** (gpudsRowPrefetch): enough to overlap the misses of a short range. */
+#define PREFETCH_AHEAD 16
+
 typedef struct GpudsCursor {
   sqlite3_vtab_cursor base;
   int bEof;
@@ -417,6 +421,7 @@ static int cursorNextHeld(GpudsCursor *c){
         return vtabDone(c->base.pVtab, rc);
       }
       if( c->nRun==0 ){ c->bEof = 1; return SQLITE_OK; }
+      gpudsRowPrefetch(c->aRunRow, c->nRun<PREFETCH_AHEAD ? c->nRun : PREFETCH_AHEAD);
     }
     c->iKey = c->aRunKey[c->iRun];
     c->hRow = c->aRunRow[c->iRun++];
@@ -447,11 +452,17 @@ static int cursorStep(GpudsCursor *c){
     /* no write since: the next row a scan's page or a list holds, if any,
     ** with no call out */
     if( c->iRun<c->nRun ){
+      if( c->iRun+PREFETCH_AHEAD<c->nRun ){
+        gpudsRowPrefetch(&c->aRunRow[c->iRun+PREFETCH_AHEAD], 1);
+      }
       c->iKey = c->aRunKey[c->iRun];
       c->hRow = c->aRunRow[c->iRun++];
       return SQLITE_OK;
     }
     if( c->iList<c->nList ){
+      if( c->iList+PREFETCH_AHEAD<c->nList ){
+        gpudsRowPrefetch(&c->aRow[c->iList+PREFETCH_AHEAD], 1);
+      }
       c->iKey = c->aKey[c->iList];
       c->hRow = c->aRow[c->iList++];
       c->bEof = 0;             /* (xFilter's first step comes here too) */
@@ -539,6 +550,7 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
       }
     }
     c->nList = j;
+    gpudsRowPrefetch(c->aRow, j<PREFETCH_AHEAD ? (size_t)j : PREFETCH_AHEAD);
   }
   sqlite3_free(aF);
   /* The rows in the list must outlive any commit while it is open. */
