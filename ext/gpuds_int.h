@@ -85,6 +85,7 @@ const unsigned char *gpudsRowRecord(const GpudsRow *p, uint32_t *pnRec);
 int gpudsRowColumns(const GpudsRow *p);
 size_t gpudsRowSize(uint32_t nRec, uint32_t nHdr);
 GpudsRow *gpudsRowOf(uint64_t h);
+void gpudsRowPrefetch(const uint64_t *aRow, size_t n);
 void gpudsRowFreeHandle(uint64_t h);
 int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
 size_t gpudsRowHdrBytes(int nCol);
@@ -200,6 +201,8 @@ struct GpudsTable {
   GpudsFilter filter;         /* keys that might be in pStore */
   GpudsColState cs;           /* column set (colset.c, kept by store.c) */
   int nCursor;                /* open cursors on this table */
+  void *pCurSpare;            /* a closed cursor kept for the next xOpen
+                              ** (vtab.c: its allocation and page buffers) */
   int bBroken;                /* an undo failed: only ROLLBACK may follow */
   int64_t nWrites;            /* xUpdate and rollback calls: an open cursor
                               ** compares it to know its rows are stale */
@@ -346,6 +349,9 @@ typedef struct GpudsMerge GpudsMerge;
 int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
                    int64_t nHint, GpudsMerge **pp);
 int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow);
+int gpudsMergeRun(GpudsMerge *m, const int64_t **paKey, const uint64_t **paRow,
+                  size_t *pn);
+void gpudsMergeEnd(GpudsMerge *m);
 void gpudsMergeClose(GpudsMerge *m);
 
 /* Module registration (vtab.c) and gpuds_info() (info.c) */

@@ -405,7 +405,7 @@ static int applyBound(int eOp, sqlite3_value *v, int64_t *pLo, int64_t *pHi){
       if( eOp==PLAN_GT || eOp==PLAN_GE ) bRet = 0;
       break;
   }
-  sqlite3_value_free(pDup);
+  if( pDup ) sqlite3_value_free(pDup);
   return bRet;
 }
 
@@ -596,6 +596,8 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
 /* Free what a decoded plan holds. */
 void gpudsPlanFree(GpudsPlan *pPlan){
   int i;
+  if( pPlan->aKey==&pPlan->iKey1 ) pPlan->aKey = 0;
+  if( pPlan->aKey==0 && pPlan->aTerm==0 ) return;   /* (every xFilter) */
   for(i=0; i<pPlan->nTerm; i++){
     sqlite3_free((void*)pPlan->aTerm[i].v.z);
     int j;
@@ -629,10 +631,7 @@ int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
       case PLAN_EQ: {
         int64_t k;
         pPlan->bList = 1;
-        if( pPlan->aKey==0 ){
-          pPlan->aKey = sqlite3_malloc64(8);
-          if( pPlan->aKey==0 ) return SQLITE_NOMEM;
-        }
+        pPlan->aKey = &pPlan->iKey1;     /* xBestIndex takes one = at most */
         if( gpudsValueToKey(argv[i], &k) ){ pPlan->aKey[0] = k; pPlan->nKey = 1; }
         break;
       }
@@ -678,7 +677,9 @@ int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
     if( nOffset<0 ) nOffset = 0;
     pPlan->nHint = (nLimit > INT64_MAX - nOffset) ? -1 : nLimit + nOffset;
   }
-  if( pPlan->bList && pPlan->nKey>0 ){
+  if( pPlan->bList && pPlan->nKey==1 ){
+    if( pPlan->aKey[0]<pPlan->lo || pPlan->aKey[0]>pPlan->hi ) pPlan->nKey = 0;
+  }else if( pPlan->bList && pPlan->nKey>0 ){
     /* Sort, drop duplicates and keys outside the bounds. */
     int64_t j, n = 0;
     if( gpudsSortKeys(pPlan->aKey, 0, (size_t)pPlan->nKey) ) return SQLITE_NOMEM;

@@ -5,8 +5,10 @@
 typedef struct GpudsPlan {
   int bEmpty;          /* no row can match */
   int bList;           /* EQ or IN plan: the keys are aKey[0..nKey-1] */
-  int64_t *aKey;       /* sorted, distinct, within [lo,hi] */
+  int64_t *aKey;       /* sorted, distinct, within [lo,hi]; an EQ plan's
+                       ** points to iKey1 (not to be moved elsewhere) */
   int64_t nKey;
+  int64_t iKey1;
   int64_t lo, hi;      /* inclusive key bounds */
   int bDesc;           /* descending key order */
   int64_t nHint;       /* LIMIT+OFFSET: rows that can be needed, or -1 */

@@ -41,8 +41,13 @@ typedef struct MergeSrc {
   size_t n, i, nAlloc;
 } MergeSrc;
 
+/* Page buffers kept by a scan that ended (gpudsMergeEnd) for the next one:
+** at most this many entries (64 KiB of keys and values); bigger ones go. */
+#define MERGE_KEEP 4096
+
 struct GpudsMerge {
   GpudsTable *pTab;
+  int bOpen;                /* a scan is open: counted in pTab->nCursor */
   int bOrdered;             /* store is ordered: merge by key */
   int bDesc;
   size_t nPage;             /* size of the next store page */
@@ -52,6 +57,8 @@ struct GpudsMerge {
   int64_t *aSnap;           /* the keys, as the scan opened */
   int64_t nSnap, iSnap;     /* keys, next one to read */
   uint8_t *aFound;          /* lookups of the current page */
+  int64_t kOne;             /* gpudsMergeRun's row when it returns one */
+  uint64_t rOne;
 };
 
 static int srcReserve(MergeSrc *src, size_t nMax);
@@ -144,13 +151,24 @@ static int snapshotNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow
 }
 
 /* Start a scan of [lo,hi].  nHint is the number of rows the caller expects
-** to need (-1 if unknown). */
+** to need (-1 if unknown).  *pp is NULL, or a scan ended by gpudsMergeEnd
+** whose object and page buffers are reused (a cursor's next xFilter); on
+** error *pp is freed and NULL. */
 int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
                    int64_t nHint, GpudsMerge **pp){
-  GpudsMerge *m = sqlite3_malloc64(sizeof(*m));
-  *pp = 0;
-  if( m==0 ) return SQLITE_NOMEM;
-  memset(m, 0, sizeof(*m));
+  GpudsMerge *m = *pp;
+  if( m==0 ){
+    m = sqlite3_malloc64(sizeof(*m));
+    if( m==0 ) return SQLITE_NOMEM;
+    memset(m, 0, sizeof(*m));
+  }else{
+    /* keep the buffers, reset everything else */
+    MergeSrc st = m->st, ov = m->ov;
+    memset(m, 0, sizeof(*m));
+    m->st.aKey = st.aKey; m->st.aVal = st.aVal; m->st.nAlloc = st.nAlloc;
+    m->ov.aKey = ov.aKey; m->ov.aVal = ov.aVal; m->ov.nAlloc = ov.nAlloc;
+  }
+  *pp = m;
   m->pTab = p;
   m->bOrdered = p->pOps->kind==GPUDS_ORDERED;
   m->bDesc = bDesc;
@@ -163,7 +181,7 @@ int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
   if( lo>hi ){ m->st.s.done = 1; m->ov.s.done = 1; }
   if( p->wb.nOver==0 ) m->ov.s.done = 1;
   p->nCursor++;
-  *pp = m;
+  m->bOpen = 1;
   if( !m->bOrdered && lo<=hi ){
     int rc = snapshotKeys(m);
     if( rc ){ gpudsMergeClose(m); *pp = 0; return rc; }
@@ -171,16 +189,35 @@ int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
   return SQLITE_OK;
 }
 
-/* Free the scan and let the table reclaim rows it was protecting. */
-void gpudsMergeClose(GpudsMerge *m){
-  if( m ){
+/* Free src's page buffers. */
+static void srcFree(MergeSrc *src){
+  sqlite3_free(src->aKey); sqlite3_free(src->aVal);
+  src->aKey = 0; src->aVal = 0; src->nAlloc = 0;
+}
+
+/* End the scan (a no-op if none is open): the table may reclaim rows it
+** was protecting.  The object and page buffers of up to MERGE_KEEP entries
+** stay for the next gpudsMergeOpen on it. */
+void gpudsMergeEnd(GpudsMerge *m){
+  if( m && m->bOpen ){
     GpudsTable *p = m->pTab;
-    sqlite3_free(m->st.aKey); sqlite3_free(m->st.aVal);
-    sqlite3_free(m->ov.aKey); sqlite3_free(m->ov.aVal);
-    sqlite3_free(m->aSnap); sqlite3_free(m->aFound);
-    sqlite3_free(m);
+    if( m->st.nAlloc>MERGE_KEEP ) srcFree(&m->st);
+    if( m->ov.nAlloc>MERGE_KEEP ) srcFree(&m->ov);
+    if( m->aSnap ){ sqlite3_free(m->aSnap); m->aSnap = 0; }
+    if( m->aFound ){ sqlite3_free(m->aFound); m->aFound = 0; }
+    m->bOpen = 0;
     p->nCursor--;
     gpudsCollectGarbage(p);
+  }
+}
+
+/* End the scan and free it. */
+void gpudsMergeClose(GpudsMerge *m){
+  if( m ){
+    gpudsMergeEnd(m);
+    srcFree(&m->st);
+    srcFree(&m->ov);
+    sqlite3_free(m);
   }
 }
 
@@ -269,6 +306,32 @@ int gpudsMergeNext(GpudsMerge *m, int *pbEof, int64_t *pKey, uint64_t *pRow){
       return SQLITE_OK;
     }
   }
+}
+
+/* The next rows of the merged scan, in its order: *paKey and *paRow point to
+** *pn of them, valid until the next call on m; *pn is 0 at the end.  Where
+** nothing of the write buffer is left in range (always so outside a write
+** transaction) that is the rest of the store page, read ahead as before;
+** otherwise one row, as gpudsMergeNext gives it. */
+int gpudsMergeRun(GpudsMerge *m, const int64_t **paKey, const uint64_t **paRow,
+                  size_t *pn){
+  int rc, bEof = 0;
+  *pn = 0;
+  if( m->bOrdered && m->ov.s.done && m->ov.i>=m->ov.n ){
+    if( (rc = fillStore(m))!=SQLITE_OK ) return rc;
+    *paKey = m->st.aKey + m->st.i;
+    *paRow = m->st.aVal + m->st.i;
+    *pn = m->st.n - m->st.i;
+    m->st.i = m->st.n;
+    return SQLITE_OK;
+  }
+  rc = gpudsMergeNext(m, &bEof, &m->kOne, &m->rOne);
+  if( rc==SQLITE_OK && !bEof ){
+    *paKey = &m->kOne;
+    *paRow = &m->rOne;
+    *pn = 1;
+  }
+  return rc;
 }
 
 /* ----------------------------------------------------------- point reads */

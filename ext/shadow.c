@@ -439,7 +439,10 @@ int gpudsShadowRefresh(GpudsTable *p){
   ShadowMeta meta = {0, 0, 0, -1};
   unsigned int iVersion = 0;
   if( p->nCursor>0 || !gpudsWbufEmpty(p) ) return SQLITE_OK;
-  if( sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
+  /* NULL names "main" and spares SQLite a search of the schema names (once
+  ** per statement) */
+  if( sqlite3_file_control(p->db, strcmp(p->zDb, "main")==0 ? 0 : p->zDb,
+                           SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
     iVersion = 0;
   }
   bDone = p->pBuild && gpudsBuildDone(p->pBuild);

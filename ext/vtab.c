@@ -19,6 +19,10 @@ SQLITE_EXTENSION_INIT3
 ** (SQLite's own rowid allocation gives up after as many tries). */
 #define NEWKEY_TRIES 100
 
+/* Rows whose records are prefetched ahead of the one a cursor returns
+** (gpudsRowPrefetch): enough to overlap the misses of a short range. */
+#define PREFETCH_AHEAD 16
+
 typedef struct GpudsCursor {
   sqlite3_vtab_cursor base;
   int bEof;
@@ -32,8 +36,11 @@ typedef struct GpudsCursor {
   uint64_t hRow1;
   int64_t nList, iList;
   /* scans */
-  GpudsMerge *pMerge;
-  int64_t nLeft;             /* rows still wanted (LIMIT+OFFSET), -1: all */
+  GpudsMerge *pMerge;        /* kept across xFilter calls (its buffers) */
+  int bScan;                 /* pMerge holds the open scan */
+  const int64_t *aRunKey;    /* the scan's rows read ahead (gpudsMergeRun) */
+  const uint64_t *aRunRow;
+  size_t nRun, iRun;
   int bList;                 /* holds a list: counted in nCursor */
   int bOwnRows;              /* the list's rows were read from the runs on
                              ** disk (diskread.c): the cursor frees them */
@@ -81,10 +88,14 @@ static int brokenCheck(GpudsTable *p){
                         "roll the transaction back", p->zName);
 }
 
+static void cursorFree(GpudsCursor *c);
+
 /* Free a table object and everything it holds. */
 static void tableFree(GpudsTable *p){
   int i;
   if( p==0 ) return;
+  cursorFree((GpudsCursor*)p->pCurSpare);
+  p->pCurSpare = 0;
   gpudsTableListRemove(p);
   if( p->pBuild ) gpudsBuildCancel(p->pBuild);  /* its thread joined */
   p->pBuild = 0;
@@ -265,17 +276,28 @@ static int gpudsBestIndexMethod(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo){
   return vtabDone(pVtab, gpudsBestIndex(tab(pVtab), pInfo));
 }
 
-/* xOpen */
+/* xOpen: the cursor the table kept from its last xClose if there is one
+** (a prepared statement run again opens and closes one each time: its
+** allocation and its scan's page buffers are reused), else a new one. */
 static int gpudsOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur){
+  GpudsTable *p = tab(pVtab);
   GpudsCursor *c;
   /* Once per statement (its read transaction is open): catch up with what
   ** other connections committed.  Not per xFilter, which a join calls once
   ** per outer row. */
-  int rc = gpudsShadowRefresh(tab(pVtab));
+  int rc = gpudsShadowRefresh(p);
   if( rc ) return vtabDone(pVtab, rc);
-  c = sqlite3_malloc64(sizeof(*c));
-  if( c==0 ) return SQLITE_NOMEM;
-  memset(c, 0, sizeof(*c));
+  c = (GpudsCursor*)p->pCurSpare;
+  if( c ){
+    GpudsMerge *pMerge = c->pMerge;
+    p->pCurSpare = 0;
+    memset(c, 0, sizeof(*c));
+    c->pMerge = pMerge;
+  }else{
+    c = sqlite3_malloc64(sizeof(*c));
+    if( c==0 ) return SQLITE_NOMEM;
+    memset(c, 0, sizeof(*c));
+  }
   c->bEof = 1;
   *ppCur = &c->base;
   return SQLITE_OK;
@@ -284,8 +306,12 @@ static int gpudsOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur){
 /* Drop whatever the cursor holds from a previous xFilter. */
 static void cursorReset(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
-  gpudsMergeClose(c->pMerge);
-  c->pMerge = 0;
+  if( c->bScan ){
+    gpudsMergeEnd(c->pMerge);    /* its buffers stay for the next scan */
+    c->bScan = 0;
+    c->aRunKey = 0; c->aRunRow = 0;
+    c->nRun = c->iRun = 0;
+  }
   if( c->bOwnRows ){
     int64_t i;
     for(i=0; i<c->nList; i++) gpudsRowFreeHandle(c->aRow[i]);
@@ -304,11 +330,24 @@ static void cursorReset(GpudsCursor *c){
   c->bEof = 1;
 }
 
-/* xClose */
+/* Free a cursor that holds nothing but its scan object (reset, or kept). */
+static void cursorFree(GpudsCursor *c){
+  if( c ){
+    gpudsMergeClose(c->pMerge);
+    sqlite3_free(c);
+  }
+}
+
+/* xClose: the table keeps one closed cursor for its next xOpen. */
 static int gpudsClose(sqlite3_vtab_cursor *pCur){
   GpudsCursor *c = (GpudsCursor*)pCur;
+  GpudsTable *p = tab(pCur->pVtab);
   cursorReset(c);
-  sqlite3_free(c);
+  if( p->pCurSpare==0 ){
+    p->pCurSpare = c;
+  }else{
+    cursorFree(c);
+  }
   return SQLITE_OK;
 }
 
@@ -345,7 +384,8 @@ static int cursorColsRun(GpudsCursor *c, int64_t nFirst){
 static int cursorCols(GpudsCursor *c, GpudsPlan *pl){
   GpudsTable *p = tab(c->base.pVtab);
   c->colPlan = *pl;
-  pl->aTerm = 0; pl->nTerm = 0; pl->aKey = 0;
+  c->colPlan.aKey = 0; c->colPlan.nKey = 0;  /* a column plan has no key list */
+  pl->aTerm = 0; pl->nTerm = 0;
   c->bList = 1;                /* the rows must outlive any commit */
   p->nCursor++;
   c->iList = 0;
@@ -371,13 +411,22 @@ static int cursorColsMore(GpudsCursor *c){
 
 /* The next row the cursor's plan holds (or EOF), as it was read. */
 static int cursorNextHeld(GpudsCursor *c){
-  if( c->pMerge ){
-    int rc = gpudsMergeNext(c->pMerge, &c->bEof, &c->iKey, &c->hRow);
-    if( rc ){
-      GpudsTable *p = tab(c->base.pVtab);
-      if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "scan failed");
-      return vtabDone(c->base.pVtab, rc);
+  if( c->bScan ){
+    if( c->iRun>=c->nRun ){
+      int rc = gpudsMergeRun(c->pMerge, &c->aRunKey, &c->aRunRow, &c->nRun);
+      c->iRun = 0;
+      if( rc ){
+        GpudsTable *p = tab(c->base.pVtab);
+        c->nRun = 0;
+        if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "scan failed");
+        return vtabDone(c->base.pVtab, rc);
+      }
+      if( c->nRun==0 ){ c->bEof = 1; return SQLITE_OK; }
+      gpudsRowPrefetch(c->aRunRow, c->nRun<PREFETCH_AHEAD ? c->nRun : PREFETCH_AHEAD);
     }
+    c->iKey = c->aRunKey[c->iRun];
+    c->hRow = c->aRunRow[c->iRun++];
+    c->bEof = 0;
     return SQLITE_OK;
   }
   if( c->iList>=c->nList && c->bColPartial ){
@@ -401,8 +450,27 @@ static int cursorNextHeld(GpudsCursor *c){
 static int cursorStep(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
   c->pos.pRow = 0;                          /* a new row: walk it afresh */
-  if( c->nLeft==0 ){ c->bEof = 1; return SQLITE_OK; }
-  if( c->nLeft>0 ) c->nLeft--;
+  if( c->iWrites==p->nWrites ){
+    /* no write since: the next row a scan's page or a list holds, if any,
+    ** with no call out */
+    if( c->iRun<c->nRun ){
+      if( c->iRun+PREFETCH_AHEAD<c->nRun ){
+        gpudsRowPrefetch(&c->aRunRow[c->iRun+PREFETCH_AHEAD], 1);
+      }
+      c->iKey = c->aRunKey[c->iRun];
+      c->hRow = c->aRunRow[c->iRun++];
+      return SQLITE_OK;
+    }
+    if( c->iList<c->nList ){
+      if( c->iList+PREFETCH_AHEAD<c->nList ){
+        gpudsRowPrefetch(&c->aRow[c->iList+PREFETCH_AHEAD], 1);
+      }
+      c->iKey = c->aKey[c->iList];
+      c->hRow = c->aRow[c->iList++];
+      c->bEof = 0;             /* (xFilter's first step comes here too) */
+      return SQLITE_OK;
+    }
+  }
   for(;;){
     uint8_t bFound = 0;
     uint64_t hNow = 0;
@@ -429,6 +497,7 @@ static void cursorListKeep(GpudsCursor *c, const uint8_t *aF, int64_t n, int bDe
     }
   }
   c->nList = j;
+  gpudsRowPrefetch(c->aRow, j<PREFETCH_AHEAD ? (size_t)j : PREFETCH_AHEAD);
 }
 
 /* Resolve an EQ/IN plan: look every key up in one batch and keep the rows
@@ -503,7 +572,6 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
   ** when it still filters rows by a term it did not show us (WHERE d = k),
   ** so the cursor never stops early; SQLite ends the loop at the limit. */
-  c->nLeft = -1;
   if( !pl.bEmpty && !pl.bList && (!pl.bCols || (pl.nTerm==0 && pl.iOrderCol<0))
    && p->eKind==GPUDS_HASH
    && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
@@ -534,7 +602,10 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
     if( rc==SQLITE_OK ) rc = cursorStep(c);
   }else{
     rc = gpudsMergeOpen(p, pl.lo, pl.hi, pl.bDesc, pl.nHint, &c->pMerge);
-    if( rc==SQLITE_OK ) rc = cursorStep(c);
+    if( rc==SQLITE_OK ){
+      c->bScan = 1;
+      rc = cursorStep(c);
+    }
   }
   gpudsPlanFree(&pl);
   return vtabDone(pCur->pVtab, rc);

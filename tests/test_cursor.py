@@ -13,6 +13,16 @@
    buffer under the open cursor) and inside a transaction.
 2. Multi-row statements visit rows in key order on gpuhash too (issue #11,
    defect 6): UPDATE t SET k=k-19 over keys 26 and 45 and its kin.
+3. Prepared statements run again and again (issue #13: a table keeps one
+   closed cursor for its next xOpen, a cursor keeps its scan's page buffers
+   of up to 4096 entries across xFilter, a scan hands the cursor the rest of
+   a page at once): ranges of every width (pages kept, dropped, reused by
+   narrower ones), point reads, IN lists, ORDER BY ... DESC LIMIT, in a
+   seeded random order, with two statements open on t at once (a cursor
+   parked, another freed), writes between them in and out of transactions
+   (runs of one row while the write buffer holds keys in range), ROLLBACK,
+   and writes while a statement is half stepped; every answer equal to an
+   ordinary table's.
 
 Run twice: with the default configuration and with GPUDS_MIRROR=1 (the host
 store gets a host mirror, so pages are served the way a GPU table's are).
@@ -107,6 +117,90 @@ def check(label, got, want):
                                         got[diff:diff + 3], want[diff:diff + 3]))
         return 1
     return 0
+
+
+REUSE_SQL = (
+    "SELECT k, v FROM t WHERE k BETWEEN ? AND ?",
+    "SELECT count(*), sum(k) FROM t WHERE k BETWEEN ? AND ?",
+    "SELECT k, v FROM t WHERE k <= ? ORDER BY k DESC LIMIT 10",
+    "SELECT v FROM t WHERE k = ?",
+    "SELECT k, v FROM t WHERE k IN (?, ?, ?, ?) ORDER BY k",
+)
+
+
+def reuse_run(engine, seed, n_ops):
+    """One connection, the statements of REUSE_SQL run n_ops times in a seeded
+    order with writes between them; returns every answer."""
+    import random
+    rnd = random.Random(seed)
+    db = connect(engine)
+    fill(db, range(0, 20000, 2))
+    out = []
+    in_txn = False
+    for _ in range(n_ops):
+        op = rnd.randrange(10)
+        a = rnd.randrange(-50, 20050)
+        w = rnd.choice((0, 1, 5, 30, 300, 5000, 20000))
+        if op <= 4:
+            sql = REUSE_SQL[op]
+            if op <= 1:
+                args = (a, a + w)
+            elif op <= 3:
+                args = (a,)
+            else:
+                args = tuple(a + rnd.randrange(-3, 40) for _ in range(4))
+            out.append((sql, args, db.execute(sql, args).fetchall()))
+        elif op == 5:
+            # two statements on t at once: the inner one runs to its end while
+            # the outer is half stepped, then the outer is left unfinished
+            outer = db.execute(REUSE_SQL[0], (a, a + w))
+            part = outer.fetchmany(rnd.randrange(1, 20))
+            inner = db.execute(REUSE_SQL[2], (a + w // 2,)).fetchall()
+            out.append(("nested", (a, w), part, inner))
+            outer.close()
+        elif op == 6:
+            # a write while a range is half stepped: the rest shows it
+            cur = db.execute(REUSE_SQL[0], (a, a + w))
+            part = cur.fetchmany(3)
+            if part:
+                db.execute("DELETE FROM t WHERE k = ?", (part[-1][0] + 2,))
+                db.execute("UPDATE t SET v = 'h' || v WHERE k = ?", (part[-1][0] + 4,))
+            out.append(("half", (a, w), part, cur.fetchall()))
+        elif op == 7:
+            db.execute("INSERT OR REPLACE INTO t VALUES(?, ?)", (a, "w%d" % a))
+            db.execute("DELETE FROM t WHERE k BETWEEN ? AND ?", (a + 7, a + 7 + w // 50))
+        elif op == 8:
+            if in_txn:
+                db.execute(rnd.choice(("COMMIT", "ROLLBACK")))
+            else:
+                db.execute("BEGIN")
+            in_txn = not in_txn
+        else:
+            db.execute("UPDATE t SET v = v || 'u' WHERE k BETWEEN ? AND ?", (a, a + w // 20))
+    if in_txn:
+        db.execute("COMMIT")
+    out.append(db.execute("SELECT k, v FROM t ORDER BY k").fetchall())
+    db.close()
+    return out
+
+
+def test_reused_statements():
+    fails = 0
+    for seed in range(6):
+        want = reuse_run("sqlite", seed, 600)
+        for e in ENGINES:
+            got = reuse_run(e, seed, 600)
+            for i, (g, w) in enumerate(zip(got, want)):
+                if g != w:
+                    print("FAIL reused statements %s seed %d, step %d:\n  got  %.300r\n"
+                          "  want %.300r" % (e, seed, i, g, w))
+                    fails += 1
+                    break
+            if len(got) != len(want):
+                print("FAIL reused statements %s seed %d: %d answers vs %d"
+                      % (e, seed, len(got), len(want)))
+                fails += 1
+    return fails
 
 
 def test_cursors():
@@ -210,6 +304,7 @@ def main():
         return rc
     fails = test_issue_reproduction()
     fails += test_key_order_statements()
+    fails += test_reused_statements()
     fails += test_cursors()
     print("%s: %d failures" % ("FAIL" if fails else "ok", fails))
     return 1 if fails else 0
