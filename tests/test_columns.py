@@ -259,6 +259,25 @@ def range_delete_plan(T):
     con.close()
 
 
+def topk_plan(T):
+    """A top-k on the key of a gpuhash table (ORDER BY k DESC LIMIT n) takes
+    the column set even when it must be built: the hash scan would sort
+    every key in range for each query."""
+    con = sqlite3.connect(":memory:")
+    con.enable_load_extension(True)
+    con.load_extension(EXT)
+    con.execute("CREATE VIRTUAL TABLE h USING gpuhash(k INTEGER PRIMARY KEY, i INTEGER, s TEXT)")
+    con.execute("INSERT INTO h WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c "
+                "WHERE x<20000) SELECT x*3, x%7, 's'||x FROM c")
+    con.commit()
+    sql = "SELECT k FROM h WHERE k <= 30001 ORDER BY k DESC LIMIT 10"
+    plan = " ".join(str(r[-1]) for r in con.execute("EXPLAIN QUERY PLAN " + sql))
+    T.check("column set" in plan, "k <= ? ORDER BY k DESC LIMIT 10 on gpuhash without a set: column plan", plan)
+    got = [r[0] for r in con.execute(sql)]
+    T.check(got == list(range(30000, 30000 - 30, -3)), "gpuhash top-10 by key", got)
+    con.close()
+
+
 def main():
     if not EXT or not os.path.exists(EXT if EXT.endswith(".so") else EXT + ".so"):
         print("SKIP: GPUDS_EXT not set"); return 77
@@ -283,6 +302,7 @@ def main():
     T = Tally()
     if os.environ["GPUDS_COLUMN_PLANS"] == "auto":
         range_delete_plan(T)
+        topk_plan(T)
     for seed in ([only] if only is not None else range(1, seeds + 1)):
         for module in ("gfsl", "gpuhash"):
             one(seed, module, T)
