@@ -48,6 +48,11 @@ typedef struct GpudsCursor {
   /* column plans: the plan, kept while the list is a prefix of the order */
   GpudsPlan colPlan;
   int bColPartial;           /* the list is a prefix: ask for all at its end */
+  /* prefetch of the records of rows ahead: only where the statement reads
+  ** them (a count or a sum of keys never does: for it, a prefetch is a
+  ** cache miss a row that would not be there) */
+  int bPrefetch;             /* prefetch (learnt: kept across executions) */
+  int bStepped, bReadRow;    /* this execution: went past a row; read one */
 } GpudsCursor;
 
 typedef struct GpudsVtab GpudsVtab;
@@ -290,9 +295,11 @@ static int gpudsOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur){
   c = (GpudsCursor*)p->pCurSpare;
   if( c ){
     GpudsMerge *pMerge = c->pMerge;
+    int bPrefetch = c->bPrefetch;
     p->pCurSpare = 0;
     memset(c, 0, sizeof(*c));
     c->pMerge = pMerge;
+    c->bPrefetch = bPrefetch;
   }else{
     c = sqlite3_malloc64(sizeof(*c));
     if( c==0 ) return SQLITE_NOMEM;
@@ -342,6 +349,7 @@ static void cursorFree(GpudsCursor *c){
 static int gpudsClose(sqlite3_vtab_cursor *pCur){
   GpudsCursor *c = (GpudsCursor*)pCur;
   GpudsTable *p = tab(pCur->pVtab);
+  if( c->bStepped && !c->bReadRow ) c->bPrefetch = 0;   /* rows, none read */
   cursorReset(c);
   if( p->pCurSpare==0 ){
     p->pCurSpare = c;
@@ -422,7 +430,7 @@ static int cursorNextHeld(GpudsCursor *c){
         return vtabDone(c->base.pVtab, rc);
       }
       if( c->nRun==0 ){ c->bEof = 1; return SQLITE_OK; }
-      gpudsRowPrefetch(c->aRunRow, c->nRun<PREFETCH_AHEAD ? c->nRun : PREFETCH_AHEAD);
+      if( c->bPrefetch ) gpudsRowPrefetch(c->aRunRow, c->nRun<PREFETCH_AHEAD ? c->nRun : PREFETCH_AHEAD);
     }
     c->iKey = c->aRunKey[c->iRun];
     c->hRow = c->aRunRow[c->iRun++];
@@ -454,7 +462,7 @@ static int cursorStep(GpudsCursor *c){
     /* no write since: the next row a scan's page or a list holds, if any,
     ** with no call out */
     if( c->iRun<c->nRun ){
-      if( c->iRun+PREFETCH_AHEAD<c->nRun ){
+      if( c->bPrefetch && c->iRun+PREFETCH_AHEAD<c->nRun ){
         gpudsRowPrefetch(&c->aRunRow[c->iRun+PREFETCH_AHEAD], 1);
       }
       c->iKey = c->aRunKey[c->iRun];
@@ -462,7 +470,7 @@ static int cursorStep(GpudsCursor *c){
       return SQLITE_OK;
     }
     if( c->iList<c->nList ){
-      if( c->iList+PREFETCH_AHEAD<c->nList ){
+      if( c->bPrefetch && c->iList+PREFETCH_AHEAD<c->nList ){
         gpudsRowPrefetch(&c->aRow[c->iList+PREFETCH_AHEAD], 1);
       }
       c->iKey = c->aKey[c->iList];
@@ -497,7 +505,7 @@ static void cursorListKeep(GpudsCursor *c, const uint8_t *aF, int64_t n, int bDe
     }
   }
   c->nList = j;
-  gpudsRowPrefetch(c->aRow, j<PREFETCH_AHEAD ? (size_t)j : PREFETCH_AHEAD);
+  if( c->bPrefetch ) gpudsRowPrefetch(c->aRow, j<PREFETCH_AHEAD ? (size_t)j : PREFETCH_AHEAD);
 }
 
 /* Resolve an EQ/IN plan: look every key up in one batch and keep the rows
@@ -613,7 +621,9 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
 
 /* xNext */
 static int gpudsNext(sqlite3_vtab_cursor *pCur){
-  return cursorStep((GpudsCursor*)pCur);
+  GpudsCursor *c = (GpudsCursor*)pCur;
+  c->bStepped = 1;
+  return cursorStep(c);
 }
 
 /* xEof */
@@ -627,6 +637,7 @@ static int gpudsColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i){
   if( i==0 ){
     sqlite3_result_int64(ctx, c->iKey);
   }else{
+    c->bReadRow = c->bPrefetch = 1;
     gpudsRowResult(gpudsRowOf(c->hRow), i-1, ctx, &c->pos);
   }
   return SQLITE_OK;
