@@ -15,6 +15,10 @@
 #   scripts/device-run.sh faults  test_faults on the CUDA backend under cuda-gdb
 #                                 (a backtrace where an allocation failure crashes)
 #   (CMAKE_ARGS=-DGPUDS_CUDA_ARCH=native builds for the machine's GPU only: faster)
+#   scripts/device-run.sh subset  build, ctest, then sqlbench at 10^7 rows in WAL on the
+#                                 workloads of issue #13's reads, reopening, footprint
+#                                 and range DELETE, and three column workloads
+#                                 (ROWS overrides; ~6 min on an H100)
 #   scripts/device-run.sh quick   build, GPU tests, sanitizers, short benchmarks
 #                                 (every step time-bounded: one call of < 10 min)
 # Logs and results go to $OUT (or ./device-out).
@@ -34,6 +38,17 @@ build() {
 }
 
 case "${1:-test}" in
+  subset)
+    build
+    log "ctest"
+    timeout 190 ctest --test-dir $B -j12 --timeout 185 > "$OUT/ctest.log" 2>&1
+    grep -E "tests passed|\*\*\*|Failed" "$OUT/ctest.log" | head -14 | tee -a "$OUT/summary.txt"
+    log "sqlbench subset, ${ROWS:-10000000} rows, WAL"
+    timeout 175 $B/sqlbench --ext $B/gpuds --rows "${ROWS:-10000000}" --queries 100000 --budget 0.5 \
+      --baseline tuned --only footprint,point,range,desc,col_eq,col_text_eq,col_top_desc,delete \
+      --pragma journal_mode=wal --json "$OUT/final.json" > "$OUT/final.log" 2>&1
+    sed -n '/^workload/,$p' "$OUT/final.log" | tee -a "$OUT/summary.txt"
+    ;;
   arch)
     build
     log "architectures in the default build"
