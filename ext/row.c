@@ -290,22 +290,30 @@ static void applyAffinity(sqlite3_value *v, char cAff, AffVal *aff){
 
 static char *loaderAlloc(GpudsLoader *L, size_t nByte);
 
+/* nByte bytes for a record, from arena L (its handle has bit 0 set) or, if
+** L is NULL or has no room, from malloc(): the handle, and the bytes in
+** *pz; 0 if out of memory. */
+static uint64_t rowAlloc(GpudsLoader *L, size_t nByte, unsigned char **pz){
+  unsigned char *z;
+  if( L && (z = (unsigned char*)loaderAlloc(L, nByte))!=0 ){
+    *pz = z;
+    return (uint64_t)(uintptr_t)z | 1;
+  }
+  if( (z = (unsigned char*)malloc(nByte))!=0 ){
+    *pz = z;
+    return (uint64_t)(uintptr_t)z;
+  }
+  return 0;
+}
+
 /* A handle to a new record of nByte bytes written by valsWrite(aV, nCol,
 ** nRec, nHdr), allocated from arena L (or by malloc() if L is NULL or the
 ** record too big for an arena); 0 if out of memory. */
 static uint64_t valsRow(GpudsLoader *L, const RowVal *aV, int nCol,
                         uint32_t nRec, uint32_t nHdr){
-  size_t nByte = rowSize(nRec, nHdr);
   unsigned char *z = 0;
-  uint64_t h = 0;
-  if( L && (z = (unsigned char*)loaderAlloc(L, nByte))!=0 ){
-    h = (uint64_t)(uintptr_t)z | 1;
-  }else if( (z = (unsigned char*)malloc(nByte))!=0 ){
-    h = (uint64_t)(uintptr_t)z;
-  }else{
-    return 0;
-  }
-  valsWrite(z, aV, nCol, nRec, nHdr);
+  uint64_t h = rowAlloc(L, rowSize(nRec, nHdr), &z);
+  if( h ) valsWrite(z, aV, nCol, nRec, nHdr);
   return h;
 }
 
@@ -767,13 +775,8 @@ uint64_t gpudsRowDecode(GpudsLoader *L, const unsigned char *a, uint32_t nHdr,
     nRec = nByte - (size_t)(nPre + m);
     if( gpudsVarintLen(nRec)==m ) break;
   }
-  if( L && (z = (unsigned char*)loaderAlloc(L, nByte))!=0 ){
-    h = (uint64_t)(uintptr_t)z | 1;
-  }else if( (z = (unsigned char*)malloc(nByte))!=0 ){
-    h = (uint64_t)(uintptr_t)z;
-  }else{
-    return 0;
-  }
+  h = rowAlloc(L, nByte, &z);
+  if( h==0 ) return 0;
   z += gpudsVarintPut(z, nRec);
   z += gpudsVarintPut(z, nHdr);
   memcpy(z, a, nRec);
