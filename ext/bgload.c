@@ -74,16 +74,20 @@ static void buildHold(GpudsBuild *b){
   pthread_mutex_unlock(&b->mu);
 }
 
-/* True if db is in WAL mode, where a held snapshot blocks no writer. */
-static int buildWal(sqlite3 *db){
+/* True if database zDb of db is in WAL mode, where a held snapshot blocks
+** no writer (0 where the mode cannot be read: the caller then takes the
+** path that needs no WAL). */
+int gpudsDbIsWal(sqlite3 *db, const char *zDb){
   sqlite3_stmt *pStmt = 0;
+  char *zSql = sqlite3_mprintf("PRAGMA %Q.journal_mode", zDb);
   int bWal = 0;
-  if( sqlite3_prepare_v2(db, "PRAGMA main.journal_mode", -1, &pStmt, 0)==SQLITE_OK
+  if( zSql && sqlite3_prepare_v2(db, zSql, -1, &pStmt, 0)==SQLITE_OK
    && sqlite3_step(pStmt)==SQLITE_ROW ){
     const char *z = (const char*)sqlite3_column_text(pStmt, 0);
     bWal = z && sqlite3_stricmp(z, "wal")==0;
   }
   sqlite3_finalize(pStmt);
+  sqlite3_free(zSql);
   return bWal;
 }
 
@@ -99,7 +103,7 @@ static void *buildMain(void *pArg){
   t->db = db;                 /* gpudsBuildCancel may interrupt it now */
   if( b->bCancel ) rc = SQLITE_INTERRUPT;
   pthread_mutex_unlock(&b->mu);
-  if( rc==SQLITE_OK && b->bHold && !buildWal(db) ) buildHold(b);
+  if( rc==SQLITE_OK && b->bHold && !gpudsDbIsWal(db, "main") ) buildHold(b);
   if( rc==SQLITE_OK ) rc = sqlite3_exec(db, "BEGIN", 0, 0, 0);
   if( rc==SQLITE_OK ) rc = buildMeta(b);
   if( rc==SQLITE_OK && b->bHold ) buildHold(b);

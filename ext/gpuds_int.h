@@ -325,6 +325,7 @@ GpudsTable *gpudsTableFindExact(sqlite3 *db, const char *zDb, const char *zName)
 /* The store built by a thread of its own (bgload.c): started where a load
 ** is due, installed (or dropped, if the table moved on) when finished. */
 typedef struct GpudsBuild GpudsBuild;
+int gpudsDbIsWal(sqlite3 *db, const char *zDb);
 int gpudsBuildStart(GpudsTable *p, GpudsBuild **ppBuild);
 int gpudsBuildDone(GpudsBuild *b);
 int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, int64_t iGen, int64_t iId,

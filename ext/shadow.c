@@ -371,23 +371,24 @@ int gpudsShadowSync(GpudsTable *p){
 ** until it ends (and every other writer's, as a load does today), so
 ** only GPUDS_LAZY_LOAD=always asks for it there. */
 static int shadowLazy(GpudsTable *p, const ShadowMeta *m){
-  int eLazy = gpudsConfig()->eLazyLoad, bWal = 0;
+  int eLazy = gpudsConfig()->eLazyLoad;
   int64_t nEnt = m->nEntries>=0 ? m->nEntries : m->nRows;
-  sqlite3_stmt *pStmt;
   if( eLazy==GPUDS_LAZY_OFF || p->iFormat<SHADOW_FORMAT_ENC || nEnt<=0 ) return 0;
   if( eLazy!=GPUDS_LAZY_AUTO ) return 1;
   if( nEnt<GPUDS_LAZY_MIN_ENTRIES ) return 0;
-  if( gpudsRunPrepare(p, &pStmt, "PRAGMA %Q.journal_mode", p->zDb)!=SQLITE_OK ){
-    sqlite3_free(p->base.zErrMsg);    /* no answer: load here */
-    p->base.zErrMsg = 0;
-    return 0;
-  }
-  if( sqlite3_step(pStmt)==SQLITE_ROW ){
-    const char *z = (const char*)sqlite3_column_text(pStmt, 0);
-    bWal = z && sqlite3_stricmp(z, "wal")==0;
-  }
-  sqlite3_finalize(pStmt);
-  return bWal;
+  return gpudsDbIsWal(p->db, p->zDb);     /* no answer: load here */
+}
+
+/* The store holds the rows t_meta (m) says, or the shadow tables disagree
+** with each other (a deleted or changed run, or a changed count):
+** SQLITE_CORRUPT_VTAB, and the table is loaded again on the next try. */
+static int shadowRowsCheck(GpudsTable *p, const ShadowMeta *m){
+  int64_t nHeld = p->pOps->xCount(p->pStore);
+  if( nHeld==m->nRows ) return SQLITE_OK;
+  p->bLoaded = 0;
+  return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged: it says %lld rows, "
+                        "%s_run holds %lld", p->zName, (long long)m->nRows,
+                        p->zName, (long long)nHeld);
 }
 
 /* Bring the store to what t_meta (m, this connection's snapshot) says:
@@ -463,14 +464,7 @@ int gpudsShadowRefresh(GpudsTable *p){
   if( p->pBuild || !p->bLoaded || meta.iGeneration!=p->iGeneration || meta.iId!=p->iTableId ){
     rc = shadowLoad(p, &meta, 1);
   }
-  if( rc==SQLITE_OK && p->bLoaded && p->pOps->xCount(p->pStore)!=meta.nRows ){
-    /* A deleted or changed run, or a changed count: the shadow tables
-    ** disagree with each other.  Loaded again on the next try. */
-    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged: it says %lld rows, "
-                        "%s_run holds %lld", p->zName, (long long)meta.nRows,
-                        p->zName, (long long)p->pOps->xCount(p->pStore));
-    p->bLoaded = 0;
-  }
+  if( rc==SQLITE_OK && p->bLoaded ) rc = shadowRowsCheck(p, &meta);
   if( rc==SQLITE_OK ) p->iDataVersion = iVersion;
   return rc;
 }
@@ -498,12 +492,7 @@ int gpudsShadowReady(GpudsTable *p){
   rc = metaRead(p, &meta);
   if( rc ) return rc;
   rc = shadowLoad(p, &meta, 0);
-  if( rc==SQLITE_OK && p->pOps->xCount(p->pStore)!=meta.nRows ){
-    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged: it says %lld rows, "
-                        "%s_run holds %lld", p->zName, (long long)meta.nRows,
-                        p->zName, (long long)p->pOps->xCount(p->pStore));
-    p->bLoaded = 0;
-  }
+  if( rc==SQLITE_OK ) rc = shadowRowsCheck(p, &meta);
   return rc;
 }
 
