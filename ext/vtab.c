@@ -513,54 +513,35 @@ static void cursorListKeep(GpudsCursor *c, const uint8_t *aF, int64_t n, int bDe
 static int cursorList(GpudsCursor *c, GpudsPlan *pl){
   GpudsTable *p = tab(c->base.pVtab);
   int64_t n = pl->nKey;
-  uint8_t *aF = 0;
-  int rc = SQLITE_OK;
+  uint8_t bFound1 = 0, *aF = &bFound1;
+  int bDisk = gpudsShadowPending(p), rc;
   if( n==0 ) return SQLITE_OK;
-  if( gpudsShadowPending(p) ){
-    /* The store is being built: ask the runs on disk (no write can be
-    ** buffered: a write waits for the build).  The rows are the cursor's,
-    ** so it is not counted in nCursor: a reload may go on beside it. */
-    if( n==1 ){
-      c->aKey = &c->iKey1;
-      c->aRow = &c->hRow1;
-      c->iKey1 = pl->aKey[0];
-    }else{
-      c->aKey = pl->aKey;  pl->aKey = 0;
-      c->aRow = sqlite3_malloc64(n*8);
-    }
-    aF = sqlite3_malloc64(n);
-    if( !c->aRow || !aF ){ sqlite3_free(aF); return SQLITE_NOMEM; }
-    rc = gpudsDiskLookup(p, (size_t)n, c->aKey, aF, c->aRow);
-    if( rc==SQLITE_OK ){
-      c->bOwnRows = 1;
-      cursorListKeep(c, aF, n, pl->bDesc);
-    }
-    sqlite3_free(aF);
-    return rc;
-  }
   if( n==1 ){
-    /* key = ?: one lookup, nothing allocated (a join runs one per row) */
-    uint8_t bFound = 0;
+    /* key = ?: nothing allocated (a join runs one per outer row) */
     c->iKey1 = pl->aKey[0];
     c->hRow1 = 0;
     c->aKey = &c->iKey1;
     c->aRow = &c->hRow1;
-    rc = gpudsLookupMany(p, 1, &c->iKey1, &bFound, &c->hRow1);
-    c->nList = (rc==SQLITE_OK && bFound) ? 1 : 0;
+  }else{
+    c->aKey = pl->aKey;  pl->aKey = 0;
+    c->aRow = sqlite3_malloc64(n*8);
+    aF = sqlite3_malloc64(n);
+    if( !c->aRow || !aF ){ sqlite3_free(aF); return SQLITE_NOMEM; }
+  }
+  if( bDisk ){
+    /* The store is being built: ask the runs on disk (no write can be
+    ** buffered: a write waits for the build).  The rows are the cursor's,
+    ** so it is not counted in nCursor: a reload may go on beside it. */
+    rc = gpudsDiskLookup(p, (size_t)n, c->aKey, aF, c->aRow);
+    if( rc==SQLITE_OK ) c->bOwnRows = 1;
+  }else{
+    rc = gpudsLookupMany(p, (size_t)n, c->aKey, aF, c->aRow);
+    /* The rows in the list must outlive any commit while it is open. */
     c->bList = 1;
     p->nCursor++;
-    return rc;
   }
-  c->aKey = pl->aKey;  pl->aKey = 0;
-  c->aRow = sqlite3_malloc64(n*8);
-  aF = sqlite3_malloc64(n);
-  if( !c->aRow || !aF ){ sqlite3_free(aF); return SQLITE_NOMEM; }
-  rc = gpudsLookupMany(p, (size_t)n, c->aKey, aF, c->aRow);
   if( rc==SQLITE_OK ) cursorListKeep(c, aF, n, pl->bDesc);
-  sqlite3_free(aF);
-  /* The rows in the list must outlive any commit while it is open. */
-  c->bList = 1;
-  p->nCursor++;
+  if( aF!=&bFound1 ) sqlite3_free(aF);
   return rc;
 }
 
