@@ -161,10 +161,6 @@ constexpr uint64_t kMaxPoolChunks = 0xfffffff0ull;
 ** copies the pool.  (Kept from the first version; no measurement recorded.) */
 constexpr uint32_t kPoolMinChunks = 1024;
 constexpr uint64_t kGrowSlackChunks = 1024;
-/* Workspace kept after a batch, bulk load or lookup: at most the larger of
-** this and a quarter of the pool's bytes (trimWorkspace); a batch of 10^7
-** ops grew it to ~40 B an op, for good. */
-constexpr uint64_t kWorkspaceKeep = (uint64_t)32<<20;
 constexpr uint64_t kRebuildSlackChunks = 64;
 
 /* A batch whose largest group of inserts into one chunk (a burst of keys
@@ -290,16 +286,14 @@ template<class F> void forEachBuf(GfslStore *p, F f){
 /* Device bytes the store holds (pool, free list, state, workspace). */
 uint64_t deviceBytes(GfslStore *p){ return p->mem.bytes; }
 
-/* Give the workspace back when it holds more than kWorkspaceKeep or a
-** quarter of the pool's bytes, whichever is larger (after the stream is
-** idle): the device memory a store keeps is what it holds, not its largest
-** batch's workspace. */
+/* After a batch, bulk load or lookup: give the workspace back when it
+** holds more than a store keeps (gpuds_mem::workspaceOverKeep, against the
+** pool's bytes), after the stream is idle. */
 void trimWorkspace(GfslStore *p){
   uint64_t ws = 0;
   if( !p ) return;
   forEachBuf(p, [&ws](DBuf &b){ ws += b.cap; });
-  const uint64_t pool = (uint64_t)p->cap*sizeof(Chunk);
-  if( ws<=std::max<uint64_t>(kWorkspaceKeep, pool/4) ) return;
+  if( !gpuds_mem::workspaceOverKeep(ws, (uint64_t)p->cap*sizeof(Chunk)) ) return;
   cudaStreamSynchronize(p->st);
   forEachBuf(p, [p](DBuf &b){ gpuds_mem::releaseBuf(p->mem, b); });
   p->nDir = 0;

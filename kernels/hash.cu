@@ -61,7 +61,7 @@
 // memory leaves the store unchanged (GPUDS_NOMEM).  After a batch that leaves
 // the table below kShrinkLoad it is rehashed down.  A bulk load into an
 // empty table sizes it at kBulkLoad; a batch's scratch beyond a quarter of
-// the table (or kScratchKeep) is given back after it (trimScratch).
+// the table (or 32 MiB) is given back after it (trimScratch).
 //
 // FILES: one translation unit, in layers (each file includes nothing of a
 // layer above it):
@@ -158,13 +158,10 @@ int ensureScratch(GpuHashStore *p, size_t n){
   return GPUDS_OK;
 }
 
-// Give the scratch back when it holds more than kScratchKeep or a quarter
-// of the table's bytes, whichever is larger: the device memory a store
-// keeps is what it holds, not its largest batch's workspace.
+// Give the scratch back when it holds more than a store keeps
+// (gpuds_mem::workspaceOverKeep, against the table's bytes).
 void trimScratch(GpuHashStore *p){
-  const uint64_t table = (uint64_t)p->T.nb*sizeof(Bucket);
-  const uint64_t keep = table/4>kScratchKeep ? table/4 : kScratchKeep;
-  if( p->scratch.cap<=keep ) return;
+  if( !gpuds_mem::workspaceOverKeep(p->scratch.cap, (uint64_t)p->T.nb*sizeof(Bucket)) ) return;
   cudaStreamSynchronize(p->st);
   gpuds_mem::releaseBuf(p->mem, p->scratch);
 }

@@ -38,9 +38,6 @@ constexpr double   kShrinkLoad = 0.125;
 // keys it holds are all it has (24 B of table a key rather than 32 at
 // kGrowLoad); later upserts grow it past kMaxLoad as above.
 constexpr double   kBulkLoad   = 0.7;
-// Scratch kept after a call: at most the larger of this and a quarter of
-// the table's bytes (a batch of 10^7 ops grew it to ~26 B an op for good).
-constexpr uint64_t kScratchKeep = (uint64_t)32<<20;
 constexpr uint64_t kMinBuckets = 128;
 
 // Mixed batch of distinct keys on device arrays (same semantics and contract

@@ -113,6 +113,17 @@ inline cudaError_t ensure(DevMem &M, DBuf &b, size_t nByte, cudaStream_t st){
   return cudaSuccess;
 }
 
+// The workspace a store keeps after a call: at most the larger of 32 MiB
+// and a quarter of its structure's bytes.  True if wsBytes is more (the
+// store then gives it all back: the device memory a store keeps is what it
+// holds, not its largest batch's workspace; a batch of 10^7 ops grew it to
+// 26-40 B an op, for good).
+constexpr uint64_t kWorkspaceKeepMin = (uint64_t)32<<20;
+inline bool workspaceOverKeep(uint64_t wsBytes, uint64_t structBytes){
+  const uint64_t keep = structBytes/4>kWorkspaceKeepMin ? structBytes/4 : kWorkspaceKeepMin;
+  return wsBytes>keep;
+}
+
 // Free b (empty afterwards).
 inline void releaseBuf(DevMem &M, DBuf &b){
   release(M, b.p, b.cap);
