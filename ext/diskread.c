@@ -199,17 +199,13 @@ static int diskDecode(GpudsTable *p, int64_t iRun, const DiskChunk *c, DiskDecod
   if( !gpudsKeysDecode(aK, (size_t)nk, s->aKey, (int)n) ){ rc = diskCorrupt(p, iRun, "bad keys"); goto decode_out; }
   for(i=0; i<n; i++){
     uint64_t E;
-    int m = gpudsVarintGet(s->aVal+off, nEnt-off, &E);
-    if( m==0 ){ rc = diskCorrupt(p, iRun, "entry past the end of vals"); goto decode_out; }
+    const char *zBad;
     s->aOff[i] = (uint32_t)off;
-    off += (size_t)m;
-    if( E==1 ){
-      if( SHADOW_OVFL_REF > nEnt-off ){ rc = diskCorrupt(p, iRun, "bad spilled record reference"); goto decode_out; }
-      off += SHADOW_OVFL_REF;
-    }else if( E>=2 ){
-      if( E-2 > nEnt-off ){ rc = diskCorrupt(p, iRun, "entry length past the end of vals"); goto decode_out; }
-      off += (size_t)(E-2);
+    if( (zBad = gpudsEntryNext(s->aVal, nEnt, &off, &E))!=0 ){
+      rc = diskCorrupt(p, iRun, zBad); goto decode_out;
     }
+    if( E==1 ) off += SHADOW_OVFL_REF;
+    else if( E>=2 ) off += (size_t)(E-2);
   }
   if( off!=nEnt ){ rc = diskCorrupt(p, iRun, "bytes after the last entry"); goto decode_out; }
   s->iRow = c->iRow;

@@ -172,16 +172,12 @@ static int loadChunkEnc(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n
   if( !gpudsKeysDecode(pk, nk, aKey, n) ){ pErr->zWhy = "bad keys"; return SQLITE_CORRUPT_VTAB; }
   for(i=0; i<n; i++){
     uint64_t E;
-    int m;
-    if( off<nv && pv[off]<0x80 ){ E = pv[off]; m = 1; }
-    else m = gpudsVarintGet(pv+off, nv-off, &E);
+    const char *zBad;
     aVal[i] = 0;
-    if( m==0 ){ pErr->zWhy = "entry past the end of vals"; goto fail; }
-    off += (size_t)m;
+    if( (zBad = gpudsEntryNext(pv, nv, &off, &E))!=0 ){ pErr->zWhy = zBad; goto fail; }
     if( E==0 ){ nTomb++; continue; }
     if( E==1 ){
       GpudsOvfl *pO;
-      if( off+SHADOW_OVFL_REF > nv ){ pErr->zWhy = "bad spilled record reference"; goto fail; }
       pO = (GpudsOvfl*)malloc(sizeof(GpudsOvfl));
       if( pO==0 ){ rc = SQLITE_NOMEM; goto fail; }
       if( !gpudsOvflParse(pv+off, pO) ){
@@ -193,7 +189,6 @@ static int loadChunkEnc(LoadRows *r, GpudsLoader *L, int nCol, int64_t i0, int n
       off += SHADOW_OVFL_REF;
       continue;
     }
-    if( E-2 > nv-off ){ pErr->zWhy = "entry length past the end of vals"; goto fail; }
     {
       uint32_t nRec = (uint32_t)(E-2), nHdr;
       size_t nByte;

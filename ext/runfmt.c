@@ -212,13 +212,11 @@ static int readerCheckEntry(GpudsTable *p, RunReader *r){
   uint32_t L;
   if( r->bEnc ){
     uint64_t E;
-    int m = gpudsVarintGet(r->aVal + r->iOff, r->nVal - r->iOff, &E);
-    if( m==0 ) return readerCorrupt(p, r, "entry past the end of vals");
-    if( E>=2 && E-2 > r->nVal - r->iOff - (size_t)m ){
-      return readerCorrupt(p, r, "entry length past the end of vals");
-    }
+    size_t off = r->iOff;
+    const char *zBad = gpudsEntryNext(r->aVal, r->nVal, &off, &E);
+    if( zBad ) return readerCorrupt(p, r, zBad);
     L = E==0 ? SHADOW_TOMB : E==1 ? SHADOW_OVFL : (uint32_t)(E-2);
-    r->nEnt = m;
+    r->nEnt = (int)(off - r->iOff);
   }else{
     if( r->iOff+4 > r->nVal ) return readerCorrupt(p, r, "entry past the end of vals");
     memcpy(&L, r->aVal + r->iOff, 4);

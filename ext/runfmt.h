@@ -62,6 +62,25 @@ typedef struct GpudsOvfl {
   uint64_t sum;           /* gpudsChunkSum of the record bytes */
 } GpudsOvfl;
 
+/* The format-4 entry at a[*pOff..n) of a chunk's vals: its varint E in
+** *pE (0 a deletion, 1 a spilled record's reference, >= 2 a record of E-2
+** bytes), *pOff moved past the varint, and its body (none, the
+** SHADOW_OVFL_REF-byte reference, or the record) checked to lie within n.
+** Returns 0, or why the entry is damaged (the walks of loader.c, runfmt.c's
+** reader and diskread.c report it as they report damage). */
+static inline const char *gpudsEntryNext(const unsigned char *a, size_t n, size_t *pOff,
+                                         uint64_t *pE){
+  size_t off = *pOff;
+  int m;
+  if( off<n && a[off]<0x80 ){ *pE = a[off]; m = 1; }
+  else if( (m = gpudsVarintGet(a+off, n-off, pE))==0 ) return "entry past the end of vals";
+  off += (size_t)m;
+  *pOff = off;
+  if( *pE==1 && SHADOW_OVFL_REF > n-off ) return "bad spilled record reference";
+  if( *pE>=2 && *pE-2 > n-off ) return "entry length past the end of vals";
+  return 0;
+}
+
 typedef struct RunWriter {
   sqlite3_stmt *pIns;
   int64_t nLimit;         /* largest blob the connection accepts */
