@@ -435,17 +435,47 @@ __global__ void kAppend(SelPred pred, Hdr *h, IdxT *out, int64_t cap){
     pred.term = sT;
   }
   const int64_t i0 = h->i0, i1 = h->i1;
-  const int64_t stride = (int64_t)gridDim.x*blockDim.x;
   const int lane = threadIdx.x & 31;
-  for(int64_t base=i0 + (int64_t)blockIdx.x*blockDim.x; base<i1; base+=stride){
-    int64_t i = base + threadIdx.x;
-    bool m = i<i1 && pred(i);
+  // one warp's slots for its matches m (one atomic); m's row i to out
+  auto append = [&](bool m, int64_t i){
     unsigned b = __ballot_sync(0xffffffffu, m);
-    if( b==0 ) continue;
+    if( b==0 ) return;
     ull pos = 0;
     if( lane==0 ) pos = atomicAdd((ull*)&h->nSel, (ull)__popc(b));
     pos = __shfl_sync(0xffffffffu, pos, 0) + (ull)__popc(b & ((1u<<lane)-1));
     if( m && pos<(ull)cap ) out[pos] = (IdxT)i;
+  };
+  if( pred.nTerm==1 && !pred.checkKey && pred.nSkip==0 && pred.term[0].op!=GPUDS_CMP_IN ){
+    // one comparison (the common case, e.g. v = ?): each thread loads the
+    // tags and values of kUnroll rows before it compares any, so that
+    // enough bytes are in flight to keep HBM busy (one row a thread per
+    // step left the H100 at half its bandwidth)
+    constexpr int kUnroll = 4;
+    const DTerm T = pred.term[0];
+    const uint8_t *tag = pred.tag + T.off;
+    const uint64_t *val = pred.val + T.off;
+    const int64_t stride = (int64_t)gridDim.x*blockDim.x*kUnroll;
+    for(int64_t base=i0 + (int64_t)blockIdx.x*blockDim.x*kUnroll; base<i1; base+=stride){
+      uint8_t tg[kUnroll];
+      uint64_t vl[kUnroll];
+#pragma unroll
+      for(int u=0; u<kUnroll; u++){
+        int64_t i = base + (int64_t)u*blockDim.x + threadIdx.x;
+        tg[u] = GPUDS_TAG_NULL; vl[u] = 0;
+        if( i<i1 ){ tg[u] = __ldg(tag + i); vl[u] = __ldg((const ull*)val + i); }
+      }
+#pragma unroll
+      for(int u=0; u<kUnroll; u++){
+        int64_t i = base + (int64_t)u*blockDim.x + threadIdx.x;
+        append(i<i1 && gpudsColMatch(tg[u], vl[u], T.op, (uint8_t)T.ctag, T.cval)!=0, i);
+      }
+    }
+    return;
+  }
+  const int64_t stride = (int64_t)gridDim.x*blockDim.x;
+  for(int64_t base=i0 + (int64_t)blockIdx.x*blockDim.x; base<i1; base+=stride){
+    int64_t i = base + threadIdx.x;
+    append(i<i1 && pred(i), i);
   }
 }
 

@@ -81,7 +81,7 @@ case "${1:-test}" in
       done
       echo "--- racecheck gpu_test_hash small"; compute-sanitizer --tool racecheck $B/gpu_test_hash small 2>&1 | tail -4
       echo "--- racecheck gpu_test_gfsl micro"; compute-sanitizer --tool racecheck $B/gpu_test_gfsl micro 2>&1 | tail -4
-      echo "--- racecheck gpu_test_cols small"; compute-sanitizer --tool racecheck $B/gpu_test_cols small 2>&1 | tail -4
+      echo "--- racecheck gpu_test_cols race"; compute-sanitizer --tool racecheck $B/gpu_test_cols race 2>&1 | tail -4
     } > "$OUT/sanitizer.log" 2>&1
     grep -E "^---|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|PASS|FAIL" "$OUT/sanitizer.log" | tee -a "$OUT/summary.txt"
     ;;

@@ -5,7 +5,9 @@
 //
 // Exit 0: all passed; 1: a failure; 77: SKIPPED (no usable CUDA device).
 // Argument "small": fewer random sets and queries, no 10^7-row timing (for
-// compute-sanitizer runs).
+// compute-sanitizer memcheck); "race": fewer still (racecheck, which is many
+// times slower: one 10^5-row set with the top-k and sort paths, the small
+// sets with a dozen queries each).
 // Last: a 10^7-row set, timings printed (wall time of xQuery, median of 5),
 // results also compared with the host set.
 #include "gpuds_backend.h"
@@ -36,6 +38,9 @@ static uint64_t rnd(){ return gRng(); }
 static uint64_t rndBelow(uint64_t n){ return n ? rnd()%n : 0; }
 
 struct Val { uint8_t tag; uint64_t val; };
+
+// "race": the smallest run, for compute-sanitizer racecheck (implies gSmall).
+static bool gRace = false;
 
 // A random short string over a small alphabet, often sharing prefixes.
 static std::string rndStr(){
@@ -283,7 +288,7 @@ static void testRandom(){
   int64_t nQueries = 0, nRows = 0;
   for(int64_t n : aN){
     // small (under compute-sanitizer): fewer sets and queries, every path
-    int nSets = n>=100000 ? (gSmall ? 2 : 6) : (gSmall ? 4 : 10);
+    int nSets = n>=100000 ? (gRace ? 1 : gSmall ? 2 : 6) : (gRace ? 2 : gSmall ? 4 : 10);
     for(int k=0; k<nSets; k++){
       int nCol = (int)rndBelow(5);
       bool sorted = (k&1)==0;
@@ -291,7 +296,7 @@ static void testRandom(){
       Set s = makeSet(n, nCol, sorted, dup);
       gpuds_cols *g = nullptr, *h = nullptr;
       loadBoth(s, &g, &h);
-      int nQ = n>=100000 ? (gSmall ? 8 : 60) : (gSmall ? 40 : 150);
+      int nQ = n>=100000 ? (gRace ? 2 : gSmall ? 8 : 60) : (gRace ? 12 : gSmall ? 40 : 150);
       for(int i=0; i<nQ; i++){
         std::vector<gpuds_term> aT;
         std::vector<int64_t> aSkip;
@@ -304,9 +309,10 @@ static void testRandom(){
       }
       // the paths every size must take at least once: all rows in every
       // order, with and without nFirst (top-k on the big sets)
-      for(int o=-1; o<nCol; o++){
+      for(int o=-1; o<(gRace && nCol>0 ? 1 : nCol); o++){
         for(int d=0; d<2; d++){
           for(int64_t f : {(int64_t)0, (int64_t)1, (int64_t)10, n}){
+            if( gRace && (f==1 || (f==n && n>=100000)) ) continue;
             gpuds_query q;
             memset(&q, 0, sizeof(q));
             q.lo = INT64_MIN; q.hi = INT64_MAX;
@@ -466,9 +472,10 @@ static void testTiming(){
 int main(int argc, char **argv){
   char zDev[256];
   uint64_t nFree = 0;
+  if( argc>1 && strcmp(argv[1], "race")==0 ) gRace = gSmall = true;
   if( !gpuTestStart(argc, argv, zDev, sizeof(zDev), &nFree) ) return 77;
   printf("device: %s, %.1f GiB free; sizes: %s\n", zDev, nFree/1073741824.0,
-         gSmall ? "small" : "full");
+         gRace ? "race" : gSmall ? "small" : "full");
   testMisuse();
   testNoMem();
   testRandom();
