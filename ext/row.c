@@ -51,9 +51,17 @@ typedef struct RowVal {
   uint32_t n;
 } RowVal;
 
+/* Forced inline: the steps of the cursor's column reads (gpudsRowResult),
+** one function for the compiler to schedule. */
+#if defined(__GNUC__)
+# define ROW_INLINE static inline __attribute__((always_inline))
+#else
+# define ROW_INLINE static inline
+#endif
+
 /* The format-4 record of p: its first byte, *pnRec its bytes and *pnHdr
 ** those of its serial types. */
-static const unsigned char *rowRec(const GpudsRow *p, uint32_t *pnRec, uint32_t *pnHdr){
+ROW_INLINE const unsigned char *rowRec(const GpudsRow *p, uint32_t *pnRec, uint32_t *pnHdr){
   const unsigned char *a = p->a;
   uint64_t v;
   if( a[0]<0x80 && a[1]<0x80 ){            /* a record under 128 bytes */
@@ -94,7 +102,7 @@ static int64_t beInt(const unsigned char *b, int n){
 
 /* The value of serial type s whose body is at b (valid: checked when the
 ** record was built or loaded). */
-static void serialVal(uint64_t s, const unsigned char *b, RowVal *v){
+ROW_INLINE void serialVal(uint64_t s, const unsigned char *b, RowVal *v){
   v->z = 0; v->n = 0;
   switch( s ){
     case 0: v->eType = SQLITE_NULL; break;
@@ -116,7 +124,7 @@ static void serialVal(uint64_t s, const unsigned char *b, RowVal *v){
 /* Where a walk through a record's columns stands: the serial type and body
 ** offsets (in the record) of column iCol.  A cursor keeps one per row so
 ** that reading the columns in order walks the serial types once. */
-static void posStart(const GpudsRow *p, GpudsRowPos *pos){
+ROW_INLINE void posStart(const GpudsRow *p, GpudsRowPos *pos){
   uint32_t nRec, nHdr;
   const unsigned char *a = rowRec(p, &nRec, &nHdr);
   pos->pRow = p;
@@ -129,30 +137,40 @@ static void posStart(const GpudsRow *p, GpudsRowPos *pos){
 
 /* Column iCol of record p into *v, walking from *pos if it is a position in
 ** p at or before iCol (else from the start); *pos is left at iCol.  A
-** column past the record's is NULL. */
-static void rowColPos(const GpudsRow *p, int iCol, RowVal *v, GpudsRowPos *pos){
+** column past the record's is NULL.  The walk keeps its offsets in locals
+** and stores them once: a record is read through byte pointers, which the
+** compiler must assume alias *pos. */
+ROW_INLINE void rowColPos(const GpudsRow *p, int iCol, RowVal *v, GpudsRowPos *pos){
   const unsigned char *a;
+  uint32_t iHdr, iBody, nHdr;
+  int k;
   uint64_t s = 0;
   if( pos->pRow!=p || pos->iCol>iCol || iCol<0 ) posStart(p, pos);
   if( iCol<0 ){ v->eType = SQLITE_NULL; v->z = 0; v->n = 0; return; }
   a = pos->pRec;
+  iHdr = pos->iHdr; iBody = pos->iBody; nHdr = pos->nHdr; k = pos->iCol;
   for(;;){
-    int m;
-    if( pos->iHdr>=pos->nHdr ){ v->eType = SQLITE_NULL; v->z = 0; v->n = 0; return; }
-    if( a[pos->iHdr]<0x80 ){ s = a[pos->iHdr]; m = 1; }
-    else m = gpudsVarintGet(a + pos->iHdr, pos->nHdr - pos->iHdr, &s);
-    if( pos->iCol==iCol ) break;
-    pos->iHdr += (uint32_t)m;
-    pos->iBody += s>=12 ? (uint32_t)((s-12)>>1) : (uint32_t)gpudsSerialBytes(s);
-    pos->iCol++;
+    int m = 1;
+    if( iHdr>=nHdr ){
+      pos->iHdr = iHdr; pos->iBody = iBody; pos->iCol = k;
+      v->eType = SQLITE_NULL; v->z = 0; v->n = 0;
+      return;
+    }
+    s = a[iHdr];
+    if( s>=0x80 ) m = gpudsVarintGet(a + iHdr, nHdr - iHdr, &s);
+    if( k==iCol ) break;
+    iHdr += (uint32_t)m;
+    iBody += s>=12 ? (uint32_t)((s-12)>>1) : (uint32_t)gpudsSerialBytes(s);
+    k++;
   }
-  serialVal(s, a + pos->iBody, v);
+  pos->iHdr = iHdr; pos->iBody = iBody; pos->iCol = k;
+  serialVal(s, a + iBody, v);
 }
 
 /* Column iCol of record p into *v (a walk from the first column). */
 static void rowCol(const GpudsRow *p, int iCol, RowVal *v){
   GpudsRowPos pos;
-  pos.pRow = 0;
+  posStart(p, &pos);
   rowColPos(p, iCol, v, &pos);
 }
 
@@ -437,7 +455,7 @@ size_t gpudsRowLegacyBytes(const GpudsRow *p){
   GpudsRowPos pos;
   size_t n = 0;
   int i, nCol = gpudsRowColumns(p);
-  pos.pRow = 0;
+  posStart(p, &pos);
   n = sizeof(LegacyHdr) + (size_t)nCol*sizeof(LegacyCell);
   for(i=0; i<nCol; i++){
     RowVal v;
@@ -458,7 +476,7 @@ void gpudsRowLegacyWrite(const GpudsRow *p, unsigned char *a){
   LegacyHdr hdr;
   int i, nCol = gpudsRowColumns(p);
   unsigned char *z = a + sizeof(LegacyHdr) + (size_t)nCol*sizeof(LegacyCell);
-  pos.pRow = 0;
+  posStart(p, &pos);
   hdr.nCol = (uint32_t)nCol;
   hdr.nByte = (uint32_t)gpudsRowLegacyBytes(p);
   memcpy(a, &hdr, sizeof(hdr));
@@ -500,10 +518,7 @@ void gpudsRowLegacyWrite(const GpudsRow *p, unsigned char *a){
 #define ARENA_SIZE  ((size_t)2<<20)
 #define ARENA_HDR   16              /* int64 live count, padded to 16 */
 
-/* The record of handle h. */
-GpudsRow *gpudsRowOf(uint64_t h){
-  return (GpudsRow*)(uintptr_t)(h & ~(uint64_t)1);
-}
+/* gpudsRowOf (gpuds_int.h): a handle's bit 0 marks a record in an arena. */
 
 /* A fresh arena block (ARENA_SIZE bytes aligned to their size), or NULL.
 ** Blocks are mapped from the system directly, not taken from malloc(): an
@@ -534,16 +549,8 @@ static void blockFree(void *pBlock){
 ** so that the misses of rows a cursor is about to return overlap instead of
 ** following one another.  Reads nothing, changes nothing. */
 void gpudsRowPrefetch(const uint64_t *aRow, size_t n){
-#if defined(__GNUC__)
   size_t i;
-  for(i=0; i<n; i++){
-    const char *z = (const char*)gpudsRowOf(aRow[i]);
-    __builtin_prefetch(z);
-    __builtin_prefetch(z+64);
-  }
-#else
-  (void)aRow; (void)n;
-#endif
+  for(i=0; i<n; i++) gpudsRowPrefetchOne(aRow[i]);
 }
 
 /* Drop one reference to arena block pBlock; free it at the last. */
@@ -715,7 +722,7 @@ int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff){
   int64_t nHdr = 1, nData = 0;
   GpudsRowPos pos;
   int i, nCol = gpudsRowColumns(p);
-  pos.pRow = 0;
+  posStart(p, &pos);
   for(i=0; i<nCol; i++){
     RowVal v;
     uint64_t eSerial = 0;
@@ -820,11 +827,52 @@ int gpudsRowColumns(const GpudsRow *p){
 ** the stack (gpudsRowResult). */
 #define ROW_TEXT_STACK 512
 
+/* The 8 bytes at z as one word (any alignment). */
+static uint64_t word8(const unsigned char *z){
+  uint64_t u;
+  memcpy(&u, z, 8);
+  return u;
+}
+
+/* Copy the n bytes at z to zBuf, followed by a NUL; 1 if none of them is
+** a NUL (SQLite may then take zBuf's length from the terminator), else 0.
+** Words of 8 bytes (the last one overlapping) rather than memchr() and
+** memcpy(): the text of a row is mostly a few dozen bytes, where calls and
+** string instructions cost more than the copy.  Reads only z[0..n). */
+static int textCopy(char *zBuf, const unsigned char *z, uint32_t n){
+  const uint64_t lo = 0x0101010101010101ULL, hi = 0x8080808080808080ULL;
+  uint64_t bZero = 0;
+  if( n>=8 ){
+    uint32_t i;
+    uint64_t u;
+    for(i=0; i+8<=n; i+=8){
+      u = word8(z+i);
+      bZero |= (u - lo) & ~u & hi;
+      memcpy(zBuf+i, &u, 8);
+    }
+    if( i<n ){
+      u = word8(z+n-8);
+      bZero |= (u - lo) & ~u & hi;
+      memcpy(zBuf+n-8, &u, 8);
+    }
+  }else{
+    uint32_t i;
+    for(i=0; i<n; i++){
+      zBuf[i] = (char)z[i];
+      bZero |= (z[i]==0);
+    }
+  }
+  zBuf[n] = 0;
+  return bZero==0;
+}
+
 /* Set the result of ctx to column iCol (0-based, non-key) of record p.
 ** pos (may be NULL) is where the last call on p stood: reading a row's
 ** columns in order walks its serial types once.  A position holds no
 ** memory; a cursor resets it (pRow = NULL) whenever its row may have been
-** freed, since a new record can take the same address. */
+** freed, since a new record can take the same address.  This is xColumn's
+** path, once per column of every row returned: the walk and the decoding
+** are inlined into it. */
 void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos){
   GpudsRowPos tmp;
   RowVal v;
@@ -837,20 +885,19 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowP
   switch( v.eType ){
     case SQLITE_INTEGER: sqlite3_result_int64(ctx, v.i); break;
     case SQLITE_FLOAT:   sqlite3_result_double(ctx, v.r); break;
-    case SQLITE_TEXT:
-      if( v.n<ROW_TEXT_STACK && memchr(v.z, 0, v.n)==0 ){
+    case SQLITE_TEXT: {
+      char zBuf[ROW_TEXT_STACK];
+      if( v.n<ROW_TEXT_STACK && textCopy(zBuf, v.z, v.n) ){
         /* Given with a NUL after it and its length unsaid, SQLite copies
         ** the text once, terminated, into a buffer it reuses from row to
         ** row, and need not copy it again to read it as text (as it would
         ** for a text given with its length). */
-        char zBuf[ROW_TEXT_STACK];
-        memcpy(zBuf, v.z, v.n);
-        zBuf[v.n] = 0;
         sqlite3_result_text(ctx, zBuf, -1, SQLITE_TRANSIENT);
       }else{
         sqlite3_result_text(ctx, (const char*)v.z, (int)v.n, SQLITE_TRANSIENT);
       }
       break;
+    }
     case SQLITE_BLOB:
       sqlite3_result_blob(ctx, v.z, (int)v.n, SQLITE_TRANSIENT); break;
     default:

@@ -449,36 +449,11 @@ static int cursorNextHeld(GpudsCursor *c){
   return SQLITE_OK;
 }
 
-/* Advance to the next row (or EOF).  Rows come from pages and lists read
-** ahead; if this connection wrote to the table since (iterating and
-** changing rows ahead of the cursor), each row is looked up again before
-** it is returned, as an ordinary table's cursor would see it: a row
-** deleted since is skipped, an updated one shows its new values.  Without
-** writes this costs one comparison a row. */
-static int cursorStep(GpudsCursor *c){
+/* The next row after writes since the cursor read its rows (or at the end
+** of what it holds): each row is looked up again before it is returned
+** (cursorStep). */
+static int cursorStepAgain(GpudsCursor *c){
   GpudsTable *p = tab(c->base.pVtab);
-  c->pos.pRow = 0;                          /* a new row: walk it afresh */
-  if( c->iWrites==p->nWrites ){
-    /* no write since: the next row a scan's page or a list holds, if any,
-    ** with no call out */
-    if( c->iRun<c->nRun ){
-      if( c->bPrefetch && c->iRun+PREFETCH_AHEAD<c->nRun ){
-        gpudsRowPrefetch(&c->aRunRow[c->iRun+PREFETCH_AHEAD], 1);
-      }
-      c->iKey = c->aRunKey[c->iRun];
-      c->hRow = c->aRunRow[c->iRun++];
-      return SQLITE_OK;
-    }
-    if( c->iList<c->nList ){
-      if( c->bPrefetch && c->iList+PREFETCH_AHEAD<c->nList ){
-        gpudsRowPrefetch(&c->aRow[c->iList+PREFETCH_AHEAD], 1);
-      }
-      c->iKey = c->aKey[c->iList];
-      c->hRow = c->aRow[c->iList++];
-      c->bEof = 0;             /* (xFilter's first step comes here too) */
-      return SQLITE_OK;
-    }
-  }
   for(;;){
     uint8_t bFound = 0;
     uint64_t hNow = 0;
@@ -488,6 +463,44 @@ static int cursorStep(GpudsCursor *c){
     if( rc ) return vtabDone(c->base.pVtab, rc);
     if( bFound ){ c->hRow = hNow; return SQLITE_OK; }
   }
+}
+
+/* Advance to the next row (or EOF).  Rows come from pages and lists read
+** ahead; if this connection wrote to the table since (iterating and
+** changing rows ahead of the cursor), each row is looked up again before
+** it is returned, as an ordinary table's cursor would see it: a row
+** deleted since is skipped, an updated one shows its new values.  Without
+** writes this costs one comparison a row, inlined into xNext; the rest is
+** cursorStepAgain. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int cursorStep(GpudsCursor *c){
+  c->pos.pRow = 0;                          /* a new row: walk it afresh */
+  if( c->iWrites==tab(c->base.pVtab)->nWrites ){
+    /* no write since: the next row a scan's page or a list holds, if any,
+    ** with no call out */
+    if( c->iRun<c->nRun ){
+      size_t i = c->iRun++;
+      if( c->bPrefetch && i+PREFETCH_AHEAD<c->nRun ){
+        gpudsRowPrefetchOne(c->aRunRow[i+PREFETCH_AHEAD]);
+      }
+      c->iKey = c->aRunKey[i];
+      c->hRow = c->aRunRow[i];
+      return SQLITE_OK;
+    }
+    if( c->iList<c->nList ){
+      int64_t i = c->iList++;
+      if( c->bPrefetch && i+PREFETCH_AHEAD<c->nList ){
+        gpudsRowPrefetchOne(c->aRow[i+PREFETCH_AHEAD]);
+      }
+      c->iKey = c->aKey[i];
+      c->hRow = c->aRow[i];
+      c->bEof = 0;             /* (xFilter's first step comes here too) */
+      return SQLITE_OK;
+    }
+  }
+  return cursorStepAgain(c);
 }
 
 /* Keep the entries i of the cursor's list (aKey, aRow)[0..n) that were
