@@ -744,6 +744,21 @@ int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff){
   return nHdr + nData;
 }
 
+/* True if an ordinary table's record of row p (gpudsRowPlainBytes) would
+** pass nLimit bytes.  That record is at most ROW_PLAIN_SLACK bytes longer
+** than p's format-4 record: every column's serial type and body are as
+** long there or shorter (a REAL column's integral value as an integer),
+** and it adds the key's NULL serial type and its header's size varint.  So
+** a record that far under the limit is answered without a walk of its
+** columns (every bulk insert's row). */
+#define ROW_PLAIN_SLACK 10
+int gpudsRowTooBig(const GpudsRow *p, const char *aAff, int64_t nLimit){
+  uint32_t nRec, nHdr;
+  rowRec(p, &nRec, &nHdr);
+  if( (int64_t)nRec + ROW_PLAIN_SLACK <= nLimit ) return 0;
+  return gpudsRowPlainBytes(p, aAff) > nLimit;
+}
+
 /* The most bytes a record takes besides its format-4 record. */
 size_t gpudsRowHdrBytes(int nCol){
   (void)nCol;
