@@ -475,6 +475,26 @@ static int ovSort(GpudsOverlay *p){
   return GPUDS_OK;
 }
 
+/* Every live entry, in key order, into aKey[] and aVal[] (room for
+** gpudsOvCount() each): what a scan of everything returns, without the
+** sorted view's indirection (a flush takes the whole overlay once).
+** GPUDS_OK, or GPUDS_NOMEM with the overlay unchanged. */
+int gpudsOvSorted(GpudsOverlay *p, int64_t *aKey, uint64_t *aVal){
+  uint32_t i, j;
+  if( p->bSorted && p->aSort ){
+    for(i=0; i<p->nLive; i++){
+      aKey[i] = p->aE[p->aSort[i]].k;
+      aVal[i] = p->aE[p->aSort[i]].v;
+    }
+    return GPUDS_OK;
+  }
+  for(i=j=0; i<p->nE; i++){
+    if( !p->aDead[i] ){ aKey[j] = p->aE[i].k; aVal[j++] = p->aE[i].v; }
+  }
+  if( p->bAppendSorted || j<2 ) return GPUDS_OK;
+  return gpudsSortKeys(aKey, aVal, j);
+}
+
 /* First position in the sorted view with key >= k. */
 static uint32_t ovLowerBound(const GpudsOverlay *p, int64_t k){
   uint32_t lo = 0, hi = p->nLive;

@@ -460,8 +460,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   GpudsWbuf *w = &p->wb;
   GpudsFlush *f = 0;
   uint8_t *aOp = 0;
-  gpuds_scan s;
-  size_t n = (size_t)w->nOver, nOut = 0, i;
+  size_t n = (size_t)w->nOver, i;
   int rc = SQLITE_OK, bAllUpsert = 1;
 
   if( n==0 ) return SQLITE_OK;
@@ -483,13 +482,14 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
     goto flush_out;
   }
-  /* The overlay in key order: one page holds all of it. */
-  memset(&s, 0, sizeof(s));
-  s.lo = INT64_MIN; s.hi = INT64_MAX;
-  rc = gpudsOvScan(w->pOver, &s, n, f->aKey, f->aNew, &nOut);
-  if( rc || nOut!=n ){
-    rc = gpudsVtabError(p, rc ? rc : SQLITE_INTERNAL, "write buffer: %s",
-                        rc ? "out of memory" : "count mismatch");
+  /* The overlay in key order, all of it. */
+  if( gpudsOvCount(w->pOver)!=(int64_t)n ){
+    rc = gpudsVtabError(p, SQLITE_INTERNAL, "write buffer: count mismatch");
+    goto flush_out;
+  }
+  rc = gpudsOvSorted(w->pOver, f->aKey, f->aNew);
+  if( rc ){
+    rc = gpudsVtabError(p, rc, "write buffer: out of memory");
     goto flush_out;
   }
   for(i=0; i<n; i++){

@@ -137,6 +137,14 @@ static void runSeedMode(uint64_t seed, int nOp, int mode){
       int hit = gpudsOvGet(p, k, &got);
       nCheck++;
       if( hit!=fr || (fr && got!=refV[j]) ){ nFail++; printf("get %lld: %d %llu\n", (long long)k, hit, (unsigned long long)got); break; }
+    }else if( r<99 && rnd()%8==0 ){
+      /* everything in key order at once (a flush) */
+      int64_t *aK = malloc((nRef+1)*8); uint64_t *aV = malloc((nRef+1)*8);
+      int j, bOk = aK && aV && gpudsOvSorted(p, aK, aV)==GPUDS_OK;
+      for(j=0; bOk && j<nRef; j++) bOk = aK[j]==refK[j] && aV[j]==refV[j];
+      free(aK); free(aV);
+      nCheck++;
+      if( !bOk ){ nFail++; printf("sorted: mismatch\n"); break; }
     }else if( r<99 ){
       checkScan(p, mode);
     }else{
