@@ -329,7 +329,22 @@ static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
   /* Only the batch's upserts add keys: its deletes only make it staler. */
   for(i=0; i<f->n; i++) nNew += f->aNew[i]!=0;
   if( p->filter.nAdded + (int64_t)nNew > p->filter.nCap ){
-    /* It would overflow: size it for the new contents in one rebuild. */
+    /* It would overflow: size it for the new contents in one rebuild.
+    ** When the batch found none of its keys and the store now holds as
+    ** many as it upserted, the store was empty and holds just those
+    ** (a first bulk load): the filter is made from the batch, not from a
+    ** scan of the store. */
+    size_t nFound = 0;
+    for(i=0; i<f->n; i++) nFound += f->aFound[i]!=0;
+    if( nFound==0 && p->pOps->xCount(p->pStore)==(int64_t)nNew ){
+      if( gpudsFilterReset(&p->filter, (int64_t)nNew*2) ) return;   /* none: slower, never wrong */
+      if( nNew==f->n ){
+        gpudsFilterAddMany(&p->filter, f->aKey, (int64_t)nNew);
+      }else{
+        for(i=0; i<f->n; i++) if( f->aNew[i] ) gpudsFilterAdd(&p->filter, f->aKey[i]);
+      }
+      return;
+    }
     filterRebuild(p);
     return;
   }
