@@ -108,6 +108,7 @@ size_t gpudsRowHdrBytes(int nCol);
 uint64_t gpudsRowDecode(GpudsLoader *L, const unsigned char *a, uint32_t nHdr,
                         int nCol, size_t nByte);
 int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff);
+int gpudsRowTooBig(const GpudsRow *p, const char *aAff, int64_t nLimit);
 void gpudsLoaderInit(GpudsLoader *L);
 void gpudsLoaderBegin(GpudsLoader *L);
 void gpudsLoaderEnd(GpudsLoader *L);

@@ -13,6 +13,7 @@ int64_t gpudsOvCount(const GpudsOverlay *p);
 int gpudsOvGet(const GpudsOverlay *p, int64_t k, uint64_t *pv);
 int gpudsOvPut(GpudsOverlay *p, int64_t k, uint64_t v, int *pHad, uint64_t *pPrev);
 void gpudsOvDel(GpudsOverlay *p, int64_t k);
+int gpudsOvSorted(GpudsOverlay *p, int64_t *aKey, uint64_t *aVal);
 int gpudsOvScan(GpudsOverlay *p, gpuds_scan *s, size_t nMax,
                 int64_t *aKey, uint64_t *aVal, size_t *pnOut);
 

@@ -239,12 +239,6 @@ static void valsWrite(unsigned char *z, const RowVal *aV, int nCol,
   }
 }
 
-/* One value after column affinity, and an owned copy used for a
-** text->number conversion. */
-typedef struct AffVal {
-  RowVal v;
-  sqlite3_value *pDup;
-} AffVal;
 
 /* The integer a real converts to under SQLite's integer affinity
 ** (sqlite3VdbeIntegerAffinity: used for an INTEGER PRIMARY KEY and when a
@@ -261,20 +255,24 @@ int gpudsRealToInt(double r, sqlite3_int64 *pi){
 }
 
 /* Apply affinity cAff to v the way SQLite does when storing into an
-** ordinary table column of that affinity. */
-static void applyAffinity(sqlite3_value *v, char cAff, AffVal *aff){
-  RowVal *a = &aff->v;
-  memset(aff, 0, sizeof(*aff));
+** ordinary table column of that affinity: the value in *a, and in *ppDup
+** an owned copy (or NULL) that a text->number conversion used, to be freed
+** once *a is no longer needed.  *a is written in place (no copy of it
+** follows: one was a store-forwarding stall a column). */
+static void applyAffinity(sqlite3_value *v, char cAff, RowVal *a,
+                          sqlite3_value **ppDup){
+  memset(a, 0, sizeof(*a));
+  *ppDup = 0;
   a->eType = sqlite3_value_type(v);
   if( cAff==GPUDS_AFF_TEXT ){
     if( a->eType==SQLITE_INTEGER || a->eType==SQLITE_FLOAT ) a->eType = SQLITE_TEXT;
   }else if( cAff==GPUDS_AFF_REAL || cAff==GPUDS_AFF_NUMERIC
          || cAff==GPUDS_AFF_INTEGER ){
     if( a->eType==SQLITE_TEXT ){
-      aff->pDup = sqlite3_value_dup(v);
-      if( aff->pDup ){
-        int t = sqlite3_value_numeric_type(aff->pDup);
-        if( t==SQLITE_INTEGER || t==SQLITE_FLOAT ){ v = aff->pDup; a->eType = t; }
+      *ppDup = sqlite3_value_dup(v);
+      if( *ppDup ){
+        int t = sqlite3_value_numeric_type(*ppDup);
+        if( t==SQLITE_INTEGER || t==SQLITE_FLOAT ){ v = *ppDup; a->eType = t; }
       }
     }
     if( cAff==GPUDS_AFF_REAL ){
@@ -339,23 +337,20 @@ static uint64_t valsRow(GpudsLoader *L, const RowVal *aV, int nCol,
 ** column affinities aAff[0..nCol-1], allocated from arena L (or by malloc()
 ** if L is NULL); 0 if out of memory.  Values are copied. */
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff){
-  AffVal aStatic[16], *aA = aStatic;
   RowVal vStatic[16], *aV = vStatic;
+  sqlite3_value *dStatic[16], **aDup = dStatic;
   uint64_t h = 0;
   uint32_t nRec, nHdr;
   int i;
   if( nCol>16 ){
-    aA = sqlite3_malloc64(nCol*(sizeof(AffVal)+sizeof(RowVal)));
-    if( aA==0 ) return 0;
-    aV = (RowVal*)&aA[nCol];
+    aV = sqlite3_malloc64(nCol*(sizeof(RowVal)+sizeof(sqlite3_value*)));
+    if( aV==0 ) return 0;
+    aDup = (sqlite3_value**)&aV[nCol];
   }
-  for(i=0; i<nCol; i++){
-    applyAffinity(apVal[i], aAff[i], &aA[i]);
-    aV[i] = aA[i].v;
-  }
+  for(i=0; i<nCol; i++) applyAffinity(apVal[i], aAff[i], &aV[i], &aDup[i]);
   if( valsMeasure(aV, nCol, &nRec, &nHdr) ) h = valsRow(L, aV, nCol, nRec, nHdr);
-  for(i=0; i<nCol; i++) sqlite3_value_free(aA[i].pDup);
-  if( aA!=aStatic ) sqlite3_free(aA);
+  for(i=0; i<nCol; i++) sqlite3_value_free(aDup[i]);
+  if( aV!=vStatic ) sqlite3_free(aV);
   return h;
 }
 
@@ -749,6 +744,21 @@ int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff){
     if( nVar<gpudsVarintLen((uint64_t)nHdr) ) nHdr++;
   }
   return nHdr + nData;
+}
+
+/* True if an ordinary table's record of row p (gpudsRowPlainBytes) would
+** pass nLimit bytes.  That record is at most ROW_PLAIN_SLACK bytes longer
+** than p's format-4 record: every column's serial type and body are as
+** long there or shorter (a REAL column's integral value as an integer),
+** and it adds the key's NULL serial type and its header's size varint.  So
+** a record that far under the limit is answered without a walk of its
+** columns (every bulk insert's row). */
+#define ROW_PLAIN_SLACK 10
+int gpudsRowTooBig(const GpudsRow *p, const char *aAff, int64_t nLimit){
+  uint32_t nRec, nHdr;
+  rowRec(p, &nRec, &nHdr);
+  if( (int64_t)nRec + ROW_PLAIN_SLACK <= nLimit ) return 0;
+  return gpudsRowPlainBytes(p, aAff) > nLimit;
 }
 
 /* The most bytes a record takes besides its format-4 record. */

@@ -286,6 +286,9 @@ static int shadowRewrite(GpudsTable *p){
   return rc;
 }
 
+/* How many keys ahead shadowAppendRun prefetches a batch's records. */
+#define SYNC_AHEAD 16
+
 /* Write the batches aBatch[0..nBatch-1] (oldest first; those the write
 ** buffer has not persisted yet) as ONE new run: a merge of the batches,
 ** the newest value of each key winning, deletions kept. */
@@ -306,6 +309,15 @@ static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch
       if( jBest<0 || aBatch[j].aKey[aPos[j]]<=k ){ k = aBatch[j].aKey[aPos[j]]; jBest = j; }
     }
     if( jBest<0 ) break;
+    {
+      /* A batch's records lie wherever xUpdate put them (a hash table's
+      ** are never repacked into key order): load the one SYNC_AHEAD keys
+      ** on into the caches now, so that this walk is not a miss a row. */
+      size_t a = aPos[jBest] + SYNC_AHEAD;
+      if( a<aBatch[jBest].n && aBatch[jBest].aNew[a] ){
+        gpudsRowPrefetch(&aBatch[jBest].aNew[a], 1);
+      }
+    }
     pRow = gpudsRowOf(aBatch[jBest].aNew[aPos[jBest]]);
     rc = gpudsRunWriterAddRow(p, &w, k, pRow);
     for(j=0; j<nBatch; j++){

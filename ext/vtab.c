@@ -775,8 +775,8 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
                      p->nCol-1, &argv[3], &p->aAff[1]);
   if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-  if( gpudsRowPlainBytes(gpudsRowOf(hRow), &p->aAff[1])
-        > sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1)
+  if( gpudsRowTooBig(gpudsRowOf(hRow), &p->aAff[1],
+                     sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1))
    || (p->iFormat<SHADOW_FORMAT_OVFL
        && (int64_t)gpudsRowLegacyBytes(gpudsRowOf(hRow)) > gpudsRunInlineMax(p)) ){
     /* An ordinary table's record of this row would pass

@@ -329,7 +329,22 @@ static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
   /* Only the batch's upserts add keys: its deletes only make it staler. */
   for(i=0; i<f->n; i++) nNew += f->aNew[i]!=0;
   if( p->filter.nAdded + (int64_t)nNew > p->filter.nCap ){
-    /* It would overflow: size it for the new contents in one rebuild. */
+    /* It would overflow: size it for the new contents in one rebuild.
+    ** When the batch found none of its keys and the store now holds as
+    ** many as it upserted, the store was empty and holds just those
+    ** (a first bulk load): the filter is made from the batch, not from a
+    ** scan of the store. */
+    size_t nFound = 0;
+    for(i=0; i<f->n; i++) nFound += f->aFound[i]!=0;
+    if( nFound==0 && p->pOps->xCount(p->pStore)==(int64_t)nNew ){
+      if( gpudsFilterReset(&p->filter, (int64_t)nNew*2) ) return;   /* none: slower, never wrong */
+      if( nNew==f->n ){
+        gpudsFilterAddMany(&p->filter, f->aKey, (int64_t)nNew);
+      }else{
+        for(i=0; i<f->n; i++) if( f->aNew[i] ) gpudsFilterAdd(&p->filter, f->aKey[i]);
+      }
+      return;
+    }
     filterRebuild(p);
     return;
   }
@@ -460,8 +475,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   GpudsWbuf *w = &p->wb;
   GpudsFlush *f = 0;
   uint8_t *aOp = 0;
-  gpuds_scan s;
-  size_t n = (size_t)w->nOver, nOut = 0, i;
+  size_t n = (size_t)w->nOver, i;
   int rc = SQLITE_OK, bAllUpsert = 1;
 
   if( n==0 ) return SQLITE_OK;
@@ -483,13 +497,14 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
     goto flush_out;
   }
-  /* The overlay in key order: one page holds all of it. */
-  memset(&s, 0, sizeof(s));
-  s.lo = INT64_MIN; s.hi = INT64_MAX;
-  rc = gpudsOvScan(w->pOver, &s, n, f->aKey, f->aNew, &nOut);
-  if( rc || nOut!=n ){
-    rc = gpudsVtabError(p, rc ? rc : SQLITE_INTERNAL, "write buffer: %s",
-                        rc ? "out of memory" : "count mismatch");
+  /* The overlay in key order, all of it. */
+  if( gpudsOvCount(w->pOver)!=(int64_t)n ){
+    rc = gpudsVtabError(p, SQLITE_INTERNAL, "write buffer: count mismatch");
+    goto flush_out;
+  }
+  rc = gpudsOvSorted(w->pOver, f->aKey, f->aNew);
+  if( rc ){
+    rc = gpudsVtabError(p, rc, "write buffer: out of memory");
     goto flush_out;
   }
   for(i=0; i<n; i++){

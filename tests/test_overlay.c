@@ -43,7 +43,7 @@ static int64_t randKey(int mode){
   switch( mode ){
     case 3: case 4: return nextAsc++;  /* ascending: the no-sort path */
     case 0: return (int64_t)(rnd()%200) - 100;                 /* dense */
-    case 1: return (int64_t)rnd();                              /* full range */
+    case 1: case 5: return (int64_t)rnd();                      /* full range */
     default: {                                                  /* extremes */
       int64_t e[] = { INT64_MIN, INT64_MIN+1, -1, 0, 1, INT64_MAX-1, INT64_MAX };
       return (rnd()%2) ? e[rnd()%7] : (int64_t)(rnd()%16) - 8;
@@ -82,9 +82,9 @@ static void checkScan(GpudsOverlay *p, int mode){
   CHECK(i==iEnd, "scan ended early (lo=%lld hi=%lld desc=%d)", (long long)lo, (long long)hi, desc);
 }
 
-static void runSeed(uint64_t seed, int nOp){
+static void runSeedMode(uint64_t seed, int nOp, int mode){
   GpudsOverlay *p = gpudsOvNew();
-  int i, mode = (int)(seed%5);
+  int i;
   rngState = seed;
   nextAsc = 0;
   nRef = 0;
@@ -104,6 +104,21 @@ static void runSeed(uint64_t seed, int nOp){
       else r = 95;                                  /* scan */
       if( r==80 || r==60 ) k = (int64_t)(rnd()%(uint64_t)(nextAsc+10)) - 5;
     }
+    if( mode==5 ){
+      /* Mode 5 is a bulk load into one big overlay: hashed, its filter
+      ** grown, new keys through the unindexed tail and indexed in batches;
+      ** gets of present and absent keys, a few deletes (of tail and
+      ** indexed entries), rare scans, no clear. */
+      unsigned q = (unsigned)(rnd()%1000);
+      if( q<20 ) r = 60;                            /* delete */
+      else if( q<650 ) r = 1;                       /* put (maybe overwrite) */
+      else if( q<990 ) r = 80;                      /* get */
+      else r = 95;                                  /* scan */
+      if( r==80 && nRef>0 && rnd()%2 ){
+        /* a present key, often one of the newest (in the tail) */
+        k = refK[rnd()%nRef];
+      }
+    }
     if( r<55 ){
       int had, fr; uint64_t prev;
       int j = refFind(k, &fr);
@@ -122,6 +137,14 @@ static void runSeed(uint64_t seed, int nOp){
       int hit = gpudsOvGet(p, k, &got);
       nCheck++;
       if( hit!=fr || (fr && got!=refV[j]) ){ nFail++; printf("get %lld: %d %llu\n", (long long)k, hit, (unsigned long long)got); break; }
+    }else if( r<99 && rnd()%8==0 ){
+      /* everything in key order at once (a flush) */
+      int64_t *aK = malloc((nRef+1)*8); uint64_t *aV = malloc((nRef+1)*8);
+      int j, bOk = aK && aV && gpudsOvSorted(p, aK, aV)==GPUDS_OK;
+      for(j=0; bOk && j<nRef; j++) bOk = aK[j]==refK[j] && aV[j]==refV[j];
+      free(aK); free(aV);
+      nCheck++;
+      if( !bOk ){ nFail++; printf("sorted: mismatch\n"); break; }
     }else if( r<99 ){
       checkScan(p, mode);
     }else{
@@ -133,6 +156,9 @@ static void runSeed(uint64_t seed, int nOp){
   }
   if( nFail ) printf("FAILED: replay with: test_overlay %llu\n", (unsigned long long)seed);
   gpudsOvFree(p);
+}
+static void runSeed(uint64_t seed, int nOp){
+  runSeedMode(seed, nOp, (int)(seed%5));
 }
 
 int main(int argc, char **argv){
@@ -150,6 +176,8 @@ int main(int argc, char **argv){
     if( nFail==0 ) runSeed(1000003, 100000);
     /* seeds = 4 (mod 5) stay mostly in the append-only (unhashed) mode */
     if( nFail==0 ) runSeed(1000004, 200000);
+    /* one big overlay (the Bloom filter and its tail) */
+    if( nFail==0 ) runSeedMode(t+1, 60000, 5);
   }
   printf("%ld passed, %d failed\n", nCheck, nFail);
   free(refK); free(refV);
