@@ -134,7 +134,7 @@ static int colsBuild(GpudsTable *p){
   }
   decodeAll(&b);
   for(cs->pOps = gpudsColsOps(p->pOps); ; cs->pOps = &gpudsHostColsOps){
-    rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, p->eKind==GPUDS_ORDERED,
+    rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, gpudsStoreOrdered(p),
                          b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
     if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
     /* The GPU is full: the host column set answers the same plans. */

@@ -317,6 +317,7 @@ int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
 int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
                    int64_t *aKey, uint64_t *aVal, size_t *pnOut);
 int gpudsStoreCheck(GpudsTable *p);
+int gpudsStoreOrdered(const GpudsTable *p);
 void gpudsStoreFreeRows(GpudsTable *p);
 void gpudsStoreColsDrop(GpudsTable *p);
 int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,

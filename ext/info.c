@@ -150,18 +150,23 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   sqlite3_str_appendf(s, "\"gpu_memory_total\":%llu,\"gpu_memory_free\":%llu,",
                       (unsigned long long)nTotal, (unsigned long long)nFree);
   sqlite3_str_appendf(s, "\"sqlite\":\"%s\",\"tables\":[", sqlite3_libversion());
-  zStore = sqlite3_malloc(INFO_STORE_MAX);
+  zStore = sqlite3_malloc(INFO_STORE_MAX*2);
   pthread_mutex_lock(&tableListMutex);
   for(p=pTableList; p; p=p->pNextTable){
     if( p->db!=db ) continue;
     char *zFull = sqlite3_mprintf("%s.%s", p->zDb, p->zName);
+    char *zMir = zStore ? zStore + INFO_STORE_MAX : 0;
     if( zStore ) p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
+    if( zMir ){
+      zMir[0] = 0;
+      if( p->pMirror ) p->pMirOps->xInfo(p->pMirror, zMir, INFO_STORE_MAX);
+    }
     sqlite3_str_appendf(s, "%s{\"name\":", nTab++ ? "," : "");
     jsonString(s, zFull ? zFull : "");
     sqlite3_free(zFull);
     sqlite3_str_appendf(s, ",\"module\":\"%s\",\"backend\":\"%s\","
         "\"host_mirror\":%s,\"load\":\"%s\","
-        "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,"
+        "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,\"mirror\":%s,"
         "\"column_set\":{\"backend\":\"%s\",\"built\":%s,\"rows\":%lld,"
         "\"bytes\":%lld,\"bytes_per_row\":%.1f,\"changed_keys\":%lld,"
         "\"builds\":%lld,\"queries\":%lld}}",
@@ -170,6 +175,7 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         p->pBuild ? "background" : p->bLoaded ? "loaded" : "not loaded",
         (long long)gpudsShadowRows(p), (long long)p->wb.nOver,
         (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}",
+        zMir && zMir[0] ? zMir : "null",
         (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend, p->cs.pCols ? "true" : "false",
         (long long)p->cs.nRows, (long long)gpudsColsBytes(p),
         p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,

@@ -129,7 +129,11 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   char acCol[PLAN_MAXCOLARG];   /* ... and letter (colOpLetter) */
   int nColArg = 0, iOrderCol = -1, bCols = 0;
   double colRows = 0, colCost = 0;
-  int bOrdered = p->eKind==GPUDS_ORDERED;
+  /* Reads in key order: gfsl, or gpuhash with its host mirror (a B+tree,
+  ** store.c), whose ranges and scans then cost what gfsl's do.  Fixed at
+  ** the table's creation, so the order and costs planned here are what
+  ** xFilter will find. */
+  int bOrdered = gpudsStoreOrdered(p);
   double nRow = (double)gpudsShadowRows(p) + (double)p->wb.nOver;
   double rows, cost;
   sqlite3_str *pStr;
@@ -293,7 +297,8 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
 
   /* idxStr: the plan in words. */
   pStr = sqlite3_str_new(0);
-  sqlite3_str_appendf(pStr, "%s", bOrdered ? "gfsl" : "gpuhash");
+  sqlite3_str_appendf(pStr, "%s", p->eKind==GPUDS_ORDERED ? "gfsl"
+                      : (bOrdered ? "gpuhash ordered mirror" : "gpuhash"));
   if( bCols ) sqlite3_str_appendf(pStr, " %s column set", strcmp(p->pOps->zBackend, "host")==0 ? "host" : "GPU");
   else if( nArg==0 || (aeArg[0]==PLAN_LIMIT) ) sqlite3_str_appendf(pStr, " full scan");
   for(i=0; i<nArg; i++){

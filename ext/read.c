@@ -5,10 +5,12 @@
 ** scans (the store's entries overlaid with the write buffer's, streamed a
 ** page at a time so no query holds a big table in host memory).
 **
-** Ordered stores: a two-way merge of two key-ordered streams; on equal keys
+** Tables that read in key order (gpudsStoreOrdered: an ordered store, or a
+** hash store with its host mirror, a B+tree, which then serves every page):
+** a two-way merge of two key-ordered streams; on equal keys
 ** the write buffer wins (a 0 value there hides the key).  Pages start small
 ** (a LIMIT 10 query fetches little) and double up to MERGE_PAGE_MAX.
-** Hash stores: a snapshot of the keys (8 bytes each: the store's and the
+** Hash stores without a mirror: a snapshot of the keys (8 bytes each: the store's and the
 ** write buffer's own), taken when the scan opens and sorted (sort.c), so a
 ** hash table is visited in key order as an ordinary table is (multi-row
 ** UPDATEs that move keys depend on it), read back a page at a time through
@@ -170,7 +172,7 @@ int gpudsMergeOpen(GpudsTable *p, int64_t lo, int64_t hi, int bDesc,
   }
   *pp = m;
   m->pTab = p;
-  m->bOrdered = p->pOps->kind==GPUDS_ORDERED;
+  m->bOrdered = gpudsStoreOrdered(p);
   m->bDesc = bDesc;
   if( nHint<=0 ) m->nPage = MERGE_PAGE_FIRST;
   else m->nPage = nHint<MERGE_PAGE_MIN ? MERGE_PAGE_MIN
@@ -427,7 +429,7 @@ int gpudsMaxKey(GpudsTable *p, int *pbAny, int64_t *pMax){
   int bEof = 1, rc;
   int64_t k = 0, mx = INT64_MIN;
   uint64_t r;
-  int bOrdered = p->pOps->kind==GPUDS_ORDERED;
+  int bOrdered = gpudsStoreOrdered(p);
   *pbAny = 0;
   if( p->bMaxValid ){
     *pbAny = p->bMaxAny;

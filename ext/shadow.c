@@ -272,7 +272,7 @@ static int shadowRewrite(GpudsTable *p){
   if( rc==SQLITE_OK ) rc = gpudsOvflDeleteAll(p);
   if( rc ) return rc;
   rc = gpudsRunWriterOpen(p, 1, &w);
-  if( rc==SQLITE_OK && p->eKind==GPUDS_ORDERED ){
+  if( rc==SQLITE_OK && gpudsStoreOrdered(p) ){
     rc = gpudsStoreEach(p, rewriteCb, &w);      /* already in key order */
   }else if( rc==SQLITE_OK ){
     rc = gpudsStoreEach(p, collectCb, &all);

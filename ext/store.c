@@ -5,9 +5,20 @@
 ** Why a mirror: SQLite asks for one row at a time (a point SELECT, each
 ** outer row of a join, each duplicate check of a plain INSERT, the first
 ** rows of a short range), and a GPU round trip costs tens of microseconds,
-** several times an ordinary table's whole lookup.  The mirror (a host store
-** of the same kind, key -> row handle) answers those exactly; the GPU
-** answers batches: flushed writes, bulk loads, IN lists and long scans.
+** several times an ordinary table's whole lookup.  The mirror (key -> row
+** handle) answers those exactly; the GPU answers batches: flushed writes,
+** bulk loads, IN lists and long scans of an ordered store.
+**
+** The mirror is always the host's ordered store (a B+tree), whatever the
+** GPU store's kind (issues #12/#13).  A GPU hash store has no key order, and
+** a mirror of the same kind made every key range and ORDER BY k on gpuhash
+** snapshot the keys in range, sort them and read the rows back through
+** random probes (0.5-0.7x an ordinary table on an H100); an ordered mirror
+** answers them as gfsl's does, by walking leaves in key order, and takes
+** fewer bytes per row than a host hash at 70% load.  So every scan of a
+** hash store with a mirror is a scan of the mirror (gpudsStoreScan), and
+** gpudsStoreOrdered() tells read.c and plan.c that the table reads in key
+** order.
 **
 ** Both hold the same keys at every moment between calls: a batch goes to
 ** the GPU, then to the mirror, and if the mirror fails the GPU batch is
@@ -91,7 +102,7 @@ int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir){
   ** mirror's routing on machines with no GPU. */
   if( (strcmp(p->pOps->zBackend, "host")!=0 && eMirror!=GPUDS_MIRROR_NEVER)
    || eMirror==GPUDS_MIRROR_ALWAYS ){
-    p->pMirOps = p->eKind==GPUDS_ORDERED ? &gpudsHostOrderedOps : &gpudsHostHashOps;
+    p->pMirOps = &gpudsHostOrderedOps;
     rc = p->pMirOps->xCreate(ppMir, &zErr);
     if( rc ){
       gpudsVtabError(p, rc, "cannot create the host mirror: %s", zErr ? zErr : "error");
@@ -255,29 +266,25 @@ int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
   return rc ? storeErr(p, p->pOps, p->pStore, rc, "lookup") : SQLITE_OK;
 }
 
+/* True if the table's scans (gpudsStoreScan, gpudsStoreEach) return keys
+** in key order, honouring gpuds_scan's desc: an ordered store, or a hash
+** store with its (ordered) host mirror.  Fixed for the table's life: the
+** mirror exists iff gpudsStoreCreate made one, which depends only on the
+** backend and GPUDS_MIRROR, both read once. */
+int gpudsStoreOrdered(const GpudsTable *p){
+  return p->eKind==GPUDS_ORDERED
+      || (p->pMirOps!=0 && p->pMirOps->kind==GPUDS_ORDERED);
+}
+
 /* The next page of a scan.  Ordered scans continue from the last key
-** returned, so small pages (the first ones) come from the mirror and large
-** ones from the GPU, seamlessly.  A hash scan keeps to one store (its
-** position is a slot number): the one its first page used, recorded in the
-** high bit of pos. */
-#define SCAN_ON_MIRROR (1ULL<<63)
+** returned, so for an ordered store small pages (the first ones) come from
+** the mirror and large ones from the GPU, seamlessly.  A hash store's scans
+** all come from its mirror: the GPU hash has no key order. */
 int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
                    int64_t *aKey, uint64_t *aVal, size_t *pnOut){
-  int bMir, rc;
-  if( p->pMirror==0 ){
-    bMir = 0;
-  }else if( p->eKind==GPUDS_ORDERED ){
-    bMir = nMax<=MIRROR_MAX_PAGE;
-  }else{
-    if( pScan->pos==0 && nMax<=MIRROR_MAX_PAGE ) pScan->pos = SCAN_ON_MIRROR;
-    bMir = (pScan->pos & SCAN_ON_MIRROR)!=0;
-  }
-  if( bMir ){
-    gpuds_scan s = *pScan;
-    if( p->eKind!=GPUDS_ORDERED ) s.pos &= ~SCAN_ON_MIRROR;
-    rc = p->pMirOps->xScan(p->pMirror, &s, nMax, aKey, aVal, pnOut);
-    if( p->eKind!=GPUDS_ORDERED ) s.pos |= SCAN_ON_MIRROR;
-    *pScan = s;
+  int rc;
+  if( p->pMirror && (nMax<=MIRROR_MAX_PAGE || p->eKind!=GPUDS_ORDERED) ){
+    rc = p->pMirOps->xScan(p->pMirror, pScan, nMax, aKey, aVal, pnOut);
     return rc ? storeErr(p, p->pMirOps, p->pMirror, rc, "scan") : SQLITE_OK;
   }
   rc = p->pOps->xScan(p->pStore, pScan, nMax, aKey, aVal, pnOut);
@@ -285,7 +292,7 @@ int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
 }
 
 /* Call xEach on every entry of the table's store, in pages of 64K entries
-** (key order for an ordered store), until it returns non-zero, which is
+** (key order where gpudsStoreOrdered()), until it returns non-zero, which is
 ** returned.  The host mirror is walked where there is one: it holds the
 ** same entries, and a walk of the GPU store would copy them back from the
 ** device page by page.  The store must not change meanwhile. */

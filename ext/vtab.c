@@ -575,12 +575,13 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   ** when it still filters rows by a term it did not show us (WHERE d = k),
   ** so the cursor never stops early; SQLite ends the loop at the limit. */
   if( !pl.bEmpty && !pl.bList && (!pl.bCols || (pl.nTerm==0 && pl.iOrderCol<0))
-   && p->eKind==GPUDS_HASH
+   && p->eKind==GPUDS_HASH && (!gpudsStoreOrdered(p) || gpudsShadowPending(p))
    && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
    && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= GPUDS_HASH_RANGE_PER_ROW*gpudsShadowRows(p)
                                                            + GPUDS_HASH_RANGE_SLACK ){
-    /* A short key range on a hash table: look every key of it up in one
-    ** batch rather than visit every slot. */
+    /* A short key range on a hash table with no ordered mirror (or while
+    ** its store is being built: the runs on disk answer key lookups): look
+    ** every key of it up in one batch rather than visit every slot. */
     int64_t n = (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) + 1, i;
     pl.aKey = sqlite3_malloc64(n*8);
     if( pl.aKey==0 ) return vtabDone(pCur->pVtab, SQLITE_NOMEM);
@@ -748,7 +749,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
     if( kOld==kNew ) bExists = 0;        /* an UPDATE in place */
   }
   if( bExists<0 && !p->bMaxValid && p->wb.nOver==0
-   && (p->eKind==GPUDS_ORDERED || p->pOps->xCount(p->pStore)==0) ){
+   && (gpudsStoreOrdered(p) || p->pOps->xCount(p->pStore)==0) ){
     /* Learn the largest key while that is cheap (one key of an ordered
     ** store, or an empty table), for the test below. */
     int bAny = 0;

@@ -21,6 +21,7 @@ EXPLAIN QUERY PLAN of a column query must name the column set.
 
 Usage: GPUDS_EXT=build/gpuds.so /usr/bin/python3 tests/test_columns.py [--seeds N] [--seed S]
 """
+import json
 import os
 import random
 import sqlite3
@@ -230,14 +231,24 @@ def one(seed, module, T):
     con.close()
 
 
+def has_mirror(con, table):
+    """True if gpuds_info() says table has a host mirror (an ordered one:
+    store.c), so gpuhash reads key ranges in key order as gfsl does."""
+    info = json.loads(con.execute("SELECT gpuds_info()").fetchone()[0])
+    return [t for t in info["tables"] if t["name"] == "main." + table][0]["host_mirror"]
+
+
 def range_delete_plan(T):
     """A key range on a gpuhash table with no column set (a range DELETE)
     scans the keys in range; it builds no set (every row decoded) for them.
-    Once a column query built the set, the range is answered from it."""
+    Once a column query built the set, the range is answered from it, unless
+    the table has its ordered host mirror: then the range walks the mirror,
+    as gfsl's does, set or no set."""
     con = sqlite3.connect(":memory:")
     con.enable_load_extension(True)
     con.load_extension(EXT)
     con.execute("CREATE VIRTUAL TABLE h USING gpuhash(k INTEGER PRIMARY KEY, i INTEGER, s TEXT)")
+    mirror = has_mirror(con, "h")
     con.execute("CREATE TABLE o(k INTEGER PRIMARY KEY, i INTEGER, s TEXT)")
     for t in ("h", "o"):
         con.execute("INSERT INTO %s WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c "
@@ -249,7 +260,11 @@ def range_delete_plan(T):
     con.execute("SELECT count(*) FROM h WHERE i=3").fetchone()     # builds the set
     # (other SQL text: Python's statement cache would return the old plan)
     plan = " ".join(str(r[-1]) for r in con.execute("EXPLAIN QUERY PLAN  " + sql.replace("{T}", "h")))
-    T.check("column set" in plan, "range DELETE on gpuhash with a column set: column plan", plan)
+    if mirror:
+        T.check("column set" not in plan and "ordered mirror" in plan,
+                "range DELETE on gpuhash with a column set and a mirror: key plan", plan)
+    else:
+        T.check("column set" in plan, "range DELETE on gpuhash with a column set: column plan", plan)
     for t in ("h", "o"):
         con.execute(sql.replace("{T}", t))
     con.commit()
@@ -262,19 +277,57 @@ def range_delete_plan(T):
 def topk_plan(T):
     """A top-k on the key of a gpuhash table (ORDER BY k DESC LIMIT n) takes
     the column set even when it must be built: the hash scan would sort
-    every key in range for each query."""
+    every key in range for each query.  With its ordered host mirror the
+    table walks the mirror from the bound instead (a key plan that consumes
+    the ORDER BY, as gfsl's), also with uncommitted writes, and builds no
+    set."""
     con = sqlite3.connect(":memory:")
     con.enable_load_extension(True)
     con.load_extension(EXT)
     con.execute("CREATE VIRTUAL TABLE h USING gpuhash(k INTEGER PRIMARY KEY, i INTEGER, s TEXT)")
+    mirror = has_mirror(con, "h")
     con.execute("INSERT INTO h WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c "
                 "WHERE x<20000) SELECT x*3, x%7, 's'||x FROM c")
     con.commit()
     sql = "SELECT k FROM h WHERE k <= 30001 ORDER BY k DESC LIMIT 10"
     plan = " ".join(str(r[-1]) for r in con.execute("EXPLAIN QUERY PLAN " + sql))
-    T.check("column set" in plan, "k <= ? ORDER BY k DESC LIMIT 10 on gpuhash without a set: column plan", plan)
+    if mirror:
+        T.check(plan.endswith("gpuhash ordered mirror k<=? limit ORDER BY k DESC"),
+                "k <= ? ORDER BY k DESC LIMIT 10 on gpuhash with a mirror: key plan", plan)
+        for up in ("", " ORDER BY k"):
+            p2 = " ".join(str(r[-1]) for r in con.execute(
+                "EXPLAIN QUERY PLAN SELECT k FROM h WHERE k > 5 AND k < 99%s" % up))
+            T.check("USE TEMP B-TREE" not in p2 and "gpuhash ordered mirror k>? AND k<?" in p2,
+                    "gpuhash range%s with a mirror: key plan, order consumed" % up, p2)
+    else:
+        T.check("column set" in plan, "k <= ? ORDER BY k DESC LIMIT 10 on gpuhash without a set: column plan", plan)
     got = [r[0] for r in con.execute(sql)]
     T.check(got == list(range(30000, 30000 - 30, -3)), "gpuhash top-10 by key", got)
+    # uncommitted writes around the bound, flushed or not, then a savepoint
+    # rolled back: the scan merges the write buffer with the mirror
+    con.execute("BEGIN")
+    con.execute("DELETE FROM h WHERE k IN (29997, 29991)")
+    con.execute("INSERT INTO h VALUES(29998, 1, 'x'), (30001, 2, 'y'), (-5, 3, 'z')")
+    con.execute("UPDATE h SET s = 'u' WHERE k = 29994")
+    got = [r[0] for r in con.execute(sql)]
+    want = [30001, 30000, 29998, 29994, 29988, 29985, 29982, 29979, 29976, 29973]
+    T.check(got == want, "gpuhash top-10 by key inside a transaction", got)
+    con.execute("SAVEPOINT a")
+    con.execute("DELETE FROM h WHERE k BETWEEN 29980 AND 30001")
+    got = [r[0] for r in con.execute(sql)]
+    T.check(got == list(range(29979, 29979 - 30, -3)), "gpuhash top-10 after a range DELETE", got)
+    con.execute("ROLLBACK TO a")
+    got = [r[0] for r in con.execute(sql)]
+    T.check(got == want, "gpuhash top-10 after ROLLBACK TO", got)
+    got = [r[0] for r in con.execute("SELECT k FROM h WHERE k >= -10 ORDER BY k LIMIT 3")]
+    T.check(got == [-5, 3, 6], "gpuhash first 3 by key inside a transaction", got)
+    con.execute("ROLLBACK")
+    got = [r[0] for r in con.execute(sql)]
+    T.check(got == list(range(30000, 30000 - 30, -3)), "gpuhash top-10 after ROLLBACK", got)
+    if mirror:
+        info = json.loads(con.execute("SELECT gpuds_info()").fetchone()[0])
+        T.check(not info["tables"][0]["column_set"]["built"], "no column set built for key plans",
+                info["tables"][0]["column_set"])
     con.close()
 
 
@@ -284,10 +337,16 @@ def main():
     if "GPUDS_COLUMN_PLANS" not in os.environ or "GPUDS_FLUSH_ROWS" not in os.environ:
         # re-run in children with the settings each part needs
         rc = 0
-        for plans, flush in (("always", "1048576"), ("always", "3"), ("auto", "1048576")):
+        # the last run gives host stores an (ordered) host mirror, as a GPU
+        # store has: gpuhash then plans key ranges as gfsl does
+        for plans, flush, mirror in (("always", "1048576", None), ("always", "3", None),
+                                     ("auto", "1048576", None), ("auto", "1048576", "1")):
             env = dict(os.environ, GPUDS_COLUMN_PLANS=os.environ.get("GPUDS_COLUMN_PLANS", plans),
                        GPUDS_FLUSH_ROWS=flush)
-            print("== GPUDS_COLUMN_PLANS=%s GPUDS_FLUSH_ROWS=%s" % (env["GPUDS_COLUMN_PLANS"], flush), flush=True)
+            if mirror:
+                env["GPUDS_MIRROR"] = mirror
+            print("== GPUDS_COLUMN_PLANS=%s GPUDS_FLUSH_ROWS=%s GPUDS_MIRROR=%s"
+                  % (env["GPUDS_COLUMN_PLANS"], flush, env.get("GPUDS_MIRROR", "default")), flush=True)
             r = subprocess.call([sys.executable, __file__] + sys.argv[1:], env=env)
             if r:
                 rc = r
