@@ -402,7 +402,9 @@ static void *repackJobRun(void *pArg){
 ** flush puts those back, a commit frees them.  Rows already in key order
 ** in memory (a sorted insert) and small flushes are left as they are; so
 ** is everything when memory is short (this only saves time).  Only for
-** ordered tables: a hash table scans in slot order.  Big flushes are split
+** tables that read in key order (gpudsStoreOrdered: gfsl, or gpuhash with
+** its host mirror); a hash table without one scans its keys sorted, but
+** every row through a lookup anyway.  Big flushes are split
 ** among threads (the copies are independent; each thread's arena holds a
 ** contiguous key range), all joined before returning. */
 static void repackRows(GpudsTable *p, GpudsFlush *f){
@@ -411,7 +413,7 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
   RepackJob aJob[REPACK_MAX_THREADS];
   int nJob, iJob, bFail = 0;
   long nCpu = 1;
-  if( p->eKind!=GPUDS_ORDERED ) return;
+  if( !gpudsStoreOrdered(p) ) return;
   for(i=0; i<f->n; i++){
     uint64_t h = f->aNew[i];
     if( h==0 ) continue;
