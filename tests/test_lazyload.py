@@ -34,6 +34,9 @@ Sections
   6 lifecycle                  close and DROP TABLE while a build is held;
                                :memory: loads at once; GPUDS_LAZY_LOAD=off
                                loads at once (a subprocess)
+Also run with GPUDS_MIRROR=1 (ctest test_lazyload_mirror): h then has its
+ordered host mirror and plans ranges as g does, but a short range while its
+build is held must still be answered from disk (section 1's "background").
 The last line is "N passed, M failed"; exit 77 without GPUDS_EXT.
 """
 import json
