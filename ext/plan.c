@@ -60,7 +60,9 @@ SQLITE_EXTENSION_INIT3
 ** filter or order by a column reuse the set they build, and keep choosing
 ** it; so does a full scan (HASH_SCAN_COST per row). */
 #define COLS_BUILD_COST  2.0
-/* A hash table's scan without a column set snapshots its keys, sorts them
+/* A hash table's scan without a column set (and without its ordered host
+** mirror, store.c, whose scans cost what gfsl's do: the costs below then
+** take the ordered branches) snapshots its keys, sorts them
 ** and looks them up page by page: 4-9 times an ordinary table's scan on an
 ** H100 (issue #12's figures), so a column plan serves its scans. */
 #define HASH_SCAN_COST   4.0
