@@ -16,7 +16,9 @@
 //   FEW: a filter in key order (terms, no column order, nFirst at most
 //      kFewMax) first tries one pass (few()): kAppend evaluates SelPred
 //      over i0..i1-1 (bounds found on the device) and appends the matches
-//      in no order with one atomic per warp; the count and up to kFewMax
+//      in no order with one atomic per warp (one comparison, the common
+//      case: each thread loads four rows before comparing, for bytes in
+//      flight; H100, 10^7 rows: xQuery 0.118 -> 0.076 ms); the count and up to kFewMax
 //      keys and row words come back in one copy, one wait in all, and the
 //      host sorts them.  Twice as fast as steps 2-6 for a selective filter;
 //      with more matches than kFewMax, steps 2-6 follow;
