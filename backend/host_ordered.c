@@ -11,6 +11,20 @@
 ** keys k with aKey[i-1] <= k < aKey[i].  Every node but the root is at least
 ** half full; all leaves are at the same depth.
 **
+** The hint table (point lookups).  A lookup of a random key in a big tree
+** misses the cache at each level below the top ones, each miss waiting for
+** the one above.  So the store keeps, beside the tree, a table of leaf
+** pointers indexed by the key's offset from the smallest key, shifted:
+** slot j holds the leaf a descent would reach for the key
+** iHintMin + (j << nHintShift), and a lookup reads one slot, then checks
+** that leaf (or the one after it) holds the key's range, which the leaf
+** chain makes sound whatever the table says; else it descends.  About two
+** slots per leaf (16 bytes a leaf, a quarter byte a key), built from the
+** inner nodes alone.  The table only ever points at live leaves: freeing a
+** leaf (a merge, a rebuild, the store's end) drops it; splits only make it
+** stale (more descents), and after nLeaf/BT_HINT_REBUILD_DIV descents since
+** it was built or dropped, a lookup builds it again.
+**
 ** All-or-nothing batches.  The only failure a batch can meet half way is an
 ** allocation failure while splitting.  A batch therefore applies its
 ** operations in order WITHOUT merging underfull nodes (deletes only remove
@@ -30,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define BT_LEAF_MAX   64                 /* entries in a leaf, at most */
 #define BT_LEAF_MIN   (BT_LEAF_MAX/2)    /* entries in a non-root leaf, at least */
@@ -40,6 +55,11 @@
 ** the tree from the merge (O(old+new), full leaves); a smaller one inserts
 ** key by key (O(new log old)), cheaper while new is small against old. */
 #define BT_REBUILD_DIV 16
+/* The hint table is (re)built after nLeaf/BT_HINT_REBUILD_DIV descents (and
+** at least BT_HINT_MIN_DESCENTS) of lookups: its build reads the inner
+** nodes only, a few ns a leaf, so the descents pay for it many times over. */
+#define BT_HINT_REBUILD_DIV  4
+#define BT_HINT_MIN_DESCENTS 64
 
 typedef struct BtNode BtNode;
 typedef struct BtLeaf BtLeaf;
@@ -71,6 +91,12 @@ struct HostOrderedStore {
   int64_t nKey;         /* entries held */
   int64_t nLeaf;        /* leaves allocated */
   int64_t nInner;       /* inner nodes allocated */
+  BtLeaf **aHint;       /* the hint table (see the header), or NULL */
+  int64_t nHint;        /* its slots; 0 when there is none */
+  int64_t iHintMin;     /* the key of slot 0 */
+  int64_t iHintMax;     /* keys above this have no slot */
+  int nHintShift;       /* slot j: key iHintMin + (j << nHintShift) */
+  int64_t nDescent;     /* lookups' descents since the table was built or dropped */
   char zErr[200];       /* message of the last failed call */
 };
 
@@ -177,6 +203,109 @@ static BtLeaf *btFindLeafNear(HostOrderedStore *p, BtLeaf *pHint, int64_t k){
     if( pHint && pHint->h.n>0 && k>=pHint->aKey[0] && k<=pHint->aKey[pHint->h.n-1] ){
       return pHint;
     }
+  }
+  return btFindLeaf(p, k);
+}
+
+/* Forget the hint table (a leaf it may point at is about to be freed, or
+** the tree replaced); lookups descend until it is built again. */
+static void btHintDrop(HostOrderedStore *p){
+  if( p->aHint ) munmap(p->aHint, (size_t)p->nHint*sizeof(BtLeaf*));
+  p->aHint = 0;
+  p->nHint = 0;
+  p->nDescent = 0;
+}
+
+/* State of btHintBuild's walk: the next slot to fill, the key it stands
+** for, and the leaf that holds keys from the last separator passed. */
+typedef struct BtHintFill BtHintFill;
+struct BtHintFill {
+  HostOrderedStore *p;
+  int64_t j;
+  BtLeaf *pCur;
+};
+
+/* Fill the slots whose keys are below lb with the current leaf. */
+static void btHintUpTo(BtHintFill *f, int64_t lb){
+  HostOrderedStore *p = f->p;
+  while( f->j<p->nHint
+      && (int64_t)((uint64_t)p->iHintMin + ((uint64_t)f->j << p->nHintShift))<lb ){
+    p->aHint[f->j++] = f->pCur;
+  }
+}
+
+/* Walk inner node pI at depth d in key order: each child's lower bound is
+** the separator before it, so the slots below it belong to the leaf
+** before; a child at depth nHeight-1 is a leaf (not read). */
+static void btHintWalk(BtHintFill *f, BtInner *pI, int d){
+  int i;
+  for(i=0; i<pI->h.n; i++){
+    if( i>0 ) btHintUpTo(f, pI->aKey[i-1]);
+    if( d+2==f->p->nHeight ) f->pCur = (BtLeaf*)pI->apChild[i];
+    else btHintWalk(f, (BtInner*)pI->apChild[i], d+1);
+  }
+}
+
+/* Build the hint table (about 2 slots a leaf) from the inner nodes; none
+** for a tree of one leaf, or when memory is short (lookups descend). */
+static void btHintBuild(HostOrderedStore *p){
+  BtLeaf *pFirst, *pLast;
+  uint64_t span;
+  int64_t nTarget = 2*p->nLeaf;
+  int s = 0;
+  BtHintFill f;
+  btHintDrop(p);
+  if( p->nHeight<2 || p->nKey==0 ) return;
+  pFirst = btFindLeaf(p, INT64_MIN);
+  pLast = btFindLeaf(p, INT64_MAX);
+  if( pFirst->h.n==0 || pLast->h.n==0 ) return;
+  p->iHintMin = pFirst->aKey[0];
+  p->iHintMax = pLast->aKey[pLast->h.n-1];
+  span = (uint64_t)p->iHintMax - (uint64_t)p->iHintMin;
+  while( s<63 && (span>>s)>=(uint64_t)nTarget ) s++;
+  p->nHintShift = s;
+  /* Mapped, not malloc()ed: the table is optional (without it lookups
+  ** descend), and when a lookup builds it depends on how many lookups
+  ** descended, which differs between otherwise equal runs of tests/c/faults.c
+  ** (its first run counts the allocations the others fail one by one). */
+  p->aHint = (BtLeaf**)mmap(0, ((span>>s)+1)*sizeof(BtLeaf*),
+                            PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
+  if( p->aHint==(BtLeaf**)MAP_FAILED ){ p->aHint = 0; return; }
+  p->nHint = (int64_t)(span>>s)+1;
+  f.p = p;
+  f.j = 0;
+  f.pCur = 0;
+  btHintWalk(&f, (BtInner*)p->pRoot, 0);
+  btHintUpTo(&f, INT64_MAX);
+  while( f.j<p->nHint ) p->aHint[f.j++] = f.pCur;   /* INT64_MAX's slot */
+}
+
+/* The leaf that holds k if any leaf does, for a lookup: from pNear (the
+** previous key's leaf of an ascending batch, may be NULL) or else the hint
+** table's slot, when k lies within that leaf's keys or between them and
+** the next leaf's, or within the next leaf's; else by a descent (counted:
+** enough of them rebuild the table).  Sound at any moment, as
+** btFindLeafNear.  The leaf's keys are being prefetched. */
+static BtLeaf *btLookupLeaf(HostOrderedStore *p, BtLeaf *pNear, int64_t k){
+  BtLeaf *pL = pNear, *pN;
+  if( pL==0 && p->nHint>0 && k>=p->iHintMin && k<=p->iHintMax ){
+    pL = p->aHint[((uint64_t)k - (uint64_t)p->iHintMin) >> p->nHintShift];
+    BT_PREFETCH_KEYS(pL->aKey, BT_LEAF_MAX);
+  }
+  if( pL && pL->h.n>0 && k>=pL->aKey[0] ){
+    if( k<=pL->aKey[pL->h.n-1] ) return pL;
+    pN = pL->pNext;
+    if( pN==0 ) return pL;                  /* past every key: absent */
+    if( pN->h.n>0 ){
+      if( k<pN->aKey[0] ) return pL;        /* between two leaves: absent */
+      if( k<=pN->aKey[pN->h.n-1] ){
+        BT_PREFETCH_KEYS(pN->aKey, pN->h.n);
+        return pN;
+      }
+    }
+  }
+  if( ++p->nDescent >= p->nLeaf/BT_HINT_REBUILD_DIV + BT_HINT_MIN_DESCENTS ){
+    btHintBuild(p);
   }
   return btFindLeaf(p, k);
 }
@@ -507,6 +636,7 @@ static void btMerge(HostOrderedStore *p, BtInner *pP, int li){
     pLA->pNext = pLB->pNext;
     if( pLB->pNext ) pLB->pNext->pPrev = pLA;
     p->nLeaf--;
+    btHintDrop(p);                       /* it may point at pLB */
   }else{
     BtInner *pIA = (BtInner*)pA, *pIB = (BtInner*)pB;
     assert( pIA->h.n + pIB->h.n <= BT_FANOUT );
@@ -846,6 +976,7 @@ no_mem:
 /* Replace the tree of p by a freshly built one (see btBuild). */
 static void btInstall(HostOrderedStore *p, BtNode *pRoot, int nHeight,
                       int64_t nEntry, int64_t nLeaf, int64_t nInner){
+  btHintDrop(p);
   btFreeTree(p->pRoot);
   p->pRoot = pRoot;
   p->nHeight = nHeight;
@@ -884,6 +1015,7 @@ static int btCreate(gpuds_store **ppStore, char **pzErr){
 static void btDestroy(gpuds_store *pStore){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
   if( p==0 ) return;
+  btHintDrop(p);
   btFreeTree(p->pRoot);
   free(p);
 }
@@ -908,7 +1040,7 @@ static int btLookup(gpuds_store *pStore, size_t n, const int64_t *aKey,
   for(i=0; i<n; i++){
     uint8_t f;
     uint64_t v;
-    pHint = btFindLeafNear(p, (i>0 && aKey[i]>aKey[i-1]) ? pHint : 0, aKey[i]);
+    pHint = btLookupLeaf(p, (i>0 && aKey[i]>aKey[i-1]) ? pHint : 0, aKey[i]);
     btGetIn(pHint, aKey[i], &f, &v);
     if( aFound ) aFound[i] = f;
     if( aVal ) aVal[i] = v;
@@ -1059,14 +1191,17 @@ static void btInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
   int64_t nByte = (int64_t)sizeof(HostOrderedStore)
                 + p->nLeaf*(int64_t)sizeof(BtLeaf)
-                + p->nInner*(int64_t)sizeof(BtInner);
+                + p->nInner*(int64_t)sizeof(BtInner)
+                + p->nHint*(int64_t)sizeof(BtLeaf*);
   int nw;
   if( nBuf==0 ) return;
   nw = snprintf(zBuf, nBuf,
       "{\"structure\":\"b+tree\",\"keys\":%lld,\"height\":%d,\"nodes\":%lld,"
-      "\"leaves\":%lld,\"leaf_capacity\":%d,\"fanout\":%d,\"bytes\":%lld}",
+      "\"leaves\":%lld,\"leaf_capacity\":%d,\"fanout\":%d,\"hint_slots\":%lld,"
+      "\"bytes\":%lld}",
       (long long)p->nKey, p->nHeight, (long long)(p->nLeaf+p->nInner),
-      (long long)p->nLeaf, BT_LEAF_MAX, BT_FANOUT, (long long)nByte);
+      (long long)p->nLeaf, BT_LEAF_MAX, BT_FANOUT, (long long)p->nHint,
+      (long long)nByte);
   if( nw<0 || (size_t)nw>=nBuf ){
     if( nBuf>=3 ) memcpy(zBuf, "{}", 3); else zBuf[0] = 0;
   }
@@ -1208,6 +1343,19 @@ static int btCheckTree(gpuds_store *pStore){
         "b+tree invariant: node count: %lld+%lld recorded, %lld+%lld found",
         (long long)p->nLeaf, (long long)p->nInner,
         (long long)c.nLeaf, (long long)c.nInner);
+  }
+  {
+    /* Every slot of the hint table is a leaf of the tree (a descent to its
+    ** first key reaches it): a freed leaf would have dropped the table. */
+    int64_t j;
+    for(j=0; j<p->nHint; j++){
+      BtLeaf *pL = p->aHint[j];
+      if( pL==0 || (pL->h.n>0 ? btFindLeaf(p, pL->aKey[0])!=pL : &pL->h!=p->pRoot) ){
+        return btError(p, GPUDS_ERROR,
+            "b+tree invariant: hint slot %lld is not a leaf of the tree",
+            (long long)j);
+      }
+    }
   }
   return GPUDS_OK;
 }

@@ -90,6 +90,7 @@ static uint64_t rndN(uint64_t n){ return n ? rnd64()%n : 0; }
 
 static long long nCheck = 0;
 static long long mxHeight = 0;    /* tallest b+tree seen (coverage) */
+static long long nHintSeen = 0;   /* checks that met a b+tree hint table */
 static uint64_t curSeed = 0;
 static const char *curWhat = "";
 
@@ -300,6 +301,7 @@ static void tCheckStructure(T *t){
   if( t->bOrdered ){
     long long h = tInfoField(t, "height");
     if( h>mxHeight ) mxHeight = h;
+    if( tInfoField(t, "hint_slots")>0 ) nHintSeen++;
   }
 }
 
@@ -1093,8 +1095,14 @@ int main(int argc, char **argv){
     throughput(&gpudsHostHashOps, "hash");
     bulkThroughput(10000000);
   }
+  /* Lookups must have met the b+tree's hint table (built after enough
+  ** descents) and the batches after it, or its paths went untested. */
+  if( nHintSeen==0 ){
+    printf("FAIL: no check met a b+tree hint table\n");
+    return 1;
+  }
   printf("host stores: %lld checks passed (%lld allocation failures injected,"
-         " b+tree height up to %lld) in %.1f s\n", nCheck, nFaultHit, mxHeight,
-         nowSec()-t0);
+         " b+tree height up to %lld, %lld with a hint table) in %.1f s\n",
+         nCheck, nFaultHit, mxHeight, nHintSeen, nowSec()-t0);
   return 0;
 }
