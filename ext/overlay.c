@@ -325,6 +325,20 @@ int gpudsOvGet(const GpudsOverlay *p, int64_t k, uint64_t *pv){
   return 1;
 }
 
+/* Append the entry k -> v of a key the overlay does not hold, without a
+** hash slot (the caller knows it is new).  GPUDS_NOMEM: nothing changed. */
+static int ovAppendNew(GpudsOverlay *p, int64_t k, uint64_t v){
+  int rc = ovReserve(p, 0);
+  if( rc ) return rc;
+  p->aE[p->nE].k = k;
+  p->aE[p->nE].v = v;
+  p->aDead[p->nE] = 0;
+  p->nE++;
+  p->nLive++;
+  p->bSorted = 0;
+  return GPUDS_OK;
+}
+
 /* Set k -> v.  *pHad and *pPrev report the previous value.  On error
 ** (GPUDS_NOMEM) nothing changed. */
 int gpudsOvPut(GpudsOverlay *p, int64_t k, uint64_t v, int *pHad, uint64_t *pPrev){
@@ -333,14 +347,8 @@ int gpudsOvPut(GpudsOverlay *p, int64_t k, uint64_t v, int *pHad, uint64_t *pPre
   if( !p->bHashed ){
     if( p->nE==0 || k>p->aE[p->nE-1].k ){
       /* still ascending: append, no hash slot */
-      rc = ovReserve(p, 0);
+      rc = ovAppendNew(p, k, v);
       if( rc ) return rc;
-      p->aE[p->nE].k = k;
-      p->aE[p->nE].v = v;
-      p->aDead[p->nE] = 0;
-      p->nE++;
-      p->nLive++;
-      p->bSorted = 0;
       *pHad = 0; *pPrev = 0;
       return GPUDS_OK;
     }
@@ -351,18 +359,13 @@ int gpudsOvPut(GpudsOverlay *p, int64_t k, uint64_t v, int *pHad, uint64_t *pPre
     uint64_t h = gpudsMix64((uint64_t)k);
     if( !ovBloomMaybe(p, h) && p->nE-p->nHashed<OV_TAIL_MAX ){
       /* certainly a new key: append it to the tail, no slot touched */
+      int bDesc = p->nE>0 && p->aE[p->nE-1].k>=k;
       if( p->nBloomAdd>=p->nBloomCap ){
         ovBloomBuild(p, (uint64_t)p->nLive*4);
       }
-      rc = ovReserve(p, 0);
+      rc = ovAppendNew(p, k, v);
       if( rc ) return rc;
-      if( p->nE>0 && p->aE[p->nE-1].k>=k ) p->bAppendSorted = 0;
-      p->aE[p->nE].k = k;
-      p->aE[p->nE].v = v;
-      p->aDead[p->nE] = 0;
-      p->nE++;
-      p->nLive++;
-      p->bSorted = 0;
+      if( bDesc ) p->bAppendSorted = 0;
       ovBloomAdd(p, h);
       *pHad = 0; *pPrev = 0;
       return GPUDS_OK;
