@@ -310,12 +310,13 @@ static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch
     }
     if( jBest<0 ) break;
     {
-      /* A batch's records lie wherever xUpdate put them (a hash table's
-      ** are never repacked into key order): load the one SYNC_AHEAD keys
+      /* A batch's records lie wherever xUpdate put them (a hash table
+      ** without its ordered mirror never repacks them into key order, and
+      ** small flushes are not repacked): load the one SYNC_AHEAD keys
       ** on into the caches now, so that this walk is not a miss a row. */
       size_t a = aPos[jBest] + SYNC_AHEAD;
       if( a<aBatch[jBest].n && aBatch[jBest].aNew[a] ){
-        gpudsRowPrefetch(&aBatch[jBest].aNew[a], 1);
+        gpudsRowPrefetchOne(aBatch[jBest].aNew[a]);
       }
     }
     pRow = gpudsRowOf(aBatch[jBest].aNew[aPos[jBest]]);
