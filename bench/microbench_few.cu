@@ -4,9 +4,8 @@
 // variants of the one-pass select over 10^7 (tag, value) rows (CUB's
 // ordered select, flags + CUB, warp-atomic append at several grid sizes and
 // unrolls) against a device-to-device copy as the bandwidth reference.
-// Wall time (host clock) and GPU time (events), median of 30.  Not built by
-// CMake (a measurement, not part of the product):
-//   nvcc -std=c++17 -arch=native -Ibackend -o /tmp/mb bench/microbench_few.cu && /tmp/mb
+// Wall time (host clock) and GPU time (events), median of 30.  Built with
+// the other benchmarks (build/microbench_few, CUDA builds); no arguments.
 // Its H100 output: bench/results/microbench-few-h100-20261125.log.
 #include "gpuds_colval.h"
 #include <cub/cub.cuh>
