@@ -33,6 +33,7 @@ struct PredS {
   const uint8_t *tag; const uint64_t *val;
   __device__ __forceinline__ bool operator()(int64_t i) const { return tag[i]==GPUDS_TAG_INT && val[i]==4242; }
 };
+// fused: warp ballot + atomic append (unordered), up to cap
 template<class P>
 __global__ void kAppendP(P p, int64_t n, unsigned *cnt, unsigned *out, unsigned cap){
   int64_t s=(int64_t)gridDim.x*blockDim.x;
@@ -48,18 +49,6 @@ __global__ void kAppendP(P p, int64_t n, unsigned *cnt, unsigned *out, unsigned 
 __global__ void kFlags(Pred p, int64_t n, uint8_t *f){
   int64_t s=(int64_t)gridDim.x*blockDim.x;
   for(int64_t i=(int64_t)blockIdx.x*blockDim.x+threadIdx.x;i<n;i+=s) f[i]=p(i);
-}
-// fused: warp ballot + atomic append (unordered), up to cap
-__global__ void kAppend(Pred p, int64_t n, unsigned *cnt, unsigned *out, unsigned cap){
-  int64_t s=(int64_t)gridDim.x*blockDim.x;
-  for(int64_t base=(int64_t)blockIdx.x*blockDim.x;base<n;base+=s){
-    int64_t i=base+threadIdx.x; bool m = i<n && p(i);
-    unsigned b=__ballot_sync(0xffffffff,m); if(!b) continue;
-    int lane=threadIdx.x&31; unsigned pos=0;
-    if(lane==0) pos=atomicAdd(cnt,__popc(b));
-    pos=__shfl_sync(0xffffffff,pos,0)+__popc(b&((1u<<lane)-1));
-    if(m && pos<cap) out[pos]=(unsigned)i;
-  }
 }
 // ILP: each warp takes U*32 consecutive items, item j of thread = base + k*32 + lane
 template<int U>
@@ -122,7 +111,7 @@ int main(){
   timeit("flags + CUB Flagged", [&]{ kFlags<<<nSM*8,256,0,st>>>(p,n,dF); size_t t=nTmp2; cub::DeviceSelect::Flagged(tmp,t,it,dF,dOut,dN,n,st); cudaMemcpyAsync(hN,dN,8,cudaMemcpyDeviceToHost,st);});
   for(int bs: {256, 512}) for(int mult: {4, 8, 16}){
     char z[64]; snprintf(z,64,"fused append bs=%d x%d",bs,mult);
-    timeit(z, [&]{ cudaMemsetAsync(dCnt,0,4,st); kAppend<<<nSM*mult,bs,0,st>>>(p,n,dCnt,dOut,4096); cudaMemcpyAsync(hN,dCnt,4,cudaMemcpyDeviceToHost,st);});
+    timeit(z, [&]{ cudaMemsetAsync(dCnt,0,4,st); kAppendP<<<nSM*mult,bs,0,st>>>(p,n,dCnt,dOut,4096); cudaMemcpyAsync(hN,dCnt,4,cudaMemcpyDeviceToHost,st);});
   }
   { PredV pv{dT,dV,T}; PredS ps{dT,dV};
     timeit("append PredV x8", [&]{ cudaMemsetAsync(dCnt,0,4,st); kAppendP<<<nSM*8,256,0,st>>>(pv,n,dCnt,dOut,4096); cudaMemcpyAsync(hN,dCnt,4,cudaMemcpyDeviceToHost,st);});
