@@ -74,7 +74,8 @@ typedef struct GpudsRowPos {
 /* Spare arena blocks for loaders: a list whose links row.c keeps. */
 typedef struct GpudsBlocks { void *pHead; int n; } GpudsBlocks;
 typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; GpudsBlocks spare; } GpudsLoader;
-uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff);
+uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff,
+                     int bUtf8);
 void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos);
 size_t gpudsRowBytes(const GpudsRow *p);
 int gpudsRealToInt(double r, sqlite3_int64 *pi);
@@ -208,6 +209,9 @@ struct GpudsTable {
   char **azCol;               /* column names */
   unsigned char *aNotNull;    /* column declared NOT NULL */
   char *aAff;                 /* column affinity (schema.h GPUDS_AFF_xxx) */
+  int bUtf8;                  /* the connection's text encoding is UTF-8: a
+                              ** text value's bytes are read as they are
+                              ** (gpudsRowNew), no terminator added */
   GpudsTable *pNextTable;     /* list of all tables (info.c) */
   const gpuds_store_ops *pOps;
   gpuds_store *pStore;        /* committed (and flushed) rows */

@@ -259,7 +259,7 @@ int gpudsRealToInt(double r, sqlite3_int64 *pi){
 ** an owned copy (or NULL) that a text->number conversion used, to be freed
 ** once *a is no longer needed.  *a is written in place (no copy of it
 ** follows: one was a store-forwarding stall a column). */
-static void applyAffinity(sqlite3_value *v, char cAff, RowVal *a,
+static void applyAffinity(sqlite3_value *v, char cAff, int bUtf8, RowVal *a,
                           sqlite3_value **ppDup){
   memset(a, 0, sizeof(*a));
   *ppDup = 0;
@@ -298,7 +298,18 @@ static void applyAffinity(sqlite3_value *v, char cAff, RowVal *a,
     case SQLITE_INTEGER: a->i = sqlite3_value_int64(v); break;
     case SQLITE_FLOAT:   a->r = sqlite3_value_double(v); break;
     case SQLITE_TEXT:
-      a->z = sqlite3_value_text(v); a->n = (uint32_t)sqlite3_value_bytes(v); break;
+      /* In a UTF-8 database a text value holds UTF-8 (SQLite converts text
+      ** to the database's encoding as it enters a register): its bytes are
+      ** the record's.  sqlite3_value_blob() returns them as they are, where
+      ** sqlite3_value_text() must first NUL-terminate a value that is not
+      ** (a parameter bound with its length, a column read from a page):
+      ** a malloc(), a copy and a free() per value.  The value's type stays
+      ** TEXT.  A value that is a number converted for TEXT affinity has no
+      ** bytes yet: sqlite3_value_blob() converts it as sqlite3_value_text()
+      ** would. */
+      a->z = bUtf8 ? sqlite3_value_blob(v) : sqlite3_value_text(v);
+      a->n = (uint32_t)sqlite3_value_bytes(v);
+      break;
     case SQLITE_BLOB:
       a->z = sqlite3_value_blob(v); a->n = (uint32_t)sqlite3_value_bytes(v); break;
   }
@@ -335,8 +346,11 @@ static uint64_t valsRow(GpudsLoader *L, const RowVal *aV, int nCol,
 
 /* The handle of a new record holding the values apVal[0..nCol-1] after the
 ** column affinities aAff[0..nCol-1], allocated from arena L (or by malloc()
-** if L is NULL); 0 if out of memory.  Values are copied. */
-uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff){
+** if L is NULL); 0 if out of memory.  Values are copied.  bUtf8: the
+** connection's encoding is UTF-8 (GpudsTable.bUtf8), so text values are
+** read without conversion or terminator. */
+uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff,
+                     int bUtf8){
   RowVal vStatic[16], *aV = vStatic;
   sqlite3_value *dStatic[16], **aDup = dStatic;
   uint64_t h = 0;
@@ -347,7 +361,7 @@ uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char
     if( aV==0 ) return 0;
     aDup = (sqlite3_value**)&aV[nCol];
   }
-  for(i=0; i<nCol; i++) applyAffinity(apVal[i], aAff[i], &aV[i], &aDup[i]);
+  for(i=0; i<nCol; i++) applyAffinity(apVal[i], aAff[i], bUtf8, &aV[i], &aDup[i]);
   if( valsMeasure(aV, nCol, &nRec, &nHdr) ) h = valsRow(L, aV, nCol, nRec, nHdr);
   for(i=0; i<nCol; i++) sqlite3_value_free(aDup[i]);
   if( aV!=vStatic ) sqlite3_free(aV);

@@ -139,6 +139,21 @@ static int sameSchema(const GpudsTable *p, int eKind, const GpudsSchema *sch){
 ** empty store on the backend chosen for this kind of table; xCreate also
 ** creates the shadow tables, xConnect leaves the store to be loaded from
 ** them on first use. */
+/* True if the text encoding of connection db is UTF-8 (PRAGMA encoding);
+** false if it is UTF-16 or cannot be read.  Every database of a connection
+** has the main database's encoding. */
+static int dbIsUtf8(sqlite3 *db){
+  sqlite3_stmt *pStmt = 0;
+  int bUtf8 = 0;
+  if( sqlite3_prepare_v2(db, "PRAGMA encoding", -1, &pStmt, 0)==SQLITE_OK
+   && sqlite3_step(pStmt)==SQLITE_ROW ){
+    const char *z = (const char*)sqlite3_column_text(pStmt, 0);
+    bUtf8 = z!=0 && sqlite3_stricmp(z, "UTF-8")==0;
+  }
+  sqlite3_finalize(pStmt);
+  return bUtf8;
+}
+
 static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
                      sqlite3_vtab **ppVtab, char **pzErr, int bCreate){
   int eKind = (int)(intptr_t)pAux;
@@ -207,6 +222,7 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   p->azCol = sch.azCol;
   p->aNotNull = sch.aNotNull;
   p->aAff = sch.aAff;
+  p->bUtf8 = dbIsUtf8(db);
   sqlite3_free(sch.zDecl);
   p->zDb = sqlite3_mprintf("%s", argv[1]);
   p->zName = sqlite3_mprintf("%s", argv[2]);
@@ -774,7 +790,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   ** Small transactions keep malloc(), whose holes are reused: a long run of
   ** small updates must not pin arena blocks that are mostly dead. */
   hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
-                     p->nCol-1, &argv[3], &p->aAff[1]);
+                     p->nCol-1, &argv[3], &p->aAff[1], p->bUtf8);
   if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
   if( gpudsRowTooBig(gpudsRowOf(hRow), &p->aAff[1],
                      sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1))
