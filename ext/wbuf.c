@@ -40,7 +40,8 @@ struct GpudsFlush {
   int64_t *aKey;        /* keys, ascending */
   uint64_t *aNew;       /* values written (0 = deleted) */
   uint8_t *aFound;      /* key was in the store before */
-  uint64_t *aOld;       /* its value then */
+  uint64_t *aOld;       /* its value then; NULL after a bulk load (every
+                        ** key was new: all 0) */
   uint64_t *aOrig;      /* if the rows were repacked: the overlay's handles,
                         ** which the undo log knows (aNew holds the copies) */
 };
@@ -492,10 +493,9 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     f->aKey = sqlite3_malloc64(n*8);
     f->aNew = sqlite3_malloc64(n*8);
     f->aFound = sqlite3_malloc64(n);
-    f->aOld = sqlite3_malloc64(n*8);
     aOp = sqlite3_malloc64(n);
   }
-  if( f==0 || !f->aKey || !f->aNew || !f->aFound || !f->aOld || !aOp ){
+  if( f==0 || !f->aKey || !f->aNew || !f->aFound || !aOp ){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
     goto flush_out;
   }
@@ -519,9 +519,13 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     /* Only inserts, into an empty store or past its largest key (keys
     ** written in order): the bulk-build path. */
     rc = gpudsStoreBulk(p, p->pStore, p->pMirror, n, f->aKey, f->aNew);
-    memset(f->aFound, 0, n);
-    memset(f->aOld, 0, n*8);
+    memset(f->aFound, 0, n);      /* no old values: aOld stays NULL */
   }else{
+    f->aOld = sqlite3_malloc64(n*8);
+    if( f->aOld==0 ){
+      rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+      goto flush_out;
+    }
     rc = gpudsStoreBatch(p, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
   }
   if( rc ) goto flush_out;
@@ -560,6 +564,15 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
     uint8_t *aOp = sqlite3_malloc64(f->n ? f->n : 1);
     size_t i;
     if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    if( f->aOld==0 ){
+      /* a bulk load: every key was new, so the undo deletes them all */
+      f->aOld = sqlite3_malloc64(f->n ? f->n*8 : 8);
+      if( f->aOld==0 ){
+        sqlite3_free(aOp);
+        return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+      }
+      memset(f->aOld, 0, f->n*8);
+    }
     for(i=0; i<f->n; i++){
       aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
     }
@@ -730,7 +743,7 @@ void gpudsWbufCommit(GpudsTable *p){
       size_t j;
       nRows += (int64_t)f->n;
       for(j=0; j<f->n; j++){
-        if( f->aFound[j] ) gpudsRowGarbage(p, f->aOld[j]);
+        if( f->aOld && f->aFound[j] ) gpudsRowGarbage(p, f->aOld[j]);
         if( f->aOrig && f->aOrig[j]!=f->aNew[j] ) gpudsRowGarbage(p, f->aOrig[j]);
       }
       flushFree(f);
