@@ -1148,6 +1148,7 @@ static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
     int64_t nEntry = 0, k;
     uint64_t v;
     BtNode *pRoot;
+    BtLeaf *pLast;
     int nHeight, rc;
     int64_t nLeaf, nInner;
 
@@ -1157,6 +1158,13 @@ static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
     src.n = n;
     if( p->nKey==0 ){
       nEntry = (int64_t)n;
+    }else if( (pLast = btFindLeaf(p, INT64_MAX))->h.n>0
+           && aKey[0] > pLast->aKey[pLast->h.n-1] ){
+      /* every new key lies past the largest (keys written in order): the
+      ** merge holds both sets whole, no counting pass over the tree */
+      nEntry = p->nKey + (int64_t)n;
+      src.pL = btFindLeaf(p, INT64_MIN);
+      btSourceSettle(&src);
     }else{
       src.pL = btFindLeaf(p, INT64_MIN);
       btSourceSettle(&src);
