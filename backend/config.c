@@ -48,6 +48,7 @@ void gpudsConfigLoad(void){
               : envIs("GPUDS_LAZY_LOAD", "always") ? GPUDS_LAZY_ALWAYS
               : envIs("GPUDS_LAZY_LOAD", "hold") ? GPUDS_LAZY_HOLD
               : GPUDS_LAZY_AUTO;
+  c.bHugePages = !envIs("GPUDS_HUGE_PAGES", "0");
   gCfg = c;
   gLoaded = 1;
 }

@@ -67,6 +67,8 @@ typedef struct gpuds_config {
   int eGfslRebuild;      /* GFSL_REBUILD, GPUDS_REBUILD_xxx */
   int eColPlans;         /* GPUDS_COLUMN_PLANS, GPUDS_COLPLAN_xxx */
   int eLazyLoad;         /* GPUDS_LAZY_LOAD, GPUDS_LAZY_xxx */
+  int bHugePages;        /* GPUDS_HUGE_PAGES: 0 when =0 (no MADV_HUGEPAGE
+                         ** for B+tree leaf slabs, hint tables, row arenas) */
 } gpuds_config;
 
 /* Read the environment into the process's configuration. */

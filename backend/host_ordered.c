@@ -25,6 +25,20 @@
 ** stale (more descents), and after nLeaf/BT_HINT_REBUILD_DIV descents since
 ** it was built or dropped, a lookup builds it again.
 **
+** Leaf slabs (huge pages).  A lookup in a big tree misses the TLB too: its
+** leaves span tens of thousands of small pages, and on a virtual machine
+** each TLB miss is a two-level page walk.  So the leaves of a tree with
+** BT_SLAB_MIN_LEAVES leaves or more come from slabs: 2 MiB mappings aligned
+** to their size and advised as one transparent huge page (MADV_HUGEPAGE),
+** each cut into slots of whole cache lines placed so that a leaf's keys
+** start a line (its 64 keys on 8 lines, not 9).  A slab's header counts its
+** live leaves and links its freed slots; the store lists its slabs, those
+** with a free slot first; a slab whose last leaf goes is unmapped.  A leaf
+** says where it came from (h.isLeaf: BT_LEAF_MALLOC or BT_LEAF_SLAB), so
+** every node is freed by btFreeNode.  Smaller trees malloc() their leaves
+** (they fit the TLB anyway, and tests/c/faults.c fails their allocations),
+** and so does every tree under GPUDS_HUGE_PAGES=0.
+**
 ** All-or-nothing batches.  The only failure a batch can meet half way is an
 ** allocation failure while splitting.  A batch therefore applies its
 ** operations in order WITHOUT merging underfull nodes (deletes only remove
@@ -39,8 +53,11 @@
 ** merging and redistributing, which frees memory but never allocates.
 */
 #include "gpuds_backend.h"
+#include "gpuds_config.h"
 #include <assert.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +77,13 @@
 ** nodes only, a few ns a leaf, so the descents pay for it many times over. */
 #define BT_HINT_REBUILD_DIV  4
 #define BT_HINT_MIN_DESCENTS 64
+/* Leaf slabs (see the header). */
+#define BT_SLAB_SIZE       ((size_t)2<<20)   /* one huge page, aligned to it */
+#ifndef BT_SLAB_MIN_LEAVES                  /* (tests build with a small one) */
+# define BT_SLAB_MIN_LEAVES 2048             /* smaller trees malloc() leaves */
+#endif
+#define BT_LEAF_MALLOC     1                 /* h.isLeaf of a malloc()ed leaf */
+#define BT_LEAF_SLAB       2                 /* h.isLeaf of a slab's leaf */
 
 typedef struct BtNode BtNode;
 typedef struct BtLeaf BtLeaf;
@@ -68,7 +92,7 @@ typedef struct BtInner BtInner;
 /* The header common to both kinds of node. */
 struct BtNode {
   int n;         /* leaf: number of entries; inner: number of children */
-  int isLeaf;    /* 1 for a leaf */
+  int isLeaf;    /* 0: inner; BT_LEAF_MALLOC or BT_LEAF_SLAB: a leaf */
 };
 
 struct BtLeaf {
@@ -84,6 +108,23 @@ struct BtInner {
   BtNode *apChild[BT_FANOUT];     /* h.n children */
 };
 
+/* The header of a leaf slab (see the file's header); its slots follow. */
+typedef struct BtSlab BtSlab;
+struct BtSlab {
+  void *pOwner;            /* the store whose leaves it holds */
+  BtSlab *pPrev, *pNext;   /* the store's slabs, those with a free slot first */
+  void *pFree;             /* freed slots, linked through their first word */
+  int nLive;               /* leaves taken and not given back; > 0 */
+  int nBump;               /* slots handed out from the top so far */
+  int nSeen;               /* btCheckTree's count of its leaves in the tree */
+};
+/* A slot: a leaf in whole cache lines.  The first slot is placed so that
+** every slot's aKey starts a cache line. */
+#define BT_SLAB_STRIDE ((sizeof(BtLeaf)+63) & ~(size_t)63)
+#define BT_SLAB_FIRST  (((sizeof(BtSlab)+offsetof(BtLeaf,aKey)+63) & ~(size_t)63) \
+                        - offsetof(BtLeaf,aKey))
+#define BT_SLAB_SLOTS  ((int)((BT_SLAB_SIZE-BT_SLAB_FIRST)/BT_SLAB_STRIDE))
+
 typedef struct HostOrderedStore HostOrderedStore;
 struct HostOrderedStore {
   BtNode *pRoot;        /* never NULL: an empty tree is one empty leaf */
@@ -97,6 +138,10 @@ struct HostOrderedStore {
   int64_t iHintMax;     /* keys above this have no slot */
   int nHintShift;       /* slot j: key iHintMin + (j << nHintShift) */
   int64_t nDescent;     /* lookups' descents since the table was built or dropped */
+  BtSlab *pSlab;        /* its leaf slabs (see the header), or NULL */
+  int64_t nSlab;        /* slabs mapped */
+  int64_t nSlabLeaf;    /* leaves in slabs (of any tree of the store: a
+                        ** bulk build takes them before the old tree goes) */
   char zErr[200];       /* message of the last failed call */
 };
 
@@ -134,16 +179,123 @@ static int btUpperBound(const int64_t *a, int n, int64_t k){
   return (int)(base - a) + (*base<=k);
 }
 
-/* A new empty leaf, or NULL when out of memory.  Counted in p->nLeaf. */
-static BtLeaf *btNewLeaf(HostOrderedStore *p){
-  BtLeaf *pL = (BtLeaf*)malloc(sizeof(BtLeaf));
+/* Put slab s first in p's list (it has a free slot), or, bLast, last. */
+static void btSlabLink(HostOrderedStore *p, BtSlab *s, int bLast){
+  if( !bLast || p->pSlab==0 ){
+    s->pPrev = 0;
+    s->pNext = p->pSlab;
+    if( p->pSlab ) p->pSlab->pPrev = s;
+    p->pSlab = s;
+  }else{
+    BtSlab *t = p->pSlab;
+    while( t->pNext ) t = t->pNext;
+    t->pNext = s;
+    s->pPrev = t;
+    s->pNext = 0;
+  }
+}
+
+/* Take slab s out of p's list. */
+static void btSlabUnlink(HostOrderedStore *p, BtSlab *s){
+  if( s->pPrev ) s->pPrev->pNext = s->pNext; else p->pSlab = s->pNext;
+  if( s->pNext ) s->pNext->pPrev = s->pPrev;
+  s->pPrev = s->pNext = 0;
+}
+
+/* True if slab s has no free slot. */
+static int btSlabFull(const BtSlab *s){
+  return s->pFree==0 && s->nBump==BT_SLAB_SLOTS;
+}
+
+/* A slot for a leaf from p's slabs (a new slab when the first listed is
+** full), or NULL when out of memory. */
+static BtLeaf *btSlabTake(HostOrderedStore *p){
+  BtSlab *s = p->pSlab;
+  char *z;
+  if( s==0 || btSlabFull(s) ){
+    /* Map twice the size and trim to an aligned slab, as row.c's arena
+    ** blocks; advised before anything touches it. */
+    char *pMap = (char*)mmap(0, 2*BT_SLAB_SIZE, PROT_READ|PROT_WRITE,
+                             MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
+    size_t nHead;
+    if( pMap==(char*)MAP_FAILED ) return 0;
+    s = (BtSlab*)(((uintptr_t)pMap + BT_SLAB_SIZE - 1) & ~(uintptr_t)(BT_SLAB_SIZE-1));
+    nHead = (size_t)((char*)s - pMap);
+    if( nHead ) munmap(pMap, nHead);
+    if( BT_SLAB_SIZE - nHead ) munmap((char*)s + BT_SLAB_SIZE, BT_SLAB_SIZE - nHead);
+#ifdef MADV_HUGEPAGE
+    madvise(s, BT_SLAB_SIZE, MADV_HUGEPAGE);      /* advice only */
+#endif
+    memset(s, 0, sizeof(*s));
+    s->pOwner = p;
+    btSlabLink(p, s, 0);
+    p->nSlab++;
+  }
+  if( s->pFree ){
+    z = (char*)s->pFree;
+    s->pFree = *(void**)z;
+  }else{
+    z = (char*)s + BT_SLAB_FIRST + (size_t)s->nBump*BT_SLAB_STRIDE;
+    s->nBump++;
+  }
+  s->nLive++;
+  p->nSlabLeaf++;
+  if( btSlabFull(s) && s->pNext ){         /* full slabs go last */
+    btSlabUnlink(p, s);
+    btSlabLink(p, s, 1);
+  }
+  return (BtLeaf*)z;
+}
+
+/* Give slab leaf pL's slot back; unmap its slab if it was the last. */
+static void btSlabGive(HostOrderedStore *p, BtLeaf *pL){
+  BtSlab *s = (BtSlab*)((uintptr_t)pL & ~(uintptr_t)(BT_SLAB_SIZE-1));
+  int bWasFull = btSlabFull(s);
+  assert( s->pOwner==p && s->nLive>0 );
+  *(void**)pL = s->pFree;
+  s->pFree = pL;
+  s->nLive--;
+  p->nSlabLeaf--;
+  if( s->nLive==0 ){
+    btSlabUnlink(p, s);
+    munmap(s, BT_SLAB_SIZE);
+    p->nSlab--;
+  }else if( bWasFull && s!=p->pSlab ){   /* it has a free slot: first */
+    btSlabUnlink(p, s);
+    btSlabLink(p, s, 0);
+  }
+}
+
+/* A new empty leaf, or NULL when out of memory: from pSlab's slabs if
+** pSlab is not NULL, else malloc()ed.  Counted in pCount->nLeaf if pCount
+** is not NULL (a bulk build counts its own). */
+static BtLeaf *btNewLeaf(HostOrderedStore *pCount, HostOrderedStore *pSlab){
+  BtLeaf *pL = pSlab ? btSlabTake(pSlab) : (BtLeaf*)malloc(sizeof(BtLeaf));
   if( pL ){
     pL->h.n = 0;
-    pL->h.isLeaf = 1;
+    pL->h.isLeaf = pSlab ? BT_LEAF_SLAB : BT_LEAF_MALLOC;
     pL->pPrev = pL->pNext = 0;
-    if( p ) p->nLeaf++;
+    if( pCount ) pCount->nLeaf++;
   }
   return pL;
+}
+
+/* True if a tree of nLeaf leaves takes them from slabs: big enough, and
+** huge pages not turned off (GPUDS_HUGE_PAGES=0: every leaf malloc()ed). */
+static int btSlabsWanted(int64_t nLeaf){
+  return nLeaf>=BT_SLAB_MIN_LEAVES && gpudsConfig()->bHugePages;
+}
+
+/* The store whose slabs a new leaf of p's tree comes from: p once the tree
+** is big (see the header), else NULL (malloc()). */
+static HostOrderedStore *btSlabFor(HostOrderedStore *p){
+  return btSlabsWanted(p->nLeaf) ? p : 0;
+}
+
+/* Free node pN of p (not counted: the caller adjusts nLeaf/nInner). */
+static void btFreeNode(HostOrderedStore *p, BtNode *pN){
+  if( pN->isLeaf==BT_LEAF_SLAB ) btSlabGive(p, (BtLeaf*)pN);
+  else free(pN);
 }
 
 /* A new inner node with no children, or NULL.  Counted in p->nInner. */
@@ -157,15 +309,16 @@ static BtInner *btNewInner(HostOrderedStore *p){
   return pI;
 }
 
-/* Free the subtree rooted at pN (the leaf chain is not consulted). */
-static void btFreeTree(BtNode *pN){
+/* Free the subtree rooted at pN, a tree of p (the leaf chain is not
+** consulted; the counts are the caller's). */
+static void btFreeTree(HostOrderedStore *p, BtNode *pN){
   if( pN==0 ) return;
   if( !pN->isLeaf ){
     BtInner *pI = (BtInner*)pN;
     int i;
-    for(i=0; i<pI->h.n; i++) btFreeTree(pI->apChild[i]);
+    for(i=0; i<pI->h.n; i++) btFreeTree(p, pI->apChild[i]);
   }
-  free(pN);
+  btFreeNode(p, pN);
 }
 
 /* Prefetch the n keys of a[] (a node's, n >= 1) before a binary search of
@@ -272,6 +425,13 @@ static void btHintBuild(HostOrderedStore *p){
                             PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
   if( p->aHint==(BtLeaf**)MAP_FAILED ){ p->aHint = 0; return; }
   p->nHint = (int64_t)(span>>s)+1;
+#ifdef MADV_HUGEPAGE
+  /* A big tree's table is megabytes read at random: huge pages, as its
+  ** leaves' slabs (advice only; the aligned 2 MiB inside it take them). */
+  if( btSlabsWanted(p->nLeaf) ){
+    madvise(p->aHint, (size_t)p->nHint*sizeof(BtLeaf*), MADV_HUGEPAGE);
+  }
+#endif
   f.p = p;
   f.j = 0;
   f.pCur = 0;
@@ -376,7 +536,7 @@ static int btInsert(HostOrderedStore *p, int64_t k, uint64_t v,
   if( lvl<0 && p->nHeight>=BT_MAX_HEIGHT ){
     return btError(p, GPUDS_NOMEM, "b+tree: height limit reached");
   }
-  pR = btNewLeaf(p);
+  pR = btNewLeaf(p, btSlabFor(p));
   if( pR==0 ) goto no_mem;
   for(j=0; j<nNew; j++){
     apNew[j] = btNewInner(p);
@@ -458,7 +618,7 @@ static int btInsert(HostOrderedStore *p, int64_t k, uint64_t v,
   return GPUDS_OK;
 
 no_mem:
-  if( pR ){ free(pR); p->nLeaf--; }
+  if( pR ){ btFreeNode(p, &pR->h); p->nLeaf--; }
   while( j-- > 0 ){ free(apNew[j]); p->nInner--; }
   return btError(p, GPUDS_NOMEM, "b+tree: out of memory splitting a node");
 }
@@ -646,7 +806,7 @@ static void btMerge(HostOrderedStore *p, BtInner *pP, int li){
     pIA->h.n += pIB->h.n;
     p->nInner--;
   }
-  free(pB);
+  btFreeNode(p, pB);
   memmove(&pP->aKey[li], &pP->aKey[li+1], (pP->h.n-2-li)*sizeof(int64_t));
   memmove(&pP->apChild[li+1], &pP->apChild[li+2],
           (pP->h.n-2-li)*sizeof(BtNode*));
@@ -884,8 +1044,9 @@ static int btSourceNext(BtSource *pSrc, int64_t *pK, uint64_t *pV){
 ** into *ppRoot, *pnHeight, *pnLeaf and *pnInner.  All memory is taken
 ** before any entry is read; on GPUDS_NOMEM nothing is left allocated.
 */
-static int btBuild(int64_t nEntry, BtSource *pSrc, BtNode **ppRoot,
-                   int *pnHeight, int64_t *pnLeaf, int64_t *pnInner){
+static int btBuild(HostOrderedStore *p, int64_t nEntry, BtSource *pSrc,
+                   BtNode **ppRoot, int *pnHeight, int64_t *pnLeaf,
+                   int64_t *pnInner){
   int64_t aCount[BT_MAX_HEIGHT];
   int nHeight = btBuildShape(nEntry, aCount);
   int64_t nNode = 0, nDone = 0, j, lvl;
@@ -901,8 +1062,9 @@ static int btBuild(int64_t nEntry, BtSource *pSrc, BtNode **ppRoot,
   aMin = (int64_t*)malloc(aCount[0]*sizeof(int64_t));
   if( apNode==0 || aMin==0 ) goto no_mem;
   for(nDone=0; nDone<nNode; nDone++){
-    apNode[nDone] = nDone<aCount[0] ? (BtNode*)btNewLeaf(0)
-                                    : (BtNode*)btNewInner(0);
+    apNode[nDone] = nDone<aCount[0]
+        ? (BtNode*)btNewLeaf(0, btSlabsWanted(aCount[0]) ? p : 0)
+        : (BtNode*)btNewInner(0);
     if( apNode[nDone]==0 ) goto no_mem;
   }
 
@@ -966,7 +1128,7 @@ static int btBuild(int64_t nEntry, BtSource *pSrc, BtNode **ppRoot,
 
 no_mem:
   if( apNode ){
-    for(j=0; j<nDone; j++) free(apNode[j]);
+    for(j=0; j<nDone; j++) btFreeNode(p, apNode[j]);
   }
   free(apNode);
   free(aMin);
@@ -977,7 +1139,7 @@ no_mem:
 static void btInstall(HostOrderedStore *p, BtNode *pRoot, int nHeight,
                       int64_t nEntry, int64_t nLeaf, int64_t nInner){
   btHintDrop(p);
-  btFreeTree(p->pRoot);
+  btFreeTree(p, p->pRoot);
   p->pRoot = pRoot;
   p->nHeight = nHeight;
   p->nKey = nEntry;
@@ -995,7 +1157,7 @@ static int btCreate(gpuds_store **ppStore, char **pzErr){
   if( pzErr ) *pzErr = 0;
   if( p ){
     memset(p, 0, sizeof(*p));
-    p->pRoot = (BtNode*)btNewLeaf(p);
+    p->pRoot = (BtNode*)btNewLeaf(p, 0);
     if( p->pRoot==0 ){ free(p); p = 0; }
   }
   if( p==0 ){
@@ -1016,7 +1178,8 @@ static void btDestroy(gpuds_store *pStore){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
   if( p==0 ) return;
   btHintDrop(p);
-  btFreeTree(p->pRoot);
+  btFreeTree(p, p->pRoot);
+  assert( p->nSlab==0 && p->nSlabLeaf==0 );
   free(p);
 }
 
@@ -1174,7 +1337,7 @@ static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
       src.i = 0;
       btSourceSettle(&src);
     }
-    rc = btBuild(nEntry, &src, &pRoot, &nHeight, &nLeaf, &nInner);
+    rc = btBuild(p, nEntry, &src, &pRoot, &nHeight, &nLeaf, &nInner);
     if( rc==GPUDS_OK ){
       btInstall(p, pRoot, nHeight, nEntry, nLeaf, nInner);
       return GPUDS_OK;
@@ -1198,7 +1361,8 @@ static int64_t btCount(gpuds_store *pStore){
 static void btInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
   int64_t nByte = (int64_t)sizeof(HostOrderedStore)
-                + p->nLeaf*(int64_t)sizeof(BtLeaf)
+                + (p->nLeaf-p->nSlabLeaf)*(int64_t)sizeof(BtLeaf)
+                + p->nSlab*(int64_t)BT_SLAB_SIZE
                 + p->nInner*(int64_t)sizeof(BtInner)
                 + p->nHint*(int64_t)sizeof(BtLeaf*);
   int nw;
@@ -1221,8 +1385,74 @@ struct BtCheck {
   HostOrderedStore *p;
   int leafDepth;        /* depth of the first leaf reached, -1 before */
   int64_t nKey, nLeaf, nInner;
+  int64_t nSlabLeaf;    /* leaves of the tree in slabs */
   BtLeaf *pLast;        /* the previous leaf in key order */
 };
+
+/* Check leaf pL's origin: a malloc()ed leaf, or a slot handed out by a slab
+** of the store's (btCheckSlabs has checked the list and zeroed nSeen;
+** counted there, so a slab not on the list shows as a count mismatch). */
+static int btCheckLeafOrigin(BtCheck *pC, BtLeaf *pL){
+  HostOrderedStore *p = pC->p;
+  if( pL->h.isLeaf==BT_LEAF_SLAB ){
+    BtSlab *s = (BtSlab*)((uintptr_t)pL & ~(uintptr_t)(BT_SLAB_SIZE-1));
+    size_t off = (size_t)((char*)pL - (char*)s);
+    if( s->pOwner!=p || off<BT_SLAB_FIRST || (off-BT_SLAB_FIRST)%BT_SLAB_STRIDE!=0
+     || (off-BT_SLAB_FIRST)/BT_SLAB_STRIDE >= (size_t)s->nBump ){
+      return btError(p, GPUDS_ERROR,
+          "b+tree invariant: slab leaf is not a slot of one of the store's slabs");
+    }
+    s->nSeen++;
+    pC->nSlabLeaf++;
+  }else if( pL->h.isLeaf!=BT_LEAF_MALLOC ){
+    return btError(p, GPUDS_ERROR, "b+tree invariant: leaf kind %d unknown",
+                   pL->h.isLeaf);
+  }
+  return GPUDS_OK;
+}
+
+/* Check the store's slab list before the walk (owner, links, count, live
+** and free slots adding up to those handed out, slabs with a free slot
+** first) and zero each slab's nSeen for it. */
+static int btCheckSlabs(HostOrderedStore *p){
+  BtSlab *s, *pPrev = 0;
+  int64_t n = 0, nLive = 0;
+  int bFull = 0;
+  for(s=p->pSlab; s; pPrev=s, s=s->pNext){
+    void *z;
+    int nFree = 0;
+    if( ++n > p->nSlab || s->pOwner!=p || s->pPrev!=pPrev
+     || s->nLive<=0 || s->nBump<0 || s->nBump>BT_SLAB_SLOTS ){
+      return btError(p, GPUDS_ERROR, "b+tree invariant: slab list damaged");
+    }
+    for(z=s->pFree; z; z=*(void**)z){
+      size_t off = (size_t)((char*)z - (char*)s);
+      if( ++nFree > s->nBump || (char*)z<(char*)s || off<BT_SLAB_FIRST
+       || (off-BT_SLAB_FIRST)%BT_SLAB_STRIDE!=0
+       || (off-BT_SLAB_FIRST)/BT_SLAB_STRIDE >= (size_t)s->nBump ){
+        return btError(p, GPUDS_ERROR, "b+tree invariant: slab free list damaged");
+      }
+    }
+    if( nFree + s->nLive != s->nBump ){
+      return btError(p, GPUDS_ERROR,
+          "b+tree invariant: slab: %d live and %d free of %d slots handed out",
+          s->nLive, nFree, s->nBump);
+    }
+    if( bFull && !btSlabFull(s) ){
+      return btError(p, GPUDS_ERROR,
+          "b+tree invariant: slab with a free slot after a full one");
+    }
+    bFull = btSlabFull(s);
+    nLive += s->nLive;
+    s->nSeen = 0;
+  }
+  if( n!=p->nSlab || nLive!=p->nSlabLeaf ){
+    return btError(p, GPUDS_ERROR,
+        "b+tree invariant: slabs: %lld with %lld leaves recorded, %lld with %lld found",
+        (long long)p->nSlab, (long long)p->nSlabLeaf, (long long)n, (long long)nLive);
+  }
+  return GPUDS_OK;
+}
 
 /*
 ** Check the subtree pN at depth d whose keys must lie in [lo,hi) (bounded
@@ -1240,6 +1470,8 @@ static int btCheckNode(BtCheck *pC, BtNode *pN, int d, int bLo, int64_t lo,
   if( pN->isLeaf ){
     BtLeaf *pL = (BtLeaf*)pN;
     pC->nLeaf++;
+    rc = btCheckLeafOrigin(pC, pL);
+    if( rc ) return rc;
     if( pL->h.n<0 || pL->h.n>BT_LEAF_MAX ){
       return btError(p, GPUDS_ERROR,
                      "b+tree invariant: leaf entry count %d out of range",
@@ -1330,8 +1562,27 @@ static int btCheckTree(gpuds_store *pStore){
   if( p->pRoot==0 ){
     return btError(p, GPUDS_ERROR, "b+tree invariant: no root");
   }
+  rc = btCheckSlabs(p);
+  if( rc ) return rc;
   rc = btCheckNode(&c, p->pRoot, 0, 0, 0, 0, 0);
   if( rc ) return rc;
+  {
+    /* Every slab leaf is in the tree: each slab's live count is its leaves
+    ** the walk met (which also puts every slab leaf met on the list). */
+    BtSlab *s;
+    for(s=p->pSlab; s; s=s->pNext){
+      if( s->nSeen!=s->nLive ){
+        return btError(p, GPUDS_ERROR,
+            "b+tree invariant: slab: %d live leaves recorded, %d in the tree",
+            s->nLive, s->nSeen);
+      }
+    }
+    if( c.nSlabLeaf!=p->nSlabLeaf ){
+      return btError(p, GPUDS_ERROR,
+          "b+tree invariant: %lld slab leaves recorded, %lld in the tree",
+          (long long)p->nSlabLeaf, (long long)c.nSlabLeaf);
+    }
+  }
   if( c.pLast && c.pLast->pNext!=0 ){
     return btError(p, GPUDS_ERROR,
                    "b+tree invariant: leaf chain: last leaf has a successor");

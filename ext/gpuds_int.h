@@ -116,7 +116,7 @@ void gpudsLoaderEnd(GpudsLoader *L);
 uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol);
 uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h);
 size_t gpudsLoaderSpanMax(void);
-int gpudsBlocksAdd(GpudsBlocks *pList);
+int gpudsBlocksAdd(GpudsBlocks *pList, int bHuge);
 void gpudsBlocksFree(GpudsBlocks *pList);
 void gpudsMemTrim(void);
 void gpudsLoaderGive(GpudsLoader *L, GpudsBlocks *pList);

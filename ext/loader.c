@@ -415,9 +415,10 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, size_t nRowBytes, LoadBuf **pb){
   ** connection's) freed is reused, where a worker would fault in fresh
   ** pages.  A chunk's rows take at most its vals' bytes and a block's
   ** wasted end (at most LOAD_SPAN_MIN); if they take more, the worker
-  ** allocates. */
+  ** allocates.  A chunk whose rows fill half a block or more is a big
+  ** table's: its blocks are huge pages (row.c, blockAlloc). */
   while( b->spare.n < (int)(nRowBytes/(gpudsLoaderSpanMax() - LOAD_SPAN_MIN)) + 2 ){
-    if( !gpudsBlocksAdd(&b->spare) ) break;  /* the worker will try */
+    if( !gpudsBlocksAdd(&b->spare, nRowBytes >= gpudsLoaderSpanMax()/2) ) break;  /* the worker will try */
   }
   *pb = b;
   return SQLITE_OK;

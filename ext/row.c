@@ -533,9 +533,15 @@ void gpudsRowLegacyWrite(const GpudsRow *p, unsigned char *a){
 ** Blocks are mapped from the system directly, not taken from malloc(): an
 ** aligned malloc() leaves the alignment's slack in the heap as free
 ** fragments, and a block freed in the heap's middle stays resident until a
-** trim; a mapping costs exactly the pages the rows touch and goes back to
-** the system the moment its last row is freed. */
-static void *blockAlloc(void){
+** trim; a mapping costs the pages the rows touch and goes back to the
+** system the moment its last row is freed.  bHuge asks for one transparent
+** huge page (MADV_HUGEPAGE, before anything touches it), for blocks a big
+** load or transaction will fill: reading a random row of a big table then
+** misses the TLB far less often (the rows of 10^7 keys span 100,000 small
+** pages); a block that may stay nearly empty (a small table's) keeps small
+** pages, which cost only what is touched (and so does every block under
+** GPUDS_HUGE_PAGES=0). */
+static void *blockAlloc(int bHuge){
   char *pMap = (char*)mmap(0, 2*ARENA_SIZE, PROT_READ|PROT_WRITE,
                            MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
   char *pBlock;
@@ -545,6 +551,13 @@ static void *blockAlloc(void){
   nHead = (size_t)(pBlock - pMap);
   if( nHead ) munmap(pMap, nHead);
   if( ARENA_SIZE - nHead ) munmap(pBlock + ARENA_SIZE, ARENA_SIZE - nHead);
+#ifdef MADV_HUGEPAGE
+  if( bHuge && gpudsConfig()->bHugePages ){
+    madvise(pBlock, ARENA_SIZE, MADV_HUGEPAGE);             /* advice only */
+  }
+#else
+  (void)bHuge;
+#endif
   return pBlock;
 }
 
@@ -627,9 +640,10 @@ static void *blocksPop(GpudsBlocks *pList){
   return pBlock;
 }
 
-/* Add one fresh arena block to list pList: 1, or 0 if out of memory. */
-int gpudsBlocksAdd(GpudsBlocks *pList){
-  void *pNew = blockAlloc();
+/* Add one fresh arena block to list pList: 1, or 0 if out of memory.
+** bHuge: rows will fill it (blockAlloc). */
+int gpudsBlocksAdd(GpudsBlocks *pList, int bHuge){
+  void *pNew = blockAlloc(bHuge);
   if( pNew==0 ) return 0;
   blocksPush(pList, pNew);
   return 1;
@@ -657,10 +671,12 @@ void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList){
   while( (pBlock = blocksPop(&L->spare))!=0 ) blocksPush(pList, pBlock);
 }
 
-/* Move loader L to a fresh block.  0 if out of memory (L unchanged). */
+/* Move loader L to a fresh block.  0 if out of memory (L unchanged).  A
+** loader that has filled a block already is a big one: its next blocks are
+** asked for as huge pages. */
 static int loaderNewBlock(GpudsLoader *L){
   void *pNew = blocksPop(&L->spare);
-  if( pNew==0 && (pNew = blockAlloc())==0 ) return 0;
+  if( pNew==0 && (pNew = blockAlloc(L->pBlock!=0))==0 ) return 0;
   if( L->bHold && L->pBlock ) arenaRelease(L->pBlock);
   L->pBlock = (char*)pNew;
   *(int64_t*)L->pBlock = L->bHold ? 1 : 0;

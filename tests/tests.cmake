@@ -47,6 +47,20 @@ foreach(src ${GPUDS_C_TESTS})
   set_tests_properties(${name} PROPERTIES LABELS host SKIP_RETURN_CODE 77)
 endforeach()
 
+# The B+tree's leaf slabs (backend/host_ordered.c) serve trees of 2048
+# leaves or more, which the randomized store tests rarely build: run them
+# again with a B+tree whose every tree of 2 leaves or more uses slabs (its
+# own copy of host_ordered.c, which the linker takes before gpuds_core's).
+add_executable(test_host_stores_slab ${CMAKE_SOURCE_DIR}/tests/test_host_stores.c
+               ${CMAKE_SOURCE_DIR}/backend/host_ordered.c)
+target_compile_definitions(test_host_stores_slab PRIVATE BT_SLAB_MIN_LEAVES=2)
+target_link_libraries(test_host_stores_slab PRIVATE gpuds_core)
+if(GPUDS_WITH_CUDA)
+  set_target_properties(test_host_stores_slab PROPERTIES LINKER_LANGUAGE CUDA)
+endif()
+add_test(NAME test_host_stores_slab COMMAND test_host_stores_slab)
+set_tests_properties(test_host_stores_slab PROPERTIES LABELS host SKIP_RETURN_CODE 77)
+
 file(GLOB GPUDS_GPU_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/test_*.cu)
 foreach(src ${GPUDS_GPU_TESTS})
   get_filename_component(name ${src} NAME_WE)
