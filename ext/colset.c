@@ -118,10 +118,10 @@ static int colsBuild(GpudsTable *p){
   memset(&b, 0, sizeof(b));
   b.nCol = p->nCol-1;
   b.nAlloc = nStore>0 ? nStore : 1;
-  b.aKey = sqlite3_malloc64(b.nAlloc*8);
-  b.aRow = sqlite3_malloc64(b.nAlloc*8);
-  b.aTag = sqlite3_malloc64(b.nAlloc*(b.nCol>0 ? b.nCol : 1));
-  b.aVal = sqlite3_malloc64(b.nAlloc*8*(b.nCol>0 ? b.nCol : 1));
+  b.aKey = malloc((size_t)b.nAlloc*8);
+  b.aRow = malloc((size_t)b.nAlloc*8);
+  b.aTag = malloc((size_t)b.nAlloc*(b.nCol>0 ? b.nCol : 1));
+  b.aVal = malloc((size_t)b.nAlloc*8*(b.nCol>0 ? b.nCol : 1));
   if( !b.aKey || !b.aRow || !b.aTag || !b.aVal ){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory building the column set");
     goto build_out;
@@ -151,8 +151,8 @@ static int colsBuild(GpudsTable *p){
   cs->nRows = b.n;
   cs->nBuild++;
 build_out:
-  sqlite3_free(b.aKey); sqlite3_free(b.aRow);
-  sqlite3_free(b.aTag); sqlite3_free(b.aVal);
+  free(b.aKey); free(b.aRow);
+  free(b.aTag); free(b.aVal);
   /* The build's arrays (a GPU set holds its copy on the device, a host one
   ** its own): what they took of the heap goes back to the system. */
   if( b.nAlloc>=COLS_TRIM_ROWS ) gpudsMemTrim();
@@ -162,7 +162,7 @@ build_out:
 /* ------------------------------------------------------------- helpers */
 
 /* The keys the column set must not answer for, sorted and distinct, in
-** *paSkip (sqlite3_malloc'd, NULL if none): those logged since it was
+** *paSkip (malloc()'d, NULL if none): those logged since it was
 ** built and those of the write buffer. */
 static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
   GpudsColState *cs = &p->cs;
@@ -170,27 +170,27 @@ static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
   int64_t *a;
   *paSkip = 0; *pn = 0;
   if( nAlloc==0 ) return SQLITE_OK;
-  a = sqlite3_malloc64(nAlloc*8);
+  a = malloc((size_t)nAlloc*8);
   if( a==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
   if( cs->nDirty ) memcpy(a, cs->aDirty, cs->nDirty*8);
   n = cs->nDirty;
   if( p->wb.nOver ){
     gpuds_scan s;
-    uint64_t *aV = sqlite3_malloc64(p->wb.nOver*8);
+    uint64_t *aV = malloc((size_t)p->wb.nOver*8);
     size_t nOut = 0;
     int rc = SQLITE_OK;
-    if( aV==0 ){ sqlite3_free(a); return gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); }
+    if( aV==0 ){ free(a); return gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); }
     memset(&s, 0, sizeof(s));
     s.lo = INT64_MIN; s.hi = INT64_MAX;
     while( rc==SQLITE_OK && !s.done && n<nAlloc ){
       rc = gpudsOverlayScan(p, &s, (size_t)(nAlloc-n), &a[n], aV, &nOut);
       n += (int64_t)nOut;
     }
-    sqlite3_free(aV);
-    if( rc ){ sqlite3_free(a); return rc; }
+    free(aV);
+    if( rc ){ free(a); return rc; }
   }
   if( gpudsSortKeys(a, 0, (size_t)n) ){
-    sqlite3_free(a);
+    free(a);
     return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
   }
   for(i=0, j=0; i<n; i++){
@@ -267,9 +267,9 @@ static int sortAll(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t n){
   int64_t w, i, *tK;
   uint64_t *tR;
   if( n<=32 ){ sortRun(o, aK, aR, 0, n); return SQLITE_OK; }
-  tK = sqlite3_malloc64(n*8);
-  tR = sqlite3_malloc64(n*8);
-  if( !tK || !tR ){ sqlite3_free(tK); sqlite3_free(tR); return SQLITE_NOMEM; }
+  tK = malloc((size_t)n*8);
+  tR = malloc((size_t)n*8);
+  if( !tK || !tR ){ free(tK); free(tR); return SQLITE_NOMEM; }
   for(i=0; i<n; i+=32) sortRun(o, aK, aR, i, i+32<n ? i+32 : n);
   for(w=32; w<n; w*=2){
     for(i=0; i<n; i+=2*w){
@@ -284,14 +284,14 @@ static int sortAll(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t n){
     memcpy(aK, tK, (size_t)n*8);
     memcpy(aR, tR, (size_t)n*8);
   }
-  sqlite3_free(tK); sqlite3_free(tR);
+  free(tK); free(tR);
   return SQLITE_OK;
 }
 
 /* ------------------------------------------------------------- queries */
 
 /* Run query q on table p as the open transaction sees it: the matching
-** rows' keys and row handles in q's order, in *paKey and *paRow (sqlite3_malloc,
+** rows' keys and row handles in q's order, in *paKey and *paRow (malloc()'d,
 ** the caller frees) and their number in *pn.  *pbPartial: only a prefix of
 ** the order (q->nFirst > 0 and more rows may follow). */
 int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
@@ -328,8 +328,8 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   if( nIn ){
     /* the IN terms' lists, one after another; each term names its slice */
     int64_t iIn = 0;
-    aInTag = sqlite3_malloc64(nIn);
-    aInVal = sqlite3_malloc64(nIn*8);
+    aInTag = malloc((size_t)nIn);
+    aInVal = malloc((size_t)nIn*8);
     if( !aInTag || !aInVal ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
     for(i=0; i<q->nTerm; i++){
       const GpudsColTerm *t = &q->aTerm[i];
@@ -378,9 +378,9 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   }
   /* The skipped keys: their rows as the transaction sees them. */
   if( nSkip ){
-    aXR = sqlite3_malloc64(nSkip*8);
-    aXF = sqlite3_malloc64(nSkip);
-    aXK = sqlite3_malloc64(nSkip*8);
+    aXR = malloc((size_t)nSkip*8);
+    aXF = malloc((size_t)nSkip);
+    aXK = malloc((size_t)nSkip*8);
     if( !aXR || !aXF || !aXK ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
     rc = gpudsLookupMany(p, (size_t)nSkip, aSkip, aXF, aXR);
     if( rc ) goto run_out;
@@ -396,8 +396,8 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   }
   /* Merge. */
   if( nG+nX>0 ){
-    aOK = sqlite3_malloc64((nG+nX)*8);
-    aOR = sqlite3_malloc64((nG+nX)*8);
+    aOK = malloc((size_t)(nG+nX)*8);
+    aOR = malloc((size_t)(nG+nX)*8);
     if( !aOK || !aOR ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
     for(i=0, j=0; i<nG || j<nX; ){
       if( j>=nX || (i<nG && orderCmp(&oc, aGK[i], aGR[i], aXK[j], aXR[j])<=0) ){
@@ -410,10 +410,10 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   *paKey = aOK; *paRow = aOR; *pn = nOut; *pbPartial = bPartial;
   aOK = 0; aOR = 0;
 run_out:
-  sqlite3_free(aOK); sqlite3_free(aOR);
-  sqlite3_free(aT); sqlite3_free(aSkip);
-  sqlite3_free(aInTag); sqlite3_free(aInVal);
-  sqlite3_free(aXK); sqlite3_free(aXR); sqlite3_free(aXF);
+  free(aOK); free(aOR);
+  sqlite3_free(aT); free(aSkip);
+  free(aInTag); free(aInVal);
+  free(aXK); free(aXR); free(aXF);
   free(aGK); free(aGR); free(aGS);
   return rc;
 }

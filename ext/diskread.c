@@ -41,7 +41,7 @@ typedef struct DiskDecoded {
   int n;
   int64_t *aKey;          /* the chunk's keys */
   uint32_t *aOff;         /* offset of each entry in aVal */
-  unsigned char *aVal;    /* the vals blob */
+  unsigned char *aVal;    /* the vals blob (malloc()'d: up to 64 MiB and a record) */
   uint64_t iUse;          /* for eviction */
 } DiskDecoded;
 struct GpudsDisk {
@@ -58,7 +58,7 @@ struct GpudsDisk {
 static void decodedClear(DiskDecoded *d){
   sqlite3_free(d->aKey);
   sqlite3_free(d->aOff);
-  sqlite3_free(d->aVal);
+  free(d->aVal);
   memset(d, 0, sizeof(*d));
 }
 
@@ -186,7 +186,7 @@ static int diskDecode(GpudsTable *p, int64_t iRun, const DiskChunk *c, DiskDecod
     return diskCorrupt(p, iRun, "bad chunk sizes");
   }
   aK = sqlite3_malloc64(nk);
-  s->aVal = sqlite3_malloc64(nv);
+  s->aVal = malloc((size_t)nv);
   s->aKey = sqlite3_malloc64(n*8);
   s->aOff = sqlite3_malloc64(n*4);
   if( !aK || !s->aVal || !s->aKey || !s->aOff ){ rc = SQLITE_NOMEM; goto decode_out; }

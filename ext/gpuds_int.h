@@ -31,6 +31,15 @@ extern const sqlite3_api_routines *sqlite3_api;
 #include <stdint.h>
 #include <stddef.h>
 
+/* Memory: an array whose length is a number of rows (a table's keys, a
+** load, a batch, an undo log, a key list, a column set's build, a result
+** list) is malloc()'d and free()'d, never sqlite3_malloc'd: SQLite refuses
+** any one block of ~2 GiB or more (SQLITE_MAX_ALLOCATION_SIZE), 2.7e8 rows
+** of 8 bytes, fewer than a GPU holds (tests/c/bigalloc.c).  Structs and
+** schema-sized or chunk-sized buffers stay on SQLite's allocator.  Each
+** buffer goes back to the allocator that made it: sqlite3_free() of a
+** malloc()'d block corrupts the heap. */
+
 #ifndef GPUDS_VERSION
 # define GPUDS_VERSION "0.0.0"
 #endif

@@ -51,8 +51,8 @@ static void loadFreeHandle(uint64_t h){
 static int loadRowsAlloc(LoadRows *r, int64_t nAlloc){
   memset(r, 0, sizeof(*r));
   if( nAlloc<1 ) nAlloc = 1;
-  r->aKey = sqlite3_malloc64(nAlloc*8);
-  r->aVal = sqlite3_malloc64(nAlloc*8);
+  r->aKey = malloc((size_t)nAlloc*8);
+  r->aVal = malloc((size_t)nAlloc*8);
   if( r->aKey==0 || r->aVal==0 ) return SQLITE_NOMEM;
   r->nAlloc = nAlloc;
   return SQLITE_OK;
@@ -70,8 +70,8 @@ static void loadRowsFree(LoadRows *r){
   }else{
     for(i=0; i<r->n; i++) loadFreeHandle(r->aVal[i]);
   }
-  sqlite3_free(r->aKey);
-  sqlite3_free(r->aVal);
+  free(r->aKey);
+  free(r->aVal);
   sqlite3_free(r->aChunk);
   memset(r, 0, sizeof(*r));
 }

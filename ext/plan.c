@@ -492,7 +492,8 @@ static int cmpNum(const void *a, const void *b){
 static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
   sqlite3_value *pVal = 0;
   GpudsValue *a = 0;
-  int n = 0, nAlloc = 0, rc, i;
+  int64_t n = 0, nAlloc = 0, i;
+  int rc;
   uint8_t flags = 0;
   for(rc = sqlite3_vtab_in_first(pArg, &pVal); rc==SQLITE_OK && pVal;
       rc = sqlite3_vtab_in_next(pArg, &pVal)){
@@ -503,17 +504,19 @@ static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
     if( v.tag==GPUDS_TAG_BLOB ) flags |= GPUDS_IN_BLOB;
     if( v.tag==GPUDS_TAG_TEXT || v.tag==GPUDS_TAG_BLOB ){
       /* kept for the exact check of the rows the set says "maybe" to */
-      GpudsValue *aNew = sqlite3_realloc64(t->aInOther, sizeof(GpudsValue)*(t->nInOther+1));
+      GpudsValue *aNew = t->nInOther==0x7fffffff ? 0
+                       : realloc(t->aInOther, sizeof(GpudsValue)*((size_t)t->nInOther+1));
       if( aNew==0 ){ sqlite3_free((void*)v.z); rc = SQLITE_NOMEM; break; }
       t->aInOther = aNew;
       t->aInOther[t->nInOther++] = v;
       continue;
     }
     if( v.tag!=GPUDS_TAG_INT && v.tag!=GPUDS_TAG_REAL ) continue;
+    if( n==0x7fffffff ){ rc = SQLITE_TOOBIG; break; }   /* t->nIn is an int */
     if( n==nAlloc ){
       GpudsValue *aNew;
       nAlloc = nAlloc ? nAlloc*2 : 16;
-      aNew = sqlite3_realloc64(a, sizeof(GpudsValue)*nAlloc);
+      aNew = realloc(a, sizeof(GpudsValue)*(size_t)nAlloc);
       if( aNew==0 ){ rc = SQLITE_NOMEM; break; }
       a = aNew;
     }
@@ -522,17 +525,17 @@ static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
   if( rc==SQLITE_DONE ) rc = SQLITE_OK;
   if( rc==SQLITE_OK ){
     if( n>1 ) qsort(a, (size_t)n, sizeof(GpudsValue), cmpNum);
-    t->aInTag = sqlite3_malloc64(n>0 ? n : 1);
-    t->aInVal = sqlite3_malloc64(8*(n>0 ? n : 1));
+    t->aInTag = malloc((size_t)(n>0 ? n : 1));
+    t->aInVal = malloc(8*(size_t)(n>0 ? n : 1));
     if( !t->aInTag || !t->aInVal ) rc = SQLITE_NOMEM;
   }
   if( rc==SQLITE_OK ){
     for(i=0; i<n; i++){ t->aInTag[i] = a[i].tag; t->aInVal[i] = a[i].val; }
-    t->nIn = n;
+    t->nIn = (int)n;
     t->t.tag = flags;
     t->bRefine = flags!=0;
   }
-  sqlite3_free(a);
+  free(a);
   return rc;
 }
 
@@ -612,19 +615,19 @@ void gpudsPlanFree(GpudsPlan *pPlan){
   for(i=0; i<pPlan->nTerm; i++){
     sqlite3_free((void*)pPlan->aTerm[i].v.z);
     int j;
-    sqlite3_free(pPlan->aTerm[i].aInTag);
-    sqlite3_free(pPlan->aTerm[i].aInVal);
+    free(pPlan->aTerm[i].aInTag);
+    free(pPlan->aTerm[i].aInVal);
     for(j=0; j<pPlan->aTerm[i].nInOther; j++) sqlite3_free((void*)pPlan->aTerm[i].aInOther[j].z);
-    sqlite3_free(pPlan->aTerm[i].aInOther);
+    free(pPlan->aTerm[i].aInOther);
   }
   sqlite3_free(pPlan->aTerm);
-  sqlite3_free(pPlan->aKey);
+  free(pPlan->aKey);
   pPlan->aTerm = 0; pPlan->nTerm = 0; pPlan->aKey = 0;
 }
 
 /* Decode the arguments of plan idxNum into *pPlan.  Collects the keys of an
 ** EQ or IN plan (sorted, distinct, within the bounds).  The caller frees
-** pPlan->aKey with sqlite3_free. */
+** pPlan->aKey with free() (gpudsPlanFree). */
 int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
                     sqlite3_value **argv, GpudsPlan *pPlan){
   int i, nKeyArg = 0;
@@ -659,7 +662,7 @@ int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
           if( pPlan->nKey==nAlloc ){
             int64_t *a;
             nAlloc = nAlloc ? nAlloc*2 : 64;
-            a = sqlite3_realloc64(pPlan->aKey, nAlloc*8);
+            a = realloc(pPlan->aKey, (size_t)nAlloc*8);
             if( a==0 ) return SQLITE_NOMEM;
             pPlan->aKey = a;
           }

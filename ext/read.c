@@ -24,6 +24,7 @@
 SQLITE_EXTENSION_INIT3
 #include "gpuds_sort.h"
 #include <string.h>
+#include <stdlib.h>
 
 /* Store pages of a merged scan: the first holds MERGE_PAGE_FIRST entries
 ** (a LIMIT hint, clamped to at least MERGE_PAGE_MIN, replaces it: a LIMIT 10
@@ -69,7 +70,7 @@ static int srcReserve(MergeSrc *src, size_t nMax);
 static int snapAdd(GpudsMerge *m, int64_t k, int64_t *pnAlloc){
   if( m->nSnap==*pnAlloc ){
     int64_t nNew = *pnAlloc ? *pnAlloc*2 : 1024;
-    int64_t *a = sqlite3_realloc64(m->aSnap, nNew*8);
+    int64_t *a = realloc(m->aSnap, (size_t)nNew*8);
     if( a==0 ) return SQLITE_NOMEM;
     m->aSnap = a;
     *pnAlloc = nNew;
@@ -205,7 +206,7 @@ void gpudsMergeEnd(GpudsMerge *m){
     GpudsTable *p = m->pTab;
     if( m->st.nAlloc>MERGE_KEEP ) srcFree(&m->st);
     if( m->ov.nAlloc>MERGE_KEEP ) srcFree(&m->ov);
-    if( m->aSnap ){ sqlite3_free(m->aSnap); m->aSnap = 0; }
+    if( m->aSnap ){ free(m->aSnap); m->aSnap = 0; }
     if( m->aFound ){ sqlite3_free(m->aFound); m->aFound = 0; }
     m->bOpen = 0;
     p->nCursor--;
@@ -366,10 +367,10 @@ int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,
     }
     return gpudsStoreLookup(p, 1, aKey, aFound, aRow);
   }
-  aMiss = sqlite3_malloc64(n*8);
-  aIdx = sqlite3_malloc64(n*sizeof(size_t));
-  aF = sqlite3_malloc64(n);
-  aV = sqlite3_malloc64(n*8);
+  aMiss = malloc(n*8);
+  aIdx = malloc(n*sizeof(size_t));
+  aF = malloc(n);
+  aV = malloc(n*8);
   if( !aMiss || !aIdx || !aF || !aV ){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
     goto lookup_out;
@@ -394,7 +395,7 @@ int gpudsLookupMany(GpudsTable *p, size_t n, const int64_t *aKey,
     }
   }
 lookup_out:
-  sqlite3_free(aMiss); sqlite3_free(aIdx); sqlite3_free(aF); sqlite3_free(aV);
+  free(aMiss); free(aIdx); free(aF); free(aV);
   return rc;
 }
 

@@ -620,7 +620,7 @@ static int writerEntry(GpudsTable *p, RunWriter *w, int64_t k, uint32_t L,
     size_t nNew = w->nValAlloc ? w->nValAlloc*2 : 65536;
     unsigned char *a;
     while( nNew<nNeed+SHADOW_SUM ) nNew *= 2;
-    a = sqlite3_realloc64(w->aVal, nNew);
+    a = realloc(w->aVal, nNew);          /* up to 64 MiB and a record */
     if( a==0 ) return SQLITE_NOMEM;
     w->aVal = a;
     w->nValAlloc = nNew;
@@ -734,7 +734,7 @@ void gpudsRunWriterClose(RunWriter *w){
   sqlite3_finalize(w->pIns);
   sqlite3_finalize(w->pOvflIns);
   sqlite3_free(w->aKey);
-  sqlite3_free(w->aVal);
+  free(w->aVal);
   sqlite3_free(w->aKeyEnc);
   sqlite3_free(w->aRec);
   memset(w, 0, sizeof(*w));

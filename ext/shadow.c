@@ -251,11 +251,11 @@ static int collectCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   RewriteAll *r = (RewriteAll*)pCtx;
   if( r->n+n>r->nAlloc ){
     size_t nNew = (r->n+n)*2;
-    int64_t *aKNew = sqlite3_realloc64(r->aK, nNew*sizeof(int64_t));
+    int64_t *aKNew = realloc(r->aK, nNew*sizeof(int64_t));
     uint64_t *aVNew;
     if( aKNew==0 ) return SQLITE_NOMEM;
     r->aK = aKNew;
-    aVNew = sqlite3_realloc64(r->aV, nNew*sizeof(uint64_t));
+    aVNew = realloc(r->aV, nNew*sizeof(uint64_t));
     if( aVNew==0 ) return SQLITE_NOMEM;
     r->aV = aVNew;
     r->nAlloc = nNew;
@@ -278,8 +278,8 @@ static int shadowRewrite(GpudsTable *p){
     rc = gpudsStoreEach(p, collectCb, &all);
     if( rc==SQLITE_OK ) rc = gpudsSortKeys(all.aK, all.aV, all.n);
     if( rc==SQLITE_OK ) rc = rewriteCb(p, &w, all.aK, all.aV, all.n);
-    sqlite3_free(all.aK);
-    sqlite3_free(all.aV);
+    free(all.aK);
+    free(all.aV);
   }
   if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
   gpudsRunWriterClose(&w);
@@ -553,7 +553,7 @@ static int checkSkipKeys(GpudsTable *p, CheckCtx *c){
   int rc = gpudsWbufBatches(p, 0, &aBatch, &nBatch);
   for(i=0; i<nBatch; i++) nAll += (int64_t)aBatch[i].n;
   if( rc==SQLITE_OK && nAll>0 ){
-    c->aSkip = sqlite3_malloc64(nAll*sizeof(int64_t));
+    c->aSkip = malloc((size_t)nAll*sizeof(int64_t));
     if( c->aSkip==0 ) rc = SQLITE_NOMEM;
   }
   for(i=0; rc==SQLITE_OK && i<nBatch; i++){
@@ -621,7 +621,7 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
   if( rc==SQLITE_OK ) rc = gpudsRunList(p, &aRun, &aN, &nRun);
   if( rc==SQLITE_OK ) rc = gpudsRunMerge(p, aRun, nRun, MERGE_DROP_TOMB, outToCheck, &c);
   sqlite3_free(aRun); sqlite3_free(aN);
-  sqlite3_free(c.aSkip);
+  free(c.aSkip);
   if( rc ){ sqlite3_free(c.zFirst); return rc; }
   nStore = p->pOps->xCount(p->pStore);
   if( c.nBad ){

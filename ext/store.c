@@ -52,7 +52,7 @@ void gpudsStoreColsDrop(GpudsTable *p){
   if( p->cs.pCols ) p->cs.pOps->xFree(p->cs.pCols);
   p->cs.pCols = 0;
   p->cs.nRows = 0;
-  sqlite3_free(p->cs.aDirty);
+  free(p->cs.aDirty);
   p->cs.aDirty = 0;
   p->cs.nDirty = p->cs.nDirtyAlloc = 0;
 }
@@ -68,7 +68,7 @@ static void colsLog(GpudsTable *p, size_t n, const uint8_t *aOp, const int64_t *
   if( cs->nDirty + (int64_t)n > nMax ){ gpudsStoreColsDrop(p); return; }
   if( cs->nDirty + (int64_t)n > cs->nDirtyAlloc ){
     int64_t nNew = (cs->nDirty + (int64_t)n)*2;
-    int64_t *a = sqlite3_realloc64(cs->aDirty, nNew*8);
+    int64_t *a = realloc(cs->aDirty, (size_t)nNew*8);
     if( a==0 ){ gpudsStoreColsDrop(p); return; }
     cs->aDirty = a;
     cs->nDirtyAlloc = nNew;
@@ -135,9 +135,9 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
     colsLog(p, n, aOp, aKey);
     return SQLITE_OK;
   }
-  if( aF==0 ) aF = sqlite3_malloc64(n ? n : 1);
-  if( aO==0 ) aO = sqlite3_malloc64(n ? n*8 : 8);
-  aInv = sqlite3_malloc64(n ? n : 1);
+  if( aF==0 ) aF = malloc(n ? n : 1);
+  if( aO==0 ) aO = malloc(n ? n*8 : 8);
+  aInv = malloc(n ? n : 1);
   if( !aF || !aO || !aInv ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto batch_out; }
   rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aF, aO);
   if( rc ){ storeErr(p, p->pOps, p->pStore, rc, "applying a batch"); goto batch_out; }
@@ -155,9 +155,9 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
     colsLog(p, n, aOp, aKey);
   }
 batch_out:
-  if( aF!=aFound ) sqlite3_free(aF);
-  if( aO!=aOld ) sqlite3_free(aO);
-  sqlite3_free(aInv);
+  if( aF!=aFound ) free(aF);
+  if( aO!=aOld ) free(aO);
+  free(aInv);
   return rc;
 }
 
@@ -172,12 +172,12 @@ int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
   if( pMir ){
     rc = p->pMirOps->xBulkLoad(pMir, n, aKey, aVal);
     if( rc ){
-      uint8_t *aOp = sqlite3_malloc64(n ? n : 1);
+      uint8_t *aOp = malloc(n ? n : 1);
       storeErr(p, p->pMirOps, pMir, rc, "bulk load into the host mirror");
       if( aOp ){
         memset(aOp, GPUDS_OP_DELETE, n);
         p->pOps->xBatch(pMain, n, aOp, aKey, 0, 0, 0);
-        sqlite3_free(aOp);
+        free(aOp);
       }
     }
   }

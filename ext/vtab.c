@@ -340,7 +340,7 @@ static void cursorReset(GpudsCursor *c){
     for(i=0; i<c->nList; i++) gpudsRowFreeHandle(c->aRow[i]);
     c->bOwnRows = 0;
   }
-  if( c->aKey!=&c->iKey1 ){ sqlite3_free(c->aKey); sqlite3_free(c->aRow); }
+  if( c->aKey!=&c->iKey1 ){ free(c->aKey); free(c->aRow); }
   c->aKey = 0; c->aRow = 0;
   c->nList = c->iList = 0;
   gpudsPlanFree(&c->colPlan);
@@ -397,7 +397,7 @@ static int cursorColsRun(GpudsCursor *c, int64_t nFirst){
   q.nFirst = nFirst;
   rc = gpudsColsRun(p, &q, &n, &aK, &aR, &bPartial);
   if( rc ) return rc;
-  if( c->aKey!=&c->iKey1 ){ sqlite3_free(c->aKey); sqlite3_free(c->aRow); }
+  if( c->aKey!=&c->iKey1 ){ free(c->aKey); free(c->aRow); }
   c->aKey = aK; c->aRow = aR; c->nList = n;
   c->bColPartial = bPartial;
   return SQLITE_OK;
@@ -553,9 +553,9 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
     c->aRow = &c->hRow1;
   }else{
     c->aKey = pl->aKey;  pl->aKey = 0;
-    c->aRow = sqlite3_malloc64(n*8);
-    aF = sqlite3_malloc64(n);
-    if( !c->aRow || !aF ){ sqlite3_free(aF); return SQLITE_NOMEM; }
+    c->aRow = malloc((size_t)n*8);
+    aF = malloc((size_t)n);
+    if( !c->aRow || !aF ){ free(aF); return SQLITE_NOMEM; }
   }
   if( bDisk ){
     /* The store is being built: ask the runs on disk (no write can be
@@ -570,7 +570,7 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
     p->nCursor++;
   }
   if( rc==SQLITE_OK ) cursorListKeep(c, aF, n, pl->bDesc);
-  if( aF!=&bFound1 ) sqlite3_free(aF);
+  if( aF!=&bFound1 ) free(aF);
   return rc;
 }
 
@@ -599,7 +599,7 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
     ** its store is being built: the runs on disk answer key lookups): look
     ** every key of it up in one batch rather than visit every slot. */
     int64_t n = (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) + 1, i;
-    pl.aKey = sqlite3_malloc64(n*8);
+    pl.aKey = malloc((size_t)n*8);
     if( pl.aKey==0 ) return vtabDone(pCur->pVtab, SQLITE_NOMEM);
     for(i=0; i<n; i++) pl.aKey[i] = (int64_t)((uint64_t)pl.lo + (uint64_t)i);
     pl.nKey = n;

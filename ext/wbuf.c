@@ -94,9 +94,9 @@ int gpudsWbufInit(GpudsTable *p){
 /* Free a flush record. */
 static void flushFree(GpudsFlush *f){
   if( f ){
-    sqlite3_free(f->aKey); sqlite3_free(f->aNew);
-    sqlite3_free(f->aFound); sqlite3_free(f->aOld);
-    sqlite3_free(f->aOrig);
+    free(f->aKey); free(f->aNew);
+    free(f->aFound); free(f->aOld);
+    free(f->aOrig);
     sqlite3_free(f);
   }
 }
@@ -110,11 +110,11 @@ void gpudsWbufClear(GpudsTable *p){
       flushFree((GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev);
     }
   }
-  sqlite3_free(p->wb.aUndo);
+  free(p->wb.aUndo);
   sqlite3_free(p->wb.aMark);
   gpudsOvFree(p->wb.pOver);
   gpudsCollectGarbage(p);
-  sqlite3_free(p->wb.aGarbage);
+  free(p->wb.aGarbage);
   memset(&p->wb, 0, sizeof(p->wb));
 }
 
@@ -128,7 +128,7 @@ void gpudsRowGarbage(GpudsTable *p, uint64_t hRow){
   }
   if( w->nGarbage==w->nGarbageAlloc ){
     int64_t nNew = w->nGarbageAlloc ? w->nGarbageAlloc*2 : 256;
-    uint64_t *a = sqlite3_realloc64(w->aGarbage, nNew*sizeof(uint64_t));
+    uint64_t *a = realloc(w->aGarbage, (size_t)nNew*sizeof(uint64_t));
     if( a==0 ) return;   /* leak one row rather than free it under a cursor */
     w->aGarbage = a;
     w->nGarbageAlloc = nNew;
@@ -150,7 +150,7 @@ static int undoReserve(GpudsWbuf *w, int64_t n){
     int64_t nNew = w->nUndoAlloc ? w->nUndoAlloc*2 : UNDO_INITIAL;
     GpudsUndo *a;
     while( nNew < w->nUndo+n ) nNew *= 2;
-    a = sqlite3_realloc64(w->aUndo, nNew*sizeof(GpudsUndo));
+    a = realloc(w->aUndo, (size_t)nNew*sizeof(GpudsUndo));
     if( a==0 ) return SQLITE_NOMEM;
     w->aUndo = a;
     w->nUndoAlloc = nNew;
@@ -366,7 +366,7 @@ static void repackUndo(GpudsFlush *f){
     if( f->aNew[i]!=f->aOrig[i] ) gpudsRowFreeHandle(f->aNew[i]);
   }
   memcpy(f->aNew, f->aOrig, f->n*8);
-  sqlite3_free(f->aOrig);
+  free(f->aOrig);
   f->aOrig = 0;
 }
 
@@ -423,7 +423,7 @@ static void repackRows(GpudsTable *p, GpudsFlush *f){
     prev = (uintptr_t)h;
   }
   if( nRow<REPACK_MIN_ROWS || nBreak<nRow/REPACK_BREAK_DIV ) return;
-  f->aOrig = sqlite3_malloc64(f->n*8);
+  f->aOrig = malloc(f->n*8);
   if( f->aOrig==0 ) return;
   memcpy(f->aOrig, f->aNew, f->n*8);
 #ifdef _SC_NPROCESSORS_ONLN
@@ -490,10 +490,10 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   if( f ) memset(f, 0, sizeof(*f));
   if( f ){
     f->n = n;
-    f->aKey = sqlite3_malloc64(n*8);
-    f->aNew = sqlite3_malloc64(n*8);
-    f->aFound = sqlite3_malloc64(n);
-    aOp = sqlite3_malloc64(n);
+    f->aKey = malloc(n*8);
+    f->aNew = malloc(n*8);
+    f->aFound = malloc(n);
+    aOp = malloc(n);
   }
   if( f==0 || !f->aKey || !f->aNew || !f->aFound || !aOp ){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
@@ -521,7 +521,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     rc = gpudsStoreBulk(p, p->pStore, p->pMirror, n, f->aKey, f->aNew);
     memset(f->aFound, 0, n);      /* no old values: aOld stays NULL */
   }else{
-    f->aOld = sqlite3_malloc64(n*8);
+    f->aOld = malloc(n*8);
     if( f->aOld==0 ){
       rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
       goto flush_out;
@@ -546,7 +546,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
 flush_out:
   if( f ) repackUndo(f);
   flushFree(f);
-  sqlite3_free(aOp);
+  free(aOp);
   return rc;
 }
 
@@ -561,14 +561,14 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
     else rc = overDel(p, u->k);
   }else{
     GpudsFlush *f = (GpudsFlush*)(uintptr_t)u->prev;
-    uint8_t *aOp = sqlite3_malloc64(f->n ? f->n : 1);
+    uint8_t *aOp = malloc(f->n ? f->n : 1);
     size_t i;
     if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
     if( f->aOld==0 ){
       /* a bulk load: every key was new, so the undo deletes them all */
-      f->aOld = sqlite3_malloc64(f->n ? f->n*8 : 8);
+      f->aOld = malloc(f->n ? f->n*8 : 8);
       if( f->aOld==0 ){
-        sqlite3_free(aOp);
+        free(aOp);
         return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
       }
       memset(f->aOld, 0, f->n*8);
@@ -577,7 +577,7 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
       aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
     }
     rc = gpudsStoreBatch(p, f->n, aOp, f->aKey, f->aOld, 0, 0);
-    sqlite3_free(aOp);
+    free(aOp);
     if( rc ) return rc;
     /* Keys the undo put back in the store may have left the filter in a
     ** rebuild since the flush: add them again. */
@@ -753,7 +753,7 @@ void gpudsWbufCommit(GpudsTable *p){
   w->nMark = 0;
   syncForget(w);
   if( w->nUndoAlloc > UNDO_KEEP_MAX ){
-    sqlite3_free(w->aUndo);
+    free(w->aUndo);
     w->aUndo = 0;
     w->nUndoAlloc = 0;
     bBig = 1;

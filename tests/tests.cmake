@@ -143,4 +143,11 @@ if(GPUDS_SQLITE3_LIB)
   # (SKIPPED without a usable GPU or without CUDA stores in gpuds.so).
   add_test(NAME test_faults_device COMMAND test_faults $<TARGET_FILE:gpuds> 2000 device)
   set_tests_properties(test_faults_device PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900)
+  # No row-scaled array through SQLite's allocator (tests/c/bigalloc.c):
+  # SQLite's allocator, capped at 1 MiB a block, under tables of 1.1e6 rows.
+  add_executable(test_bigalloc ${CMAKE_SOURCE_DIR}/tests/c/bigalloc.c)
+  target_include_directories(test_bigalloc PRIVATE ${SQLITE3_INCLUDE_DIR})
+  target_link_libraries(test_bigalloc PRIVATE ${GPUDS_SQLITE3_LIB})
+  add_test(NAME test_bigalloc COMMAND test_bigalloc $<TARGET_FILE:gpuds>)
+  set_tests_properties(test_bigalloc PROPERTIES LABELS sql SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
