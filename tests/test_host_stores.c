@@ -1212,6 +1212,17 @@ static void bulkThroughput(size_t n){
   CHECK( pOps->xCount(p)==(int64_t)n, "bulk count" );
   printf("  ordered  bulk load of %zu sorted keys: %.3f s\n", n, t1-t0);
   pOps->xDestroy(p);
+  /* the same keys written in order, flushed in bulk loads of 2^20 (appends) */
+  CHECK( pOps->xCreate(&p, 0)==GPUDS_OK, "xCreate" );
+  t0 = nowSec();
+  for(i=0; i<n; i+=(size_t)1<<20){
+    size_t m = n-i < ((size_t)1<<20) ? n-i : (size_t)1<<20;
+    CHECK( pOps->xBulkLoad(p, m, aKey+i, aVal+i)==GPUDS_OK, "append" );
+  }
+  t1 = nowSec();
+  CHECK( pOps->xCount(p)==(int64_t)n && pOps->xCheck(p)==GPUDS_OK, "appends" );
+  printf("  ordered  %zu sorted keys in bulk loads of 2^20: %.3f s\n", n, t1-t0);
+  pOps->xDestroy(p);
   free(aKey);
   free(aVal);
 }
