@@ -39,6 +39,17 @@
 ** (they fit the TLB anyway, and tests/c/faults.c fails their allocations),
 ** and so does every tree under GPUDS_HUGE_PAGES=0.
 **
+** Appends.  Keys written in order reach the tree as sorted batches whose
+** first key lies past the largest (and so past every separator).  Such a
+** batch, by xBulkLoad or as an all-upsert xBatch, is appended on the right
+** edge in O(batch) (btAppend): the last leaf filled, full new leaves
+** chained after it, each level's rightmost node filled with the new nodes
+** below and full new ones added, new roots on top; only the last two nodes
+** of a level may be less than full, and both at least half.  Every node is
+** taken before the tree changes (all-or-nothing).  Neither a rebuild of the
+** whole tree (O(tree) a flush: quadratic over a load in order) nor key by
+** key inserts (half-full leaves from right-edge splits).
+**
 ** All-or-nothing batches.  The only failure a batch can meet half way is an
 ** allocation failure while splitting.  A batch therefore applies its
 ** operations in order WITHOUT merging underfull nodes (deletes only remove
@@ -870,6 +881,10 @@ static void btFixup(HostOrderedStore *p, int64_t k){
   }
 }
 
+static int btAppendable(HostOrderedStore *p, int64_t k);
+static int btAppend(HostOrderedStore *p, size_t n, const int64_t *aKey,
+                    const uint64_t *aVal);
+
 /*
 ** The batch engine behind xBatch and the insert path of xBulkLoad.  aOp
 ** NULL means every operation is an upsert.  See the comment at the top of
@@ -885,6 +900,7 @@ static int btApply(HostOrderedStore *p, size_t n, const uint8_t *aOp,
   uint8_t *aFlag;
   size_t nWork;
   BtLeaf *pHint = 0;     /* leaf of the last lookup or removal */
+  size_t nUp = 0;        /* upserts among the operations */
 
   if( aOp ){
     for(i=0; i<n; i++){
@@ -894,9 +910,24 @@ static int btApply(HostOrderedStore *p, size_t n, const uint8_t *aOp,
                        (int)aOp[i], i);
       }
       if( aOp[i]!=GPUDS_OP_LOOKUP ) bMut = 1;
+      if( aOp[i]==GPUDS_OP_UPSERT ) nUp++;
     }
   }else{
     bMut = n>0;
+    nUp = n;
+  }
+  if( nUp==n && n>0 && btAppendable(p, aKey[0]) ){
+    /* Only upserts of ascending keys past the largest (a flush of rows
+    ** written in order): appended on the right edge, every key new. */
+    for(i=1; i<n && aKey[i]>aKey[i-1]; i++){}
+    if( i==n ){
+      rc = btAppend(p, n, aKey, aVal);
+      if( rc==GPUDS_OK ){
+        if( aFound ) memset(aFound, 0, n);
+        if( aOld ) memset(aOld, 0, n*sizeof(uint64_t));
+      }
+      return rc;
+    }
   }
   if( !bMut ){
     uint8_t f;
@@ -1148,6 +1179,203 @@ static void btInstall(HostOrderedStore *p, BtNode *pRoot, int nHeight,
 }
 
 /* ---------------------------------------------------------------------- */
+/* Appending on the right edge.                                            */
+
+/* The node count for T items (entries or children) at capacity C on the
+** right edge, where the first node already holds some of them: ceil(T/C),
+** at least 1. */
+static int64_t btEdgeNodes(int64_t T, int C){
+  return T<=C ? 1 : (T + C - 1)/C;
+}
+
+/* Items of node j of the k nodes (btEdgeNodes) holding T items at capacity
+** C: C each, except that when the last would hold fewer than C/2 (k >= 2),
+** the last two share their C+r items evenly, both then at least C/2. */
+static int btEdgeFill(int64_t j, int64_t k, int64_t T, int C){
+  int64_t r = T - (k-1)*(int64_t)C;       /* the last node's share, 1..C */
+  if( k==1 ) return (int)T;
+  if( r>=C/2 || j<k-2 ) return j==k-1 ? (int)r : C;
+  return j==k-2 ? (int)((C + r + 1)/2) : (int)((C + r)/2);
+}
+
+/* True if a batch of ascending keys starting at k may be appended by
+** btAppend: the tree holds a key, and k is past its largest key and past
+** every separator (the right edge's last separators bound all others). */
+static int btAppendable(HostOrderedStore *p, int64_t k){
+  BtNode *pN = p->pRoot;
+  BtLeaf *pL;
+  if( p->nKey==0 ) return 0;
+  while( !pN->isLeaf ){
+    BtInner *pI = (BtInner*)pN;
+    if( pI->h.n>1 && pI->aKey[pI->h.n-2]>=k ) return 0;
+    pN = pI->apChild[pI->h.n-1];
+  }
+  pL = (BtLeaf*)pN;
+  return pL->h.n>0 && pL->aKey[pL->h.n-1]<k;
+}
+
+/*
+** Append n (> 0) entries with strictly ascending keys, the first greater
+** than every key of the tree (which holds at least one), in O(n + height):
+** the tree's last leaf is filled, then full new leaves follow it in the
+** chain, and each level of the right edge takes the new nodes of the level
+** below as children, filling its rightmost node and adding full new ones,
+** with new roots above the old one while a level ends with more than one
+** node.  On every level only the last two nodes of the edge may be less
+** than full: when the last would be under half full they share evenly, so
+** every node keeps btCheckTree's fill bounds (the nodes moved that way are
+** the rightmost node's own, which is why it takes its items last).
+**
+** Separators: every separator of the tree is at most the tree's largest
+** key (a child right of a separator holds a key, at rest), so the new keys
+** lie past all of them; a new node's separator is the lower bound of its
+** first child: that child's separator in the node it came from, or its
+** first key for a new leaf.
+**
+** Every node the append needs is counted from n and the right edge's fill
+** and taken before anything changes: GPUDS_NOMEM leaves the tree as it was.
+** No leaf is freed and every old leaf keeps its first key, so the hint
+** table stays sound (lookups of the new keys descend until it is rebuilt).
+*/
+static int btAppend(HostOrderedStore *p, size_t n, const int64_t *aKey,
+                    const uint64_t *aVal){
+  BtNode *aSpine[BT_MAX_HEIGHT];   /* [l]: rightmost node of level l (0: leaves) */
+  int64_t aNew[BT_MAX_HEIGHT];     /* [l]: nodes added right of it */
+  int64_t aOff[BT_MAX_HEIGHT];     /* [l]: index of its first in apNew */
+  int h = p->nHeight, hNew, l;
+  int64_t nAlloc = 0, nLeafNew, j;
+  BtNode **apNew = 0;              /* the nodes taken, level by level */
+  int64_t *aLow = 0;               /* the lower bound of each */
+  HostOrderedStore *pSlab;
+  BtNode *pN = p->pRoot;
+
+  assert( n>0 && p->nKey>0 );
+  for(l=h-1; l>=0; l--){
+    aSpine[l] = pN;
+    if( l>0 ) pN = ((BtInner*)pN)->apChild[pN->n-1];
+  }
+
+  /* Count.  A level above the old root has a new node of one child (the
+  ** level below's old rightmost node) as its rightmost node. */
+  aNew[0] = btEdgeNodes((int64_t)aSpine[0]->n + (int64_t)n, BT_LEAF_MAX) - 1;
+  for(l=1; l<h || aNew[l-1]>0; l++){
+    if( l>=BT_MAX_HEIGHT ){
+      return btError(p, GPUDS_NOMEM, "b+tree: height limit reached");
+    }
+    aNew[l] = aNew[l-1]==0 ? 0
+            : btEdgeNodes((l<h ? aSpine[l]->n : 1) + aNew[l-1], BT_FANOUT) - 1;
+  }
+  hNew = l;
+  for(l=0; l<hNew; l++){
+    if( l>=h ) nAlloc++;                   /* the new rightmost node */
+    aOff[l] = nAlloc;
+    nAlloc += aNew[l];
+  }
+  nLeafNew = aNew[0];
+
+  /* Take every node. */
+  if( nAlloc>0 ){
+    if( (uint64_t)nAlloc > ((size_t)-1)/(sizeof(BtNode*)+sizeof(int64_t)) ){
+      return btError(p, GPUDS_NOMEM, "b+tree: append too large");
+    }
+    apNew = (BtNode**)malloc((size_t)nAlloc*sizeof(BtNode*));
+    aLow = (int64_t*)malloc((size_t)nAlloc*sizeof(int64_t));
+    if( apNew==0 || aLow==0 ){ j = 0; goto no_mem; }
+    pSlab = btSlabsWanted(p->nLeaf + nLeafNew) ? p : 0;
+    for(j=0; j<nAlloc; j++){
+      apNew[j] = j<nLeafNew ? (BtNode*)btNewLeaf(0, pSlab) : (BtNode*)btNewInner(0);
+      if( apNew[j]==0 ) goto no_mem;
+    }
+  }
+
+  /* Leaves: the sequence is the last leaf's entries, then the array's.
+  ** The new leaves first (they may take the last leaf's tail), then it. */
+  {
+    BtLeaf *pL = (BtLeaf*)aSpine[0];
+    int64_t e = pL->h.n, T = e + (int64_t)n, k = nLeafNew + 1, s;
+    int c0 = btEdgeFill(0, k, T, BT_LEAF_MAX);
+    BtLeaf *pPrev = pL;
+    s = c0;
+    for(j=1; j<k; j++){
+      BtLeaf *pX = (BtLeaf*)apNew[j-1];
+      int c = btEdgeFill(j, k, T, BT_LEAF_MAX), i = 0;
+      for(; i<c && s<e; i++, s++){                 /* from the last leaf */
+        pX->aKey[i] = pL->aKey[s];
+        pX->aVal[i] = pL->aVal[s];
+      }
+      memcpy(&pX->aKey[i], &aKey[s-e], (size_t)(c-i)*sizeof(int64_t));
+      memcpy(&pX->aVal[i], &aVal[s-e], (size_t)(c-i)*sizeof(uint64_t));
+      s += c-i;
+      pX->h.n = c;
+      pX->pPrev = pPrev;
+      pPrev->pNext = pX;
+      pPrev = pX;
+      aLow[j-1] = pX->aKey[0];
+    }
+    pPrev->pNext = 0;
+    if( c0>e ){
+      memcpy(&pL->aKey[e], aKey, (size_t)(c0-e)*sizeof(int64_t));
+      memcpy(&pL->aVal[e], aVal, (size_t)(c0-e)*sizeof(uint64_t));
+    }
+    pL->h.n = c0;
+  }
+
+  /* Inner levels: the sequence is the rightmost node's children, then the
+  ** new nodes of the level below. */
+  for(l=1; l<hNew && aNew[l-1]>0; l++){
+    BtInner *pP;
+    BtNode **apBelow = &apNew[aOff[l-1]];
+    int64_t *aLowBelow = &aLow[aOff[l-1]];
+    int64_t e, T, k = aNew[l] + 1, s;
+    int c0, i;
+    if( l<h ){
+      pP = (BtInner*)aSpine[l];
+    }else{
+      pP = (BtInner*)apNew[aOff[l]-1];
+      pP->apChild[0] = aSpine[l-1];
+      pP->h.n = 1;
+      aSpine[l] = &pP->h;
+    }
+    e = pP->h.n;
+    T = e + aNew[l-1];
+    c0 = btEdgeFill(0, k, T, BT_FANOUT);
+    s = c0;
+    for(j=1; j<k; j++){
+      BtInner *pX = (BtInner*)apNew[aOff[l]+j-1];
+      int c = btEdgeFill(j, k, T, BT_FANOUT);
+      aLow[aOff[l]+j-1] = s<e ? pP->aKey[s-1] : aLowBelow[s-e];
+      for(i=0; i<c; i++, s++){
+        pX->apChild[i] = s<e ? pP->apChild[s] : apBelow[s-e];
+        if( i>0 ) pX->aKey[i-1] = s<e ? pP->aKey[s-1] : aLowBelow[s-e];
+      }
+      pX->h.n = c;
+    }
+    for(s=e; s<c0; s++){
+      pP->apChild[s] = apBelow[s-e];
+      pP->aKey[s-1] = aLowBelow[s-e];
+    }
+    pP->h.n = c0;
+  }
+  if( hNew>h ){
+    p->pRoot = aSpine[hNew-1];
+    p->nHeight = hNew;
+  }
+  p->nKey += (int64_t)n;
+  p->nLeaf += nLeafNew;
+  p->nInner += nAlloc - nLeafNew;
+  free(apNew);
+  free(aLow);
+  return GPUDS_OK;
+
+no_mem:
+  while( j-- > 0 ) btFreeNode(p, apNew[j]);
+  free(apNew);
+  free(aLow);
+  return btError(p, GPUDS_NOMEM, "b+tree: out of memory appending %zu entries",
+                 n);
+}
+
+/* ---------------------------------------------------------------------- */
 /* The gpuds_store_ops methods.                                            */
 
 /* An empty tree: one empty leaf as the root. */
@@ -1290,8 +1518,10 @@ static int btNotAscending(size_t n, const int64_t *aKey, size_t *pi){
 
 /*
 ** Insert n entries with strictly ascending keys.  An empty tree is built
-** directly from the arrays; a big load into a non-empty tree rebuilds it
-** from the merge of the old entries and the new ones; a small one inserts.
+** directly from the arrays; keys all past the tree's largest are appended
+** on its right edge (btAppend, O(n)); otherwise a big load into a
+** non-empty tree rebuilds it from the merge of the old entries and the new
+** ones, and a small one inserts.
 ** A key already present is updated, as by an upsert.  All-or-nothing.
 */
 static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
@@ -1306,12 +1536,15 @@ static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
   if( (uint64_t)n >= (uint64_t)INT64_MAX/2 ){
     return btError(p, GPUDS_NOMEM, "xBulkLoad: too many entries");
   }
+  if( btAppendable(p, aKey[0]) ){
+    /* keys written in order: O(n) on the right edge, whatever the sizes */
+    return btAppend(p, n, aKey, aVal);
+  }
   if( p->nKey==0 || (int64_t)n >= p->nKey/BT_REBUILD_DIV ){
     BtSource src;
     int64_t nEntry = 0, k;
     uint64_t v;
     BtNode *pRoot;
-    BtLeaf *pLast;
     int nHeight, rc;
     int64_t nLeaf, nInner;
 
@@ -1321,13 +1554,6 @@ static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
     src.n = n;
     if( p->nKey==0 ){
       nEntry = (int64_t)n;
-    }else if( (pLast = btFindLeaf(p, INT64_MAX))->h.n>0
-           && aKey[0] > pLast->aKey[pLast->h.n-1] ){
-      /* every new key lies past the largest (keys written in order): the
-      ** merge holds both sets whole, no counting pass over the tree */
-      nEntry = p->nKey + (int64_t)n;
-      src.pL = btFindLeaf(p, INT64_MIN);
-      btSourceSettle(&src);
     }else{
       src.pL = btFindLeaf(p, INT64_MIN);
       btSourceSettle(&src);

@@ -905,6 +905,181 @@ static void tClose(T *t){
   memset(t, 0, sizeof(*t));
 }
 
+/* ---------------------------------------------------------------------- */
+/* Appends: keys written in order, past the largest present.               */
+
+/* Fill the buffers with up to n absent domain keys past the largest present
+** key, ascending (consecutive, or with random gaps when bGaps), as upserts
+** of random values; returns how many (0 when the domain's top is taken). */
+static size_t tGenAppend(T *t, size_t n, int bGaps){
+  Ref *r = &t->ref;
+  size_t iTop = r->nDom, m = 0, i;
+  while( iTop>0 && !r->aHas[iTop-1] ) iTop--;
+  tBuffers(t, n ? n : 1);
+  for(i=iTop; i<r->nDom && m<n; i += bGaps ? 1 + rndN(3) : 1){
+    t->aOp[m] = GPUDS_OP_UPSERT;
+    t->aKey[m] = r->aDom[i];
+    t->aVal[m] = rndVal();
+    m++;
+  }
+  return m;
+}
+
+/* The store's and the reference's state agree after m appended keys. */
+static void tAppendDone(T *t, size_t m){
+  size_t i;
+  for(i=0; i<m; i++){
+    uint8_t f;
+    uint64_t v;
+    refApply(&t->ref, GPUDS_OP_UPSERT, t->aKey[i], t->aVal[i], &f, &v);
+    CHECK( f==0, "append of a present key %lld", (long long)t->aKey[i] );
+  }
+  tCheckStructure(t);
+}
+
+/* Append up to n keys past the largest, by xBulkLoad or (bBatch) by an
+** all-upsert xBatch, whose per-key results must say "new"; an append into
+** a non-empty tree must build full leaves (not the half-full ones of
+** key-by-key right-edge splits). */
+static void tAppend(T *t, size_t n, int bBatch){
+  size_t m = tGenAppend(t, n, rndN(4)==0), i;
+  long long nLeaf0 = t->bOrdered ? tInfoField(t, "leaves") : 0;
+  int64_t nKey0 = t->ref.nKey;
+  int rc;
+  if( m==0 ) return;
+  if( bBatch ){
+    memset(t->aFound, 0xAA, m);
+    memset(t->aOld, 0xAA, m*sizeof(uint64_t));
+    rc = t->pOps->xBatch(t->pS, m, t->aOp, t->aKey, t->aVal, t->aFound, t->aOld);
+    CHECK( rc==GPUDS_OK, "append by xBatch of %zu: %s", m, t->pOps->xErrmsg(t->pS) );
+    for(i=0; i<m; i++){
+      CHECK( t->aFound[i]==0 && t->aOld[i]==0, "append by xBatch: op %zu", i );
+    }
+  }else{
+    rc = t->pOps->xBulkLoad(t->pS, m, t->aKey, t->aVal);
+    CHECK( rc==GPUDS_OK, "append of %zu: %s", m, t->pOps->xErrmsg(t->pS) );
+  }
+  tAppendDone(t, m);
+  if( t->bOrdered && nKey0>0 ){
+    long long nAdd = tInfoField(t, "leaves") - nLeaf0;
+    CHECK( nAdd <= (long long)(m/64) + 1, "append of %zu keys added %lld leaves",
+           m, nAdd );
+  }
+}
+
+/* An append run again and again with the k-th allocation failing, k = 0,
+** 1, ...: each failure leaves the store exactly as it was (content, and
+** node counts and height), the run that gets through is right. */
+static void tFaultAppend(T *t, size_t n){
+  size_t m = tGenAppend(t, n, 0);
+  long long k, nNode0, nHeight0;
+  int rc = GPUDS_NOMEM, bBatch = (int)rndN(2);
+  if( m==0 ) return;
+  nNode0 = tInfoField(t, "nodes");
+  nHeight0 = tInfoField(t, "height");
+  for(k=0; rc!=GPUDS_OK; k++){
+    faultArm(k, (int)rndN(2));
+    rc = bBatch ? t->pOps->xBatch(t->pS, m, t->aOp, t->aKey, t->aVal, 0, 0)
+                : t->pOps->xBulkLoad(t->pS, m, t->aKey, t->aVal);
+    faultOff();
+    if( rc!=GPUDS_OK ){
+      CHECK( rc==GPUDS_NOMEM, "injected failure in an append: rc %d", rc );
+      CHECK( tInfoField(t, "nodes")==nNode0 && tInfoField(t, "height")==nHeight0,
+             "failed append changed the tree's shape" );
+      tCheckStructure(t);
+      if( k<3 || rndN(4)==0 ) tVerifyAll(t);
+    }
+    CHECK( k<100000, "append allocation failures never end" );
+  }
+  tAppendDone(t, m);
+}
+
+/* Delete the keys of the top part of the domain (every present key from a
+** random domain index in its top eighth up), making room for more appends. */
+static void tDropTop(T *t){
+  Ref *r = &t->ref;
+  size_t i0 = r->nDom - rndN(r->nDom/8 + 1), m = 0, i;
+  tBuffers(t, r->nDom - i0 + 1);
+  for(i=i0; i<r->nDom; i++){
+    if( r->aHas[i] ){ t->aOp[m] = GPUDS_OP_DELETE; t->aKey[m++] = r->aDom[i]; }
+  }
+  if( m>0 ) tRunBatch(t, m);
+}
+
+/*
+** Appends of every size (one key, part of a leaf, a leaf, many leaves, a
+** level of inner nodes, ...) from an empty store up, growing the b+tree by
+** several levels, interleaved with random batches, lookups, scans, removals
+** of the domain's top and (bFault) appends under allocation failures; the
+** structure is checked after each.  The tree must reach height hWant.
+*/
+static void appendScenario(const gpuds_store_ops *pOps, size_t nDom, int nRound,
+                           int bFault, long long hWant){
+  T t;
+  int r;
+  long long hMax = 0;
+  tOpen(&t, pOps, nDom);
+  for(r=0; r<nRound; r++){
+    size_t n;
+    switch( rndN(8) ){
+      case 0:  n = 1; break;
+      case 1:  n = 1 + rndN(63); break;                 /* part of a leaf */
+      case 2:  n = 64; break;                            /* a leaf */
+      case 3:  n = 64*(1 + rndN(70)); break;             /* leaves */
+      case 4:  n = 1 + rndN(5000); break;
+      case 5:  n = 4096 + rndN(70000); break;            /* inner levels */
+      default: n = 1 + rndN(nDom/4 + 1); break;
+    }
+    tAppend(&t, n, rndN(3)==0);
+    if( t.bOrdered && tInfoField(&t, "height")>hMax ) hMax = tInfoField(&t, "height");
+    switch( rndN(10) ){
+      case 0: case 1: {                                  /* a random batch */
+        size_t nB = 1 + rndN(rndN(2) ? 50 : 2000), iTop = t.ref.nDom, i;
+        tGenBatch(&t, nB, 20, (int)rndN(80));
+        /* mostly leave the keys past the largest to the appends: an upsert
+        ** there would leave them little room */
+        while( iTop>0 && !t.ref.aHas[iTop-1] ) iTop--;
+        for(i=0; i<nB; i++){
+          if( t.aOp[i]==GPUDS_OP_UPSERT && rndN(16)
+           && (iTop==0 || t.aKey[i]>t.ref.aDom[iTop-1]) ){
+            t.aOp[i] = GPUDS_OP_LOOKUP;
+          }
+        }
+        tRunBatch(&t, nB);
+        break;
+      }
+      case 2:  tLookups(&t, 1 + rndN(2000)); break;
+      case 3:  tScans(&t, 2); break;
+      case 4:  if( bFault ) tFaultAppend(&t, 1 + rndN(rndN(2) ? 100 : 20000)); break;
+      case 5:  tDropTop(&t); break;
+      case 6:  if( rndN(4)==0 ) tVerifyAll(&t); break;
+      default: break;
+    }
+    /* room for more: drop the top when the domain's last key is present */
+    if( t.ref.aHas[t.ref.nDom-1] && rndN(2) ) tDropTop(&t);
+  }
+  tVerifyAll(&t);
+  tLookups(&t, 500);
+  tScans(&t, 4);
+  /* then, from empty, appends alone of random sizes up to the domain's
+  ** top: the tree grows level by level, to hWant at least */
+  tDrain(&t);
+  while( !t.ref.aHas[t.ref.nDom-1] ){
+    tAppend(&t, 1 + rndN(rndN(2) ? 300 : nDom/8), rndN(3)==0);
+    if( t.bOrdered && tInfoField(&t, "height")>hMax ) hMax = tInfoField(&t, "height");
+  }
+  tVerifyAll(&t);
+  if( t.bOrdered ){
+    CHECK( hMax>=hWant, "appends grew the b+tree to height %lld only, want %lld",
+           hMax, hWant );
+  }
+  tDrain(&t);
+  tAppend(&t, 100, 0);            /* into an empty, used store */
+  tAppend(&t, 1, 1);
+  tVerifyAll(&t);
+  tClose(&t);
+}
+
 /*
 ** The main randomized scenario on a domain of about nDom keys: nRound
 ** batches in four phases (grow, mixed, shrink, churn), with lookups, scans,
@@ -1037,6 +1212,17 @@ static void bulkThroughput(size_t n){
   CHECK( pOps->xCount(p)==(int64_t)n, "bulk count" );
   printf("  ordered  bulk load of %zu sorted keys: %.3f s\n", n, t1-t0);
   pOps->xDestroy(p);
+  /* the same keys written in order, flushed in bulk loads of 2^20 (appends) */
+  CHECK( pOps->xCreate(&p, 0)==GPUDS_OK, "xCreate" );
+  t0 = nowSec();
+  for(i=0; i<n; i+=(size_t)1<<20){
+    size_t m = n-i < ((size_t)1<<20) ? n-i : (size_t)1<<20;
+    CHECK( pOps->xBulkLoad(p, m, aKey+i, aVal+i)==GPUDS_OK, "append" );
+  }
+  t1 = nowSec();
+  CHECK( pOps->xCount(p)==(int64_t)n && pOps->xCheck(p)==GPUDS_OK, "appends" );
+  printf("  ordered  %zu sorted keys in bulk loads of 2^20: %.3f s\n", n, t1-t0);
+  pOps->xDestroy(p);
   free(aKey);
   free(aVal);
 }
@@ -1084,6 +1270,11 @@ int main(int argc, char **argv){
       scenario(pOps, 400, bSmall ? 80 : 600);
       scenario(pOps, bSmall ? 6000 : 20000, bSmall ? 100 : 300);
       if( bFault ) faultScenario(pOps, bSmall ? 3000 : 4000, bSmall ? 10 : 25);
+      if( s==0 ){
+        /* height 3 from 20000 keys, 4 from 400000 (full leaves: 64^3) */
+        appendScenario(pOps, 20000, bSmall ? 60 : 150, bFault, 3);
+        if( !bSmall && i<2 ) appendScenario(pOps, 400000, 120, 0, 4);
+      }
       if( !bSmall && i==0 ) bigScenario(pOps, 3<<17);
     }
     printf("seed %" PRIu64 " passed (%.1f s)\n", curSeed, nowSec()-tSeed);
