@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <execinfo.h>
 #include <time.h>
+#include "testext.h"
 
 #define CAP_BYTES (1<<20)
 
@@ -76,16 +77,8 @@ static void check(int ok, const char *zWhat, const char *zDetail){
 }
 
 static sqlite3 *openDb(void){
-  sqlite3 *db = 0;
-  char *zErr = 0;
-  if( sqlite3_open(zDb, &db)!=SQLITE_OK ){ sqlite3_close(db); return 0; }
-  sqlite3_enable_load_extension(db, 1);
-  if( sqlite3_load_extension(db, zExt, 0, &zErr)!=SQLITE_OK ){
-    printf("cannot load %s: %s\n", zExt, zErr ? zErr : "?");
-    sqlite3_free(zErr);
-    sqlite3_close(db);
-    return 0;
-  }
+  sqlite3 *db = testOpenWithExt(zDb, zExt, 1);
+  if( db==0 ) return 0;
   /* SQLite's sorter takes blocks of up to max(cache, 250 pages), and a
   ** record as long as its longest value (a run's chunk: gpuds keeps those
   ** within the length limit): keep all of them under the cap */

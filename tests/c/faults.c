@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <dlfcn.h>
+#include "testext.h"
 #include <stdint.h>
 
 extern void *__libc_malloc(size_t);
@@ -78,17 +79,9 @@ static char zDb[256];
 static int nPass = 0, nFail = 0;
 static long iRun = 0;
 
+/* The test database with gpuds loaded, or NULL. */
 static sqlite3 *openDb(void){
-  sqlite3 *db = 0;
-  char *zErr = 0;
-  if( sqlite3_open(zDb, &db)!=SQLITE_OK ){ sqlite3_close(db); return 0; }
-  sqlite3_enable_load_extension(db, 1);
-  if( sqlite3_load_extension(db, zExt, 0, &zErr)!=SQLITE_OK ){
-    sqlite3_free(zErr);
-    sqlite3_close(db);
-    return 0;
-  }
-  return db;
+  return testOpenWithExt(zDb, zExt, 0);
 }
 
 /* Run one statement; SQLITE_OK or its error code. */
