@@ -65,6 +65,7 @@
 */
 #include "gpuds_backend.h"
 #include "gpuds_config.h"
+#include "gpuds_hugemap.h"
 #include <assert.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,19 +225,11 @@ static BtLeaf *btSlabTake(HostOrderedStore *p){
   BtSlab *s = p->pSlab;
   char *z;
   if( s==0 || btSlabFull(s) ){
-    /* Map twice the size and trim to an aligned slab, as row.c's arena
-    ** blocks; advised before anything touches it. */
-    char *pMap = (char*)mmap(0, 2*BT_SLAB_SIZE, PROT_READ|PROT_WRITE,
-                             MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
-    size_t nHead;
-    if( pMap==(char*)MAP_FAILED ) return 0;
-    s = (BtSlab*)(((uintptr_t)pMap + BT_SLAB_SIZE - 1) & ~(uintptr_t)(BT_SLAB_SIZE-1));
-    nHead = (size_t)((char*)s - pMap);
-    if( nHead ) munmap(pMap, nHead);
-    if( BT_SLAB_SIZE - nHead ) munmap((char*)s + BT_SLAB_SIZE, BT_SLAB_SIZE - nHead);
-#ifdef MADV_HUGEPAGE
-    madvise(s, BT_SLAB_SIZE, MADV_HUGEPAGE);      /* advice only */
-#endif
+    /* aligned to its size (a leaf finds its slab by masking its address),
+    ** advised as a huge page: slabs exist only where GPUDS_HUGE_PAGES
+    ** allows (btSlabsWanted) */
+    s = (BtSlab*)gpudsMapAligned(BT_SLAB_SIZE, 1);
+    if( s==0 ) return 0;
     memset(s, 0, sizeof(*s));
     s->pOwner = p;
     btSlabLink(p, s, 0);

@@ -25,6 +25,7 @@
 SQLITE_EXTENSION_INIT3
 #include "schema.h"
 #include "varint.h"
+#include "gpuds_hugemap.h"
 #include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -542,23 +543,7 @@ void gpudsRowLegacyWrite(const GpudsRow *p, unsigned char *a){
 ** pages, which cost only what is touched (and so does every block under
 ** GPUDS_HUGE_PAGES=0). */
 static void *blockAlloc(int bHuge){
-  char *pMap = (char*)mmap(0, 2*ARENA_SIZE, PROT_READ|PROT_WRITE,
-                           MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
-  char *pBlock;
-  size_t nHead;
-  if( pMap==(char*)MAP_FAILED ) return 0;
-  pBlock = (char*)(((uintptr_t)pMap + ARENA_SIZE - 1) & ~(uintptr_t)(ARENA_SIZE-1));
-  nHead = (size_t)(pBlock - pMap);
-  if( nHead ) munmap(pMap, nHead);
-  if( ARENA_SIZE - nHead ) munmap(pBlock + ARENA_SIZE, ARENA_SIZE - nHead);
-#ifdef MADV_HUGEPAGE
-  if( bHuge && gpudsConfig()->bHugePages ){
-    madvise(pBlock, ARENA_SIZE, MADV_HUGEPAGE);             /* advice only */
-  }
-#else
-  (void)bHuge;
-#endif
-  return pBlock;
+  return gpudsMapAligned(ARENA_SIZE, bHuge);
 }
 
 /* Give block pBlock (from blockAlloc) back to the system. */
