@@ -151,6 +151,7 @@ struct HostOrderedStore {
   int nHintShift;       /* slot j: key iHintMin + (j << nHintShift) */
   int64_t nDescent;     /* lookups' descents since the table was built or dropped */
   BtSlab *pSlab;        /* its leaf slabs (see the header), or NULL */
+  BtSlab *pSlabLast;    /* the last of them, or NULL */
   int64_t nSlab;        /* slabs mapped */
   int64_t nSlabLeaf;    /* leaves in slabs (of any tree of the store: a
                         ** bulk build takes them before the old tree goes) */
@@ -191,26 +192,27 @@ static int btUpperBound(const int64_t *a, int n, int64_t k){
   return (int)(base - a) + (*base<=k);
 }
 
-/* Put slab s first in p's list (it has a free slot), or, bLast, last. */
+/* Put slab s first in p's list (it has a free slot), or, bLast, last: O(1)
+** either way (a slab that fills or frees a slot moves on every such leaf
+** taken or given back). */
 static void btSlabLink(HostOrderedStore *p, BtSlab *s, int bLast){
   if( !bLast || p->pSlab==0 ){
     s->pPrev = 0;
     s->pNext = p->pSlab;
-    if( p->pSlab ) p->pSlab->pPrev = s;
+    if( p->pSlab ) p->pSlab->pPrev = s; else p->pSlabLast = s;
     p->pSlab = s;
   }else{
-    BtSlab *t = p->pSlab;
-    while( t->pNext ) t = t->pNext;
-    t->pNext = s;
-    s->pPrev = t;
+    s->pPrev = p->pSlabLast;
     s->pNext = 0;
+    p->pSlabLast->pNext = s;
+    p->pSlabLast = s;
   }
 }
 
 /* Take slab s out of p's list. */
 static void btSlabUnlink(HostOrderedStore *p, BtSlab *s){
   if( s->pPrev ) s->pPrev->pNext = s->pNext; else p->pSlab = s->pNext;
-  if( s->pNext ) s->pNext->pPrev = s->pPrev;
+  if( s->pNext ) s->pNext->pPrev = s->pPrev; else p->pSlabLast = s->pPrev;
   s->pPrev = s->pNext = 0;
 }
 
@@ -1664,6 +1666,9 @@ static int btCheckSlabs(HostOrderedStore *p){
     bFull = btSlabFull(s);
     nLive += s->nLive;
     s->nSeen = 0;
+  }
+  if( pPrev!=p->pSlabLast ){
+    return btError(p, GPUDS_ERROR, "b+tree invariant: slab list's last is not its end");
   }
   if( n!=p->nSlab || nLive!=p->nSlabLeaf ){
     return btError(p, GPUDS_ERROR,
