@@ -31,9 +31,9 @@
 ** BT_SLAB_MIN_LEAVES leaves or more come from slabs: 2 MiB mappings aligned
 ** to their size and advised as one transparent huge page (MADV_HUGEPAGE),
 ** each cut into slots of whole cache lines placed so that a leaf's keys
-** start a line (its 64 keys on 8 lines, not 9).  A slab's header counts its
-** live leaves and links its freed slots; the store lists its slabs, those
-** with a free slot first; a slab whose last leaf goes is unmapped.  A leaf
+** start a line (its 64 keys on 8 lines, not 9): the store's slab pool
+** (backend/slab.c), which lists its slabs and unmaps a slab whose last leaf
+** goes.  A leaf
 ** says where it came from (h.isLeaf: BT_LEAF_MALLOC or BT_LEAF_SLAB), so
 ** every node is freed by btFreeNode.  Smaller trees malloc() their leaves
 ** (they fit the TLB anyway, and tests/c/faults.c fails their allocations),
@@ -65,7 +65,7 @@
 */
 #include "gpuds_backend.h"
 #include "gpuds_config.h"
-#include "gpuds_hugemap.h"
+#include "gpuds_slab.h"
 #include <assert.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,7 +90,6 @@
 #define BT_HINT_REBUILD_DIV  4
 #define BT_HINT_MIN_DESCENTS 64
 /* Leaf slabs (see the header). */
-#define BT_SLAB_SIZE       ((size_t)2<<20)   /* one huge page, aligned to it */
 #ifndef BT_SLAB_MIN_LEAVES                  /* (tests build with a small one) */
 # define BT_SLAB_MIN_LEAVES 2048             /* smaller trees malloc() leaves */
 #endif
@@ -120,23 +119,6 @@ struct BtInner {
   BtNode *apChild[BT_FANOUT];     /* h.n children */
 };
 
-/* The header of a leaf slab (see the file's header); its slots follow. */
-typedef struct BtSlab BtSlab;
-struct BtSlab {
-  void *pOwner;            /* the store whose leaves it holds */
-  BtSlab *pPrev, *pNext;   /* the store's slabs, those with a free slot first */
-  void *pFree;             /* freed slots, linked through their first word */
-  int nLive;               /* leaves taken and not given back; > 0 */
-  int nBump;               /* slots handed out from the top so far */
-  int nSeen;               /* btCheckTree's count of its leaves in the tree */
-};
-/* A slot: a leaf in whole cache lines.  The first slot is placed so that
-** every slot's aKey starts a cache line. */
-#define BT_SLAB_STRIDE ((sizeof(BtLeaf)+63) & ~(size_t)63)
-#define BT_SLAB_FIRST  (((sizeof(BtSlab)+offsetof(BtLeaf,aKey)+63) & ~(size_t)63) \
-                        - offsetof(BtLeaf,aKey))
-#define BT_SLAB_SLOTS  ((int)((BT_SLAB_SIZE-BT_SLAB_FIRST)/BT_SLAB_STRIDE))
-
 typedef struct HostOrderedStore HostOrderedStore;
 struct HostOrderedStore {
   BtNode *pRoot;        /* never NULL: an empty tree is one empty leaf */
@@ -150,11 +132,9 @@ struct HostOrderedStore {
   int64_t iHintMax;     /* keys above this have no slot */
   int nHintShift;       /* slot j: key iHintMin + (j << nHintShift) */
   int64_t nDescent;     /* lookups' descents since the table was built or dropped */
-  BtSlab *pSlab;        /* its leaf slabs (see the header), or NULL */
-  BtSlab *pSlabLast;    /* the last of them, or NULL */
-  int64_t nSlab;        /* slabs mapped */
-  int64_t nSlabLeaf;    /* leaves in slabs (of any tree of the store: a
-                        ** bulk build takes them before the old tree goes) */
+  GpudsSlabPool slabs;  /* its leaf slabs (see the header); nLive counts
+                        ** the leaves of any tree of the store (a bulk
+                        ** build takes them before the old tree goes) */
   char zErr[200];       /* message of the last failed call */
 };
 
@@ -192,91 +172,12 @@ static int btUpperBound(const int64_t *a, int n, int64_t k){
   return (int)(base - a) + (*base<=k);
 }
 
-/* Put slab s first in p's list (it has a free slot), or, bLast, last: O(1)
-** either way (a slab that fills or frees a slot moves on every such leaf
-** taken or given back). */
-static void btSlabLink(HostOrderedStore *p, BtSlab *s, int bLast){
-  if( !bLast || p->pSlab==0 ){
-    s->pPrev = 0;
-    s->pNext = p->pSlab;
-    if( p->pSlab ) p->pSlab->pPrev = s; else p->pSlabLast = s;
-    p->pSlab = s;
-  }else{
-    s->pPrev = p->pSlabLast;
-    s->pNext = 0;
-    p->pSlabLast->pNext = s;
-    p->pSlabLast = s;
-  }
-}
-
-/* Take slab s out of p's list. */
-static void btSlabUnlink(HostOrderedStore *p, BtSlab *s){
-  if( s->pPrev ) s->pPrev->pNext = s->pNext; else p->pSlab = s->pNext;
-  if( s->pNext ) s->pNext->pPrev = s->pPrev; else p->pSlabLast = s->pPrev;
-  s->pPrev = s->pNext = 0;
-}
-
-/* True if slab s has no free slot. */
-static int btSlabFull(const BtSlab *s){
-  return s->pFree==0 && s->nBump==BT_SLAB_SLOTS;
-}
-
-/* A slot for a leaf from p's slabs (a new slab when the first listed is
-** full), or NULL when out of memory. */
-static BtLeaf *btSlabTake(HostOrderedStore *p){
-  BtSlab *s = p->pSlab;
-  char *z;
-  if( s==0 || btSlabFull(s) ){
-    /* aligned to its size (a leaf finds its slab by masking its address),
-    ** advised as a huge page: slabs exist only where GPUDS_HUGE_PAGES
-    ** allows (btSlabsWanted) */
-    s = (BtSlab*)gpudsMapAligned(BT_SLAB_SIZE, 1);
-    if( s==0 ) return 0;
-    memset(s, 0, sizeof(*s));
-    s->pOwner = p;
-    btSlabLink(p, s, 0);
-    p->nSlab++;
-  }
-  if( s->pFree ){
-    z = (char*)s->pFree;
-    s->pFree = *(void**)z;
-  }else{
-    z = (char*)s + BT_SLAB_FIRST + (size_t)s->nBump*BT_SLAB_STRIDE;
-    s->nBump++;
-  }
-  s->nLive++;
-  p->nSlabLeaf++;
-  if( btSlabFull(s) && s->pNext ){         /* full slabs go last */
-    btSlabUnlink(p, s);
-    btSlabLink(p, s, 1);
-  }
-  return (BtLeaf*)z;
-}
-
-/* Give slab leaf pL's slot back; unmap its slab if it was the last. */
-static void btSlabGive(HostOrderedStore *p, BtLeaf *pL){
-  BtSlab *s = (BtSlab*)((uintptr_t)pL & ~(uintptr_t)(BT_SLAB_SIZE-1));
-  int bWasFull = btSlabFull(s);
-  assert( s->pOwner==p && s->nLive>0 );
-  *(void**)pL = s->pFree;
-  s->pFree = pL;
-  s->nLive--;
-  p->nSlabLeaf--;
-  if( s->nLive==0 ){
-    btSlabUnlink(p, s);
-    munmap(s, BT_SLAB_SIZE);
-    p->nSlab--;
-  }else if( bWasFull && s!=p->pSlab ){   /* it has a free slot: first */
-    btSlabUnlink(p, s);
-    btSlabLink(p, s, 0);
-  }
-}
-
 /* A new empty leaf, or NULL when out of memory: from pSlab's slabs if
 ** pSlab is not NULL, else malloc()ed.  Counted in pCount->nLeaf if pCount
 ** is not NULL (a bulk build counts its own). */
 static BtLeaf *btNewLeaf(HostOrderedStore *pCount, HostOrderedStore *pSlab){
-  BtLeaf *pL = pSlab ? btSlabTake(pSlab) : (BtLeaf*)malloc(sizeof(BtLeaf));
+  BtLeaf *pL = pSlab ? (BtLeaf*)gpudsSlabTake(&pSlab->slabs)
+                    : (BtLeaf*)malloc(sizeof(BtLeaf));
   if( pL ){
     pL->h.n = 0;
     pL->h.isLeaf = pSlab ? BT_LEAF_SLAB : BT_LEAF_MALLOC;
@@ -300,7 +201,7 @@ static HostOrderedStore *btSlabFor(HostOrderedStore *p){
 
 /* Free node pN of p (not counted: the caller adjusts nLeaf/nInner). */
 static void btFreeNode(HostOrderedStore *p, BtNode *pN){
-  if( pN->isLeaf==BT_LEAF_SLAB ) btSlabGive(p, (BtLeaf*)pN);
+  if( pN->isLeaf==BT_LEAF_SLAB ) gpudsSlabGive(&p->slabs, pN);
   else free(pN);
 }
 
@@ -1380,6 +1281,7 @@ static int btCreate(gpuds_store **ppStore, char **pzErr){
   if( pzErr ) *pzErr = 0;
   if( p ){
     memset(p, 0, sizeof(*p));
+    gpudsSlabPoolInit(&p->slabs, sizeof(BtLeaf), offsetof(BtLeaf, aKey));
     p->pRoot = (BtNode*)btNewLeaf(p, 0);
     if( p->pRoot==0 ){ free(p); p = 0; }
   }
@@ -1402,7 +1304,7 @@ static void btDestroy(gpuds_store *pStore){
   if( p==0 ) return;
   btHintDrop(p);
   btFreeTree(p, p->pRoot);
-  assert( p->nSlab==0 && p->nSlabLeaf==0 );
+  assert( p->slabs.nSlab==0 && p->slabs.nLive==0 );
   free(p);
 }
 
@@ -1582,8 +1484,8 @@ static int64_t btCount(gpuds_store *pStore){
 static void btInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
   int64_t nByte = (int64_t)sizeof(HostOrderedStore)
-                + (p->nLeaf-p->nSlabLeaf)*(int64_t)sizeof(BtLeaf)
-                + p->nSlab*(int64_t)BT_SLAB_SIZE
+                + (p->nLeaf-p->slabs.nLive)*(int64_t)sizeof(BtLeaf)
+                + p->slabs.nSlab*(int64_t)GPUDS_SLAB_SIZE
                 + p->nInner*(int64_t)sizeof(BtInner)
                 + p->nHint*(int64_t)sizeof(BtLeaf*);
   int nw;
@@ -1611,69 +1513,19 @@ struct BtCheck {
 };
 
 /* Check leaf pL's origin: a malloc()ed leaf, or a slot handed out by a slab
-** of the store's (btCheckSlabs has checked the list and zeroed nSeen;
-** counted there, so a slab not on the list shows as a count mismatch). */
+** of the store's pool (gpudsSlabCheckList has checked the pool and zeroed
+** its counts of slots seen). */
 static int btCheckLeafOrigin(BtCheck *pC, BtLeaf *pL){
   HostOrderedStore *p = pC->p;
   if( pL->h.isLeaf==BT_LEAF_SLAB ){
-    BtSlab *s = (BtSlab*)((uintptr_t)pL & ~(uintptr_t)(BT_SLAB_SIZE-1));
-    size_t off = (size_t)((char*)pL - (char*)s);
-    if( s->pOwner!=p || off<BT_SLAB_FIRST || (off-BT_SLAB_FIRST)%BT_SLAB_STRIDE!=0
-     || (off-BT_SLAB_FIRST)/BT_SLAB_STRIDE >= (size_t)s->nBump ){
+    if( !gpudsSlabSee(&p->slabs, pL) ){
       return btError(p, GPUDS_ERROR,
           "b+tree invariant: slab leaf is not a slot of one of the store's slabs");
     }
-    s->nSeen++;
     pC->nSlabLeaf++;
   }else if( pL->h.isLeaf!=BT_LEAF_MALLOC ){
     return btError(p, GPUDS_ERROR, "b+tree invariant: leaf kind %d unknown",
                    pL->h.isLeaf);
-  }
-  return GPUDS_OK;
-}
-
-/* Check the store's slab list before the walk (owner, links, count, live
-** and free slots adding up to those handed out, slabs with a free slot
-** first) and zero each slab's nSeen for it. */
-static int btCheckSlabs(HostOrderedStore *p){
-  BtSlab *s, *pPrev = 0;
-  int64_t n = 0, nLive = 0;
-  int bFull = 0;
-  for(s=p->pSlab; s; pPrev=s, s=s->pNext){
-    void *z;
-    int nFree = 0;
-    if( ++n > p->nSlab || s->pOwner!=p || s->pPrev!=pPrev
-     || s->nLive<=0 || s->nBump<0 || s->nBump>BT_SLAB_SLOTS ){
-      return btError(p, GPUDS_ERROR, "b+tree invariant: slab list damaged");
-    }
-    for(z=s->pFree; z; z=*(void**)z){
-      size_t off = (size_t)((char*)z - (char*)s);
-      if( ++nFree > s->nBump || (char*)z<(char*)s || off<BT_SLAB_FIRST
-       || (off-BT_SLAB_FIRST)%BT_SLAB_STRIDE!=0
-       || (off-BT_SLAB_FIRST)/BT_SLAB_STRIDE >= (size_t)s->nBump ){
-        return btError(p, GPUDS_ERROR, "b+tree invariant: slab free list damaged");
-      }
-    }
-    if( nFree + s->nLive != s->nBump ){
-      return btError(p, GPUDS_ERROR,
-          "b+tree invariant: slab: %d live and %d free of %d slots handed out",
-          s->nLive, nFree, s->nBump);
-    }
-    if( bFull && !btSlabFull(s) ){
-      return btError(p, GPUDS_ERROR,
-          "b+tree invariant: slab with a free slot after a full one");
-    }
-    bFull = btSlabFull(s);
-    nLive += s->nLive;
-    s->nSeen = 0;
-  }
-  if( pPrev!=p->pSlabLast ){
-    return btError(p, GPUDS_ERROR, "b+tree invariant: slab list's last is not its end");
-  }
-  if( n!=p->nSlab || nLive!=p->nSlabLeaf ){
-    return btError(p, GPUDS_ERROR,
-        "b+tree invariant: slabs: %lld with %lld leaves recorded, %lld with %lld found",
-        (long long)p->nSlab, (long long)p->nSlabLeaf, (long long)n, (long long)nLive);
   }
   return GPUDS_OK;
 }
@@ -1779,6 +1631,7 @@ static int btCheckNode(BtCheck *pC, BtNode *pN, int d, int bLo, int64_t lo,
 static int btCheckTree(gpuds_store *pStore){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
   BtCheck c;
+  char zSlab[120];
   int rc;
   memset(&c, 0, sizeof(c));
   c.p = p;
@@ -1786,25 +1639,21 @@ static int btCheckTree(gpuds_store *pStore){
   if( p->pRoot==0 ){
     return btError(p, GPUDS_ERROR, "b+tree invariant: no root");
   }
-  rc = btCheckSlabs(p);
-  if( rc ) return rc;
+  if( !gpudsSlabCheckList(&p->slabs, zSlab, sizeof(zSlab)) ){
+    return btError(p, GPUDS_ERROR, "b+tree invariant: %s", zSlab);
+  }
   rc = btCheckNode(&c, p->pRoot, 0, 0, 0, 0, 0);
   if( rc ) return rc;
   {
     /* Every slab leaf is in the tree: each slab's live count is its leaves
     ** the walk met (which also puts every slab leaf met on the list). */
-    BtSlab *s;
-    for(s=p->pSlab; s; s=s->pNext){
-      if( s->nSeen!=s->nLive ){
-        return btError(p, GPUDS_ERROR,
-            "b+tree invariant: slab: %d live leaves recorded, %d in the tree",
-            s->nLive, s->nSeen);
-      }
+    if( !gpudsSlabCheckSeen(&p->slabs, zSlab, sizeof(zSlab)) ){
+      return btError(p, GPUDS_ERROR, "b+tree invariant: %s", zSlab);
     }
-    if( c.nSlabLeaf!=p->nSlabLeaf ){
+    if( c.nSlabLeaf!=p->slabs.nLive ){
       return btError(p, GPUDS_ERROR,
           "b+tree invariant: %lld slab leaves recorded, %lld in the tree",
-          (long long)p->nSlabLeaf, (long long)c.nSlabLeaf);
+          (long long)p->slabs.nLive, (long long)c.nSlabLeaf);
     }
   }
   if( c.pLast && c.pLast->pNext!=0 ){
