@@ -49,6 +49,10 @@ void gpudsConfigLoad(void){
               : envIs("GPUDS_LAZY_LOAD", "hold") ? GPUDS_LAZY_HOLD
               : GPUDS_LAZY_AUTO;
   c.bHugePages = !envIs("GPUDS_HUGE_PAGES", "0");
+  c.eColsOnLoad = envIs("GPUDS_COLUMNS_ON_LOAD", "0") || c.eColPlans==GPUDS_COLPLAN_OFF
+                  ? GPUDS_COLSLOAD_OFF
+                : envIs("GPUDS_COLUMNS_ON_LOAD", "1") ? GPUDS_COLSLOAD_ALWAYS
+                : GPUDS_COLSLOAD_AUTO;
   gCfg = c;
   gLoaded = 1;
 }

@@ -46,6 +46,13 @@ extern "C" {
 #define GPUDS_COLPLAN_ALWAYS 2   /* =always: whenever a column term or ORDER
                                  ** BY can be taken (tests: small tables) */
 
+/* What GPUDS_COLUMNS_ON_LOAD asks of a background load (ext/bgload.c):
+** whether it builds the table's column set after its store, so that the
+** first column query after opening finds it. */
+#define GPUDS_COLSLOAD_AUTO   0   /* unset: where the set would be on the GPU */
+#define GPUDS_COLSLOAD_OFF    1   /* =0, or GPUDS_COLUMN_PLANS=off: never */
+#define GPUDS_COLSLOAD_ALWAYS 2   /* =1: the host column set too */
+
 /* What GPUDS_LAZY_LOAD asks of the first use of a table after opening
 ** (and of a reload after another connection's commit): whether its store is
 ** built by a background thread while point queries read the runs on disk
@@ -69,6 +76,7 @@ typedef struct gpuds_config {
   int eLazyLoad;         /* GPUDS_LAZY_LOAD, GPUDS_LAZY_xxx */
   int bHugePages;        /* GPUDS_HUGE_PAGES: 0 when =0 (no MADV_HUGEPAGE
                          ** for B+tree leaf slabs, hint tables, row arenas) */
+  int eColsOnLoad;       /* GPUDS_COLUMNS_ON_LOAD, GPUDS_COLSLOAD_xxx */
 } gpuds_config;
 
 /* Read the environment into the process's configuration. */

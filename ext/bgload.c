@@ -6,7 +6,8 @@
 ** begins a read transaction, reads t_meta's 'generation', 'id' and
 ** 'format' and loads the runs of that snapshot with gpudsShadowLoad into a
 ** private table object: a store, its host mirror and a key filter that
-** nothing else sees.  The connection that started it installs them
+** nothing else sees; then, its read transaction over, the table's column
+** set where it would be on the GPU (colbuild.c, GPUDS_COLUMNS_ON_LOAD).  The connection that started it installs them
 ** (gpudsBuildFinish) only if its own snapshot shows the same generation,
 ** id and format; otherwise they are dropped and the caller loads again.
 ** A build that failed is dropped too: the caller's own load then finds and
@@ -91,7 +92,32 @@ int gpudsDbIsWal(sqlite3 *db, const char *zDb){
   return bWal;
 }
 
-/* The thread: snapshot, load, end the read transaction, report.  Held
+/* After the load, the column set (issue #12) of a table with non-key
+** columns where it would be on the GPU (GPUDS_COLUMNS_ON_LOAD: =1 the
+** host's too, =0 never; never with GPUDS_COLUMN_PLANS=off): the first
+** column query after opening then finds it built, as a transaction finds
+** the store.  A host column set is left to that query, since it would add
+** its bytes to the process of every user of the table.  It is an extra:
+** where it cannot be built (memory), the store is installed without it and
+** the first column query builds it, or reports why it cannot, as before. */
+static void buildColumns(GpudsBuild *b){
+  GpudsTable *t = &b->t;
+  int eWhen = gpudsConfig()->eColsOnLoad;
+  int bCancel;
+  if( t->nCol<2 || eWhen==GPUDS_COLSLOAD_OFF ) return;
+  if( eWhen==GPUDS_COLSLOAD_AUTO && gpudsColsOps(t->pOps)==&gpudsHostColsOps ) return;
+  pthread_mutex_lock(&b->mu);
+  bCancel = b->bCancel;
+  pthread_mutex_unlock(&b->mu);
+  if( bCancel ) return;
+  if( gpudsColsBuild(t)!=SQLITE_OK ){
+    sqlite3_free(t->base.zErrMsg);
+    t->base.zErrMsg = 0;
+  }
+}
+
+/* The thread: snapshot, load, end the read transaction, the column set,
+** report.  Held
 ** (tests), it waits after taking its snapshot in a WAL database, before
 ** it in others, where a held read lock would block every writer. */
 static void *buildMain(void *pArg){
@@ -115,6 +141,7 @@ static void *buildMain(void *pArg){
     sqlite3_exec(db, "COMMIT", 0, 0, 0);  /* a read: nothing to fail but the lock */
     sqlite3_close_v2(db);
   }
+  if( rc==SQLITE_OK ) buildColumns(b);
   pthread_mutex_lock(&b->mu);
   b->rc = rc;
   b->bDone = 1;
@@ -130,6 +157,7 @@ static void buildFree(GpudsBuild *b){
     gpudsStoreFreeRows(t);
     gpudsStoreFree(t, t->pStore, t->pMirror);
   }
+  gpudsStoreColsDrop(t);
   gpudsFilterFree(&t->filter);
   sqlite3_free(t->zName);
   sqlite3_free(t->base.zErrMsg);
@@ -226,6 +254,12 @@ int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, int64_t iGen, int64_t iId,
     p->nLoadRows = t->nLoadRows;
     p->nLoadEntries = t->nLoadEntries;
     p->bLoaded = 1;
+    /* the column set built with the store (gpudsStoreFree dropped p's) */
+    p->cs.pOps = t->cs.pOps;
+    p->cs.pCols = t->cs.pCols;
+    p->cs.nRows = t->cs.nRows;
+    p->cs.nBuild += t->cs.nBuild;
+    t->cs.pCols = 0;
     t->pStore = t->pMirror = 0;
     memset(&t->filter, 0, sizeof(t->filter));
     *pbInstalled = 1;

@@ -284,6 +284,9 @@ int64_t gpudsColsAfter(const GpudsColQuery *q, const int64_t *aKey, const uint64
                        int64_t n, int64_t kLast, uint64_t rLast);
 int64_t gpudsColsBytes(GpudsTable *p);
 
+/* The build of a table's column set (colbuild.c) */
+int gpudsColsBuild(GpudsTable *p);
+
 /* Error helper (error.c): set the table's error message (printf-style),
 ** return rc. */
 int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...);

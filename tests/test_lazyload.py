@@ -34,6 +34,13 @@ Sections
   6 lifecycle                  close and DROP TABLE while a build is held;
                                :memory: loads at once; GPUDS_LAZY_LOAD=off
                                loads at once (a subprocess)
+Column sets (issue #12): a build makes the table's column set with its
+store, so the first column query after opening finds it (section 2: built
+once, before any column query, and not built again); column queries are
+compared with r after the builds (2), after another connection's commit
+(3: the stale build and its set dropped) and after writes (4);
+GPUDS_COLUMNS_ON_LOAD=1 (set here, so that the host backend builds its set
+too) builds it; =0 builds none, unset builds the GPU's only (6, subprocesses).
 Also run with GPUDS_MIRROR=1 (ctest test_lazyload_mirror): h then has its
 ordered host mirror and plans ranges as g does, but a short range while its
 build is held must still be answered from disk (section 1's "background").
@@ -51,6 +58,8 @@ import time
 
 if os.environ.get("GPUDS_LAZY_LOAD") is None:
     os.environ["GPUDS_LAZY_LOAD"] = "hold"
+if os.environ.get("GPUDS_COLUMNS_ON_LOAD") is None:
+    os.environ["GPUDS_COLUMNS_ON_LOAD"] = "1"   # the host column set too
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpuds_testlib import EXT, Tally, connect  # noqa: E402
 
@@ -141,6 +150,30 @@ def lookups(c, rnd, n=300):
         T.check(got == want, "short hash range", (a, got[:3], want[:3]))
 
 
+def colsets(c):
+    """{table: gpuds_info's "column_set"} of connection c."""
+    info = json.loads(c.execute("SELECT gpuds_info()").fetchone()[0])
+    return {t["name"].split(".")[-1]: t["column_set"] for t in info["tables"]}
+
+
+COLQ = (("SELECT k, v, w FROM %s WHERE w = ? ORDER BY k", ("w1000",)),
+        ("SELECT k, v, w FROM %s WHERE w = ? ORDER BY k", ("x",)),
+        ("SELECT k, v, typeof(v) FROM %s WHERE v > ? AND v < ? ORDER BY k", (3000, 3600)),
+        ("SELECT k, v FROM %s WHERE v >= ? AND v < ? ORDER BY k", ("new1", "new3")),
+        ("SELECT count(*), sum(k) FROM %s WHERE w IS NULL", ()),
+        ("SELECT k, w FROM %s WHERE v = ? ORDER BY k", ("w1",)),
+        ("SELECT k, w FROM %s WHERE v = ? ORDER BY k", ("changed",)))
+
+
+def columns(c, what):
+    """Filters on non-key columns, on g and h as on r; g's first one is a
+    column plan."""
+    eqp = " ".join(str(r[-1]) for r in c.execute("EXPLAIN QUERY PLAN " + COLQ[0][0] % "g", COLQ[0][1]))
+    T.check("column set" in eqp, what + ": a column plan", eqp)
+    for sql, args in COLQ:
+        same(c, sql, args, what + ": column filter")
+
+
 def everything(c, what):
     want = c.execute("SELECT k, v, typeof(v), w, typeof(w) FROM r ORDER BY k").fetchall()
     for t in TABS:
@@ -162,6 +195,14 @@ def section1_2(path):
             "a range installs g's build; h's short range is lookups", st)
     same(c, "SELECT k, v, w FROM %s WHERE k BETWEEN -100000 AND 300000 ORDER BY k", (), "long range")
     T.check(loads(c) == {"g": "loaded", "h": "loaded"}, "a long range installs h's build", loads(c))
+    cs = colsets(c)
+    n = c.execute("SELECT count(*) FROM r").fetchone()[0]
+    T.check(all(cs[t]["built"] and cs[t]["builds"] == 1 and cs[t]["rows"] == n for t in TABS),
+            "the builds made the column sets with the stores", cs)
+    columns(c, "after the builds")
+    cs = colsets(c)
+    T.check(all(cs[t]["builds"] == 1 and cs[t]["queries"] > 0 for t in TABS),
+            "column queries used the sets the builds made", cs)
     lookups(c, rnd, 100)
     everything(c, "after the builds")
     c.close()
@@ -186,6 +227,7 @@ def section3(path):
     lookups(c, rnd, 100)
     T.check(loads(c) == {"g": "background", "h": "background"}, "still held after the commit", loads(c))
     everything(c, "stale build dropped, loaded again")
+    columns(c, "after another connection's commit")
     c.close()
 
 
@@ -206,8 +248,10 @@ def section4(path):
         c.execute("INSERT OR REPLACE INTO %s VALUES(28, 'txn', 1)" % t)
         c.execute("DELETE FROM %s WHERE k = 30" % t)
     same(c, "SELECT k, v, w FROM %s WHERE k BETWEEN 20 AND 40 ORDER BY k", (), "read own writes")
+    columns(c, "inside a transaction with writes")
     c.execute("COMMIT")
     everything(c, "after writes")
+    columns(c, "after writes")
     c.close()
 
 
@@ -317,6 +361,31 @@ def section6(path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, GPUDS_LAZY_LOAD="off"))
     T.check(out.stdout.strip() == "loaded", "GPUDS_LAZY_LOAD=off loads at once", out.stdout + out.stderr)
+    code = ("import sys, json; sys.path.insert(0, %r); from gpuds_testlib import connect;"
+            "c = connect(%r); c.execute('SELECT v FROM g WHERE k = 40').fetchall();"
+            "c.execute('SELECT count(*) FROM g WHERE k BETWEEN 0 AND 99').fetchall();"
+            "t = json.loads(c.execute('SELECT gpuds_info()').fetchone()[0])['tables'][0];"
+            "print(t['load'], t['column_set']['built'], t['column_set']['builds'])"
+            % (os.path.dirname(os.path.abspath(__file__)), path))
+    onGpu = json.loads(c0info(path))["tables"][0]["column_set"]["backend"] != "host"
+    for env, want in (("0", "loaded False 0"), ("1", "loaded True 1"),
+                      (None, "loaded True 1" if onGpu else "loaded False 0")):
+        e = dict(os.environ)
+        e.pop("GPUDS_COLUMNS_ON_LOAD", None)
+        if env is not None:
+            e["GPUDS_COLUMNS_ON_LOAD"] = env
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e)
+        T.check(out.stdout.strip() == want, "GPUDS_COLUMNS_ON_LOAD=%s: %s" % (env, want),
+                out.stdout + out.stderr)
+
+
+def c0info(path):
+    """gpuds_info() of a fresh connection to path, after a lookup."""
+    c = connect(path)
+    c.execute("SELECT v FROM g WHERE k = 40").fetchall()
+    z = c.execute("SELECT gpuds_info()").fetchone()[0]
+    c.close()
+    return z
 
 
 def main():

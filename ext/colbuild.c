@@ -1,0 +1,152 @@
+/*
+** colbuild.c -- the build of a table's column set (issue #12): every row
+** of the store decoded into its non-key columns' tags and 8-byte values
+** (gpudsRowColVal) on one thread per CPU, handed to the column set's
+** backend (xLoad: the GPU's beside a GPU store, the host's where the GPU
+** is full or absent).
+**
+** Called by the first column query (colset.c) and by a background load
+** (bgload.c), which builds the set with the store so that the first
+** column query after opening need not wait for it.  Below both: it reads
+** the store (store.c) and the rows (row.c) only.
+*/
+#include "gpuds_int.h"
+SQLITE_EXTENSION_INIT3
+#include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <pthread.h>
+
+typedef struct BuildCtx {
+  int nCol;                 /* non-key columns */
+  int64_t n, nAlloc;
+  int64_t *aKey;
+  uint64_t *aRow;
+  uint8_t *aTag;            /* nCol*n, column-major */
+  uint64_t *aVal;
+} BuildCtx;
+
+/* gpudsStoreEach callback: append a page of entries (decoded later). */
+static int buildCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                   const uint64_t *aV, size_t n){
+  BuildCtx *b = (BuildCtx*)pCtx;
+  if( b->n + (int64_t)n > b->nAlloc ) return SQLITE_CORRUPT_VTAB;  /* count lied */
+  memcpy(&b->aKey[b->n], aK, n*8);
+  memcpy(&b->aRow[b->n], aV, n*8);
+  b->n += (int64_t)n;
+  (void)p;
+  return SQLITE_OK;
+}
+
+/* Rows [i0, i1) of a build decoded into the column arrays: one thread's
+** share.  The rows are read where they lie (a cache miss each), so many
+** threads decode far faster than one. */
+typedef struct DecodeJob {
+  BuildCtx *b;
+  int64_t i0, i1;
+  pthread_t tid;
+  int bThread;
+} DecodeJob;
+
+static void *decodeRun(void *pArg){
+  DecodeJob *j = (DecodeJob*)pArg;
+  BuildCtx *b = j->b;
+  int64_t i;
+  int c;
+  for(i=j->i0; i<j->i1; i++){
+    const GpudsRow *pRow = gpudsRowOf(b->aRow[i]);
+    for(c=0; c<b->nCol; c++){
+      size_t o = (size_t)c*(size_t)b->n + (size_t)i;
+      gpudsRowColVal(pRow, c, &b->aTag[o], &b->aVal[o]);
+    }
+  }
+  return 0;
+}
+
+/* Below this many rows a build decodes on the calling thread only. */
+#define DECODE_THREAD_MIN 65536
+/* Threads that decode a build at most (a memory-latency-bound loop). */
+#define DECODE_MAX_THREADS 16
+
+/* Decode every row of b into its column arrays (laid out n apart), on up
+** to DECODE_MAX_THREADS threads (one per CPU); all joined on return. */
+static void decodeAll(BuildCtx *b){
+  DecodeJob aJob[DECODE_MAX_THREADS];
+  int nJob = 1, i;
+#ifdef _SC_NPROCESSORS_ONLN
+  if( b->n>=DECODE_THREAD_MIN ) nJob = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  if( nJob<1 ) nJob = 1;
+  if( nJob>DECODE_MAX_THREADS ) nJob = DECODE_MAX_THREADS;
+  for(i=0; i<nJob; i++){
+    aJob[i].b = b;
+    aJob[i].i0 = b->n*i/nJob;
+    aJob[i].i1 = b->n*(i+1)/nJob;
+    aJob[i].bThread = i>0 && pthread_create(&aJob[i].tid, 0, decodeRun, &aJob[i])==0;
+  }
+  decodeRun(&aJob[0]);
+  for(i=1; i<nJob; i++){
+    if( aJob[i].bThread ) pthread_join(aJob[i].tid, 0);
+    else decodeRun(&aJob[i]);
+  }
+}
+
+/* A build of at least this many rows ends with a trim of the heap. */
+#define COLS_TRIM_ROWS 65536
+
+/* Build the table's column set from the store's rows (dropping any it
+** had).  On error the table has none and its message says why.  The store
+** must not change meanwhile; a table nothing else sees (a background
+** load's) may be built on any thread. */
+int gpudsColsBuild(GpudsTable *p){
+  GpudsColState *cs = &p->cs;
+  BuildCtx b;
+  char *zErr = 0;
+  int rc;
+  int64_t nStore = p->pOps->xCount(p->pStore);
+
+  gpudsStoreColsDrop(p);
+  memset(&b, 0, sizeof(b));
+  b.nCol = p->nCol-1;
+  b.nAlloc = nStore>0 ? nStore : 1;
+  b.aKey = malloc((size_t)b.nAlloc*8);
+  b.aRow = malloc((size_t)b.nAlloc*8);
+  b.aTag = malloc((size_t)b.nAlloc*(b.nCol>0 ? b.nCol : 1));
+  b.aVal = malloc((size_t)b.nAlloc*8*(b.nCol>0 ? b.nCol : 1));
+  if( !b.aKey || !b.aRow || !b.aTag || !b.aVal ){
+    rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory building the column set");
+    goto build_out;
+  }
+  rc = gpudsStoreEach(p, buildCb, &b);
+  if( rc==SQLITE_OK && b.n!=nStore ) rc = SQLITE_CORRUPT_VTAB;
+  if( rc ){
+    if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "column set: the store's count and its rows disagree");
+    goto build_out;
+  }
+  decodeAll(&b);
+  for(cs->pOps = gpudsColsOps(p->pOps); ; cs->pOps = &gpudsHostColsOps){
+    rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, gpudsStoreOrdered(p),
+                         b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
+    if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
+    /* The GPU is full: the host column set answers the same plans. */
+    free(zErr);
+    zErr = 0;
+  }
+  if( rc ){
+    cs->pCols = 0;
+    gpudsVtabError(p, rc, "cannot build the %s column set: %s", cs->pOps->zBackend,
+                   zErr ? zErr : "error");
+    free(zErr);
+    goto build_out;
+  }
+  cs->nRows = b.n;
+  cs->nBuild++;
+build_out:
+  free(b.aKey); free(b.aRow);
+  free(b.aTag); free(b.aVal);
+  /* The build's arrays (a GPU set holds its copy on the device, a host one
+  ** its own): what they took of the heap goes back to the system. */
+  if( b.nAlloc>=COLS_TRIM_ROWS ) gpudsMemTrim();
+  return rc;
+}
+
