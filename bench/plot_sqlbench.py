@@ -48,6 +48,7 @@ FOOTPRINT = (
     ("gpu_bytes_per_row", "GPU memory added (free before − after), B/row"),
     ("gpu_store_bytes_per_row", "GPU memory of the store (device_bytes), B/row"),
     ("file_bytes_per_row", "database file (the table's b-trees), B/row"),
+    ("column_set_bytes_per_row", "column set, built with the store (GPU or host), B/row"),
 )
 
 
