@@ -465,6 +465,23 @@ static void testTiming(){
              sorted ? "sorted" : "unsorted", C.z, nOut, ms);
     }
     printf("timing: device bytes held %.1f MiB\n", G->xBytes(g)/1048576.0);
+    {
+      // A query that returned all 10^7 rows keeps its workspace for the
+      // next; after a selective one the set holds its arrays (keys, rows, 3
+      // tags and values: 43 B a row) and at most a quarter of them as
+      // workspace (and its small parameter buffer): the rest went back
+      // (kernels/cols.cu trimWorkspace).
+      int64_t arrays = n*43, most = arrays + arrays/4 + ((int64_t)8<<20);
+      CHECK(G->xBytes(g)>most, "a big query's workspace is kept for the next: %" PRId64
+            " <= %" PRId64, G->xBytes(g), most);
+      memset(&q, 0, sizeof(q));
+      T.iCol = 0; T.op = GPUDS_CMP_EQ; T.tag = GPUDS_TAG_INT; T.val = 4242;
+      q.aTerm = &T; q.nTerm = 1; q.lo = INT64_MIN; q.hi = INT64_MAX; q.iOrderCol = -1;
+      compare(g, h, q, "c0 = v after the big queries");
+      CHECK(G->xBytes(g)<=most, "device bytes held after a selective query: %" PRId64 " > %" PRId64,
+            G->xBytes(g), most);
+      printf("timing: device bytes held after a selective query %.1f MiB\n", G->xBytes(g)/1048576.0);
+    }
     G->xFree(g); H->xFree(h);
   }
 }
