@@ -14,7 +14,10 @@
 **
 ** Column terms on INTEGER, REAL and NUMERIC columns are omitted (exact:
 ** SQLite applies NUMERIC affinity to the other side whatever it is); = and
-** IS on other columns are a superset SQLite checks again.
+** IS on other columns are a superset SQLite checks again.  In a UTF-16
+** database no column plan compares or orders text (ranges, ORDER BY a
+** column): the set orders text by its UTF-8 bytes, and SQLite's BINARY
+** collation there by its UTF-16 bytes, another order beyond ASCII.
 ** Every key constraint the plan takes is omitted (the plan is exact, with
 ** SQLite's comparison rules for non-integer values); LIMIT and OFFSET are
 ** taken as a hint for the size of the first page only (not omitted, and the
@@ -93,9 +96,17 @@ static int isNumericAff(char a){
 ** plan, or 0 if the column set does not take it.  On columns of other
 ** affinities the outcome of = and IS depends on the affinity of the other
 ** side, which xBestIndex cannot see: 'a' and 'A' take them as a superset
-** that SQLite checks again (not omitted). */
-static char colOpLetter(int op, char aff){
+** that SQLite checks again (not omitted).  bTextOrder: the database is
+** UTF-8, so the set's order of text (by UTF-8 bytes) is SQLite's BINARY
+** order; otherwise no range is taken (a numeric column may hold text, and
+** the other side may be text). */
+static char colOpLetter(int op, char aff, int bTextOrder){
   int bNum = isNumericAff(aff);
+  if( !bTextOrder && op!=SQLITE_INDEX_CONSTRAINT_EQ && op!=SQLITE_INDEX_CONSTRAINT_IS
+   && op!=SQLITE_INDEX_CONSTRAINT_ISNULL && op!=SQLITE_INDEX_CONSTRAINT_ISNOTNULL
+   && op!=SQLITE_INDEX_CONSTRAINT_NE && op!=SQLITE_INDEX_CONSTRAINT_ISNOT ){
+    return 0;
+  }
   switch( op ){
     case SQLITE_INDEX_CONSTRAINT_EQ:        return bNum ? 'e' : 'a';
     case SQLITE_INDEX_CONSTRAINT_IS:        return bNum ? 'i' : 'A';
@@ -191,7 +202,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       char cOp;
       const char *zColl;
       if( !c->usable || isKeyColumn(c->iColumn) || c->iColumn>=p->nCol ) continue;
-      cOp = colOpLetter(c->op, p->aAff[c->iColumn]);
+      cOp = colOpLetter(c->op, p->aAff[c->iColumn], p->bUtf8);
       if( haveVtabIn() && sqlite3_vtab_in(pInfo, i, -1) ){
         /* An IN list: on a numeric column all values at once, one query,
         ** exact.  On others SQLite would loop over the values and check
@@ -207,7 +218,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       acCol[nColArg++] = cOp;
       share *= colOpShare(cOp);
     }
-    if( pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
+    if( p->bUtf8 && pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
      && pInfo->aOrderBy[0].iColumn<p->nCol
      && (pInfo->nOrderBy==1
          || (pInfo->nOrderBy==2 && isKeyColumn(pInfo->aOrderBy[1].iColumn)
