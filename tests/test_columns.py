@@ -8,7 +8,9 @@ with values of mixed types (integers at the int64 and 2^53 edges, reals
 with -0.0 and fractions, numeric-looking and other text with shared
 prefixes, blobs, NULLs).  Random queries with terms on any column (every
 comparison operator, IS, IS NOT, IS [NOT] NULL, BETWEEN, constants of every
-type, affinity-converted text), with and without key bounds, ordered by any
+type, affinity-converted text, right-hand sides with an affinity of their
+own: a one-row table's INTEGER, REAL, NUMERIC, TEXT or untyped column),
+with and without key bounds, ordered by any
 column both ways with LIMIT/OFFSET, run on both and must give the same rows.
 Between queries, random writes change rows, some in open transactions
 (uncommitted rows, flushed or not: GPUDS_FLUSH_ROWS is small for some
@@ -43,6 +45,11 @@ TEXTS = ["", "a", "ab", "abc", "abcd", "abcde", "abcdf", "abd", "12", "12.0",
          " 12 ", "1e2", "0x10", "name777", "name7770", "name778", "Abc",
          "zz", "12abc", "-7.25", "9007199254740993", "\u00e9t\u00e9", "a\u0000b"]
 BLOBS = [b"", b"\x00", b"\x00\x00", b"ab", b"abc", b"\xff", b"12"]
+
+
+# one-row tables whose column gives a term's right-hand side its affinity
+AFFTABS = [("a_int", "INTEGER"), ("a_real", "REAL"), ("a_num", "NUMERIC"),
+           ("a_text", "TEXT"), ("a_none", "")]
 
 
 def value(rng):
@@ -85,6 +92,10 @@ def term(rng):
         a, b = value(rng), value(rng)
         return "%s BETWEEN %s AND %s" % (c, lit(a), lit(b))
     v = value(rng)
+    if rng.random() < 0.15:
+        # a right-hand side with an affinity of its own (a one-row table's
+        # column): SQLite may then convert this column's values instead
+        return "%s %s (SELECT v FROM %s)" % (c, op, rng.choice(AFFTABS)[0])
     if rng.random() < 0.3:  # a bound parameter instead of a literal
         return ("%s %s ?" % (c, op), v)
     return "%s %s %s" % (c, op, lit(v))
@@ -180,6 +191,9 @@ def one(seed, module, T):
     decl = ", ".join(("%s %s" % c).strip() for c in COLS)
     con.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, %s)" % (module, decl))
     con.execute("CREATE TABLE o(k INTEGER PRIMARY KEY, %s)" % decl)
+    for name, aff in AFFTABS:
+        con.execute("CREATE TABLE %s(v %s)" % (name, aff))
+        con.execute("INSERT INTO %s VALUES(%s)" % (name, lit(value(rng))))
     con.execute("CREATE TABLE probe(x)")
     con.executemany("INSERT INTO probe VALUES(?)", [(value(rng),) for _ in range(12)])
     for k in rng.sample(range(-10, 450), rng.choice([0, 5, 60, 300])):
