@@ -503,7 +503,7 @@ static int cmpNum(const void *a, const void *b){
 static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
   sqlite3_value *pVal = 0;
   GpudsValue *a = 0;
-  int64_t n = 0, nAlloc = 0, i;
+  int64_t n = 0, nAlloc = 0, nOtherAlloc = 0, i;
   int rc;
   uint8_t flags = 0;
   for(rc = sqlite3_vtab_in_first(pArg, &pVal); rc==SQLITE_OK && pVal;
@@ -514,11 +514,15 @@ static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
     if( v.tag==GPUDS_TAG_TEXT ) flags |= GPUDS_IN_TEXT;
     if( v.tag==GPUDS_TAG_BLOB ) flags |= GPUDS_IN_BLOB;
     if( v.tag==GPUDS_TAG_TEXT || v.tag==GPUDS_TAG_BLOB ){
-      /* kept for the exact check of the rows the set says "maybe" to */
-      GpudsValue *aNew = t->nInOther==0x7fffffff ? 0
-                       : realloc(t->aInOther, sizeof(GpudsValue)*((size_t)t->nInOther+1));
-      if( aNew==0 ){ sqlite3_free((void*)v.z); rc = SQLITE_NOMEM; break; }
-      t->aInOther = aNew;
+      /* kept for the exact check of the rows the set says "maybe" to (the
+      ** array doubles: a long list of text is linear to gather) */
+      if( t->nInOther==nOtherAlloc ){
+        GpudsValue *aNew = nOtherAlloc>=0x40000000 ? 0
+            : realloc(t->aInOther, sizeof(GpudsValue)*(size_t)(nOtherAlloc ? nOtherAlloc*2 : 16));
+        if( aNew==0 ){ sqlite3_free((void*)v.z); rc = SQLITE_NOMEM; break; }
+        t->aInOther = aNew;
+        nOtherAlloc = nOtherAlloc ? nOtherAlloc*2 : 16;
+      }
       t->aInOther[t->nInOther++] = v;
       continue;
     }

@@ -240,6 +240,11 @@ def one(seed, module, T):
             con.execute("RELEASE s%d" % nsp)
     if intx:
         con.execute("COMMIT")
+    # a long IN list on a numeric column, text and numbers mixed (its text
+    # values are gathered for the exact check of the set's "maybe" rows)
+    vals = TEXTS * 3 + [str(rng.randint(-20, 120)) for _ in range(40)] + INTS
+    q = "SELECT k, n FROM {T} WHERE n IN (%s) ORDER BY k" % ", ".join(lit(v) for v in vals)
+    T.check(run(con, q, [], "t") == run(con, q, [], "o"), "seed %d %s long IN list" % (seed, module))
     full = "SELECT k, %s FROM {T} ORDER BY k" % ", ".join("%s, typeof(%s)" % (c[0], c[0]) for c in COLS)
     T.check(run(con, full, [], "t") == run(con, full, [], "o"), "seed %d %s final contents" % (seed, module))
     con.close()
