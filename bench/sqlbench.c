@@ -84,7 +84,8 @@
 **            (r BETWEEN, 1% / 10% of rows), col_rows_1pct (the 1% range,
 **            rows returned), col_and (v range AND r range, ~0.1%),
 **            col_key_and (k range of 10% AND v < ?, ~1%), col_text_eq
-**            (s = ?, ~4 rows), col_top_desc, col_top_asc (ORDER BY r [DESC]
+**            (s = ?, ~4 rows), col_text_range (s >= ? AND s < ?, a 3-hex-digit
+**            prefix: ~1/4096 of the rows), col_top_desc, col_top_asc (ORDER BY r [DESC]
 **            LIMIT 10); count+sum ones return count(*), sum(k).  The tables
 **            after the reference cycle through the reference's queries (a
 **            full scan of the ordinary table runs few within --budget).
@@ -787,6 +788,12 @@ static void bindParams(sqlite3_stmt *p, const QSet *qs, int64_t q){
         sqlite3_bind_text(p, i+1, z, n, SQLITE_TRANSIENT);
         break;
       }
+      case 'x': {          /* a text prefix: x as 3 hex digits */
+        char z[8];
+        snprintf(z, sizeof(z), "%03llx", (unsigned long long)x);
+        sqlite3_bind_text(p, i+1, z, 3, SQLITE_TRANSIENT);
+        break;
+      }
       default:  sqlite3_bind_int64(p, i+1, x); break;
     }
   }
@@ -1214,6 +1221,7 @@ static void dumpQueries(const Work *w, const QSet *qs, int eMode, const char *zS
       if( i ) fputs(", ", f);
       if( qs->zType[i]=='r' ) fprintf(f, "%.17g", (double)x/1024.0);
       else if( qs->zType[i]=='t' ){ char z[32]; sOfU(x, z); jsonStr(f, z); }
+      else if( qs->zType[i]=='x' ){ char z[8]; snprintf(z, sizeof(z), "%03llx", (unsigned long long)x); jsonStr(f, z); }
       else fprintf(f, "%lld", (long long)x);
     }
     fputc(']', f);
@@ -1260,7 +1268,7 @@ static void rRanges(QSet *qs, int iParam, int64_t m, Rng *r){
 static void phaseColumn(void){
   static const char *const azAll[] = {
     "col_eq", "col_range_1pct", "col_range_10pct", "col_rows_1pct", "col_and",
-    "col_key_and", "col_text_eq", "col_top_desc", "col_top_asc", 0
+    "col_key_and", "col_text_eq", "col_text_range", "col_top_desc", "col_top_asc", 0
   };
   int i, bAny = 0;
   int64_t q, m1 = g.nRow/100 > 0 ? g.nRow/100 : 1, m10 = g.nRow/10 > 0 ? g.nRow/10 : 1;
@@ -1336,6 +1344,19 @@ static void phaseColumn(void){
     for(q=0; q<qs->nQ; q++) qs->aParam[q] = (int64_t)rngBelow(&r, (uint64_t)g.nS);
     columnWorkload("col_text_eq", "s=? TEXT (~4 rows), count+sum", qs, QM_AGG,
                    "SELECT count(*), sum(k) FROM %s WHERE s = ?1", -1);
+  }
+  if( selected("col_text_range", "column") ){
+    /* s >= 'abc' AND s < 'abd': the strings are random hex, so ~1/4096 of
+    ** the rows (a TEXT column's range: a superset SQLite checks again) */
+    qs = qsetNew(2, g.nQuery);
+    qs->zType[0] = qs->zType[1] = 'x';
+    rngSeed(&r, 47);
+    for(q=0; q<qs->nQ; q++){
+      int64_t x = (int64_t)rngBelow(&r, 4095);
+      qs->aParam[2*q] = x; qs->aParam[2*q+1] = x+1;
+    }
+    columnWorkload("col_text_range", "s range, a 3-character prefix (~0.02%), count+sum", qs, QM_AGG,
+                   "SELECT count(*), sum(k) FROM %s WHERE s >= ?1 AND s < ?2", -1);
   }
   for(i=0; i<2; i++){
     const char *zName = i==0 ? "col_top_desc" : "col_top_asc";
@@ -2209,7 +2230,7 @@ static void usage(void){
     "  --only LIST    workloads or groups: insert insert_random insert_sorted\n"
     "                 insert_select point probe in join range range_rows_10 ...\n"
     "                 range_agg_1M desc column col_eq col_range_1pct col_range_10pct\n"
-    "                 col_rows_1pct col_and col_key_and col_text_eq col_top_desc\n"
+    "                 col_rows_1pct col_and col_key_and col_text_eq col_text_range col_top_desc\n"
     "                 col_top_asc mix delete reload reload_kv footprint\n"
     "  --tables LIST  which of sqlite,gfsl,gpuhash,sqlite_index to run (default\n"
     "                 the first three)\n"
@@ -2259,7 +2280,7 @@ static const char *const azKnown[] = {
   "range_agg_10", "range_agg_1k", "range_agg_1M", "desc", "mix", "delete",
   "reload", "reload_kv", "footprint", "reopen_point",
   "column", "col_eq", "col_range_1pct", "col_range_10pct", "col_rows_1pct", "col_and",
-  "col_key_and", "col_text_eq", "col_top_desc", "col_top_asc", 0
+  "col_key_and", "col_text_eq", "col_text_range", "col_top_desc", "col_top_asc", 0
 };
 
 int main(int argc, char **argv){
