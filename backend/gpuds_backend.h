@@ -194,6 +194,10 @@ typedef struct gpuds_query {
   int64_t nFirst;            /* > 0: only the first nFirst rows of the order
                              ** are wanted, plus every further row whose sort
                              ** key equals the last of them; <= 0: all */
+  int64_t nMost;             /* > 0: where more than nMost rows match, none
+                             ** are returned and *pn is -1 (the caller, whose
+                             ** terms SQLite checks again, scans instead);
+                             ** <= 0: no cap */
 } gpuds_query;
 
 typedef struct gpuds_cols_ops {

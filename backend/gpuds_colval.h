@@ -56,6 +56,20 @@
                               ** right-hand side may carry": equal values,
                               ** and every number against text (and text
                               ** against a number) as "maybe" */
+#define GPUDS_CMP_TLT    12   /* on a TEXT column: a superset of "< c" (and */
+#define GPUDS_CMP_TLE    13   /* <=, >, >=) under any affinity the right-hand */
+#define GPUDS_CMP_TGT    14   /* side may carry: the comparison of the values */
+#define GPUDS_CMP_TGE    15   /* as stored, and for < and <= as "maybe" every
+                              ** text that may read as a number (NUMERIC
+                              ** affinity, which a numeric right-hand side
+                              ** applies to this column, converts it, and a
+                              ** number is less than any text or blob:
+                              ** gpudsColNumText).  A number c of < and <= is
+                              ** given as SQLite's text of it (the TEXT
+                              ** affinity a right-hand side without one
+                              ** takes: ext/plan.c); > and >= a number hold
+                              ** for every text and blob as the values
+                              ** compare, and a number is never > text */
 
 /* Results of gpudsColCompare */
 #define GPUDS_ORD_LT   (-1)
@@ -132,6 +146,29 @@ GPUDS_HD int gpudsColCompare(uint8_t ta, uint64_t a, uint8_t tb, uint64_t b){
   }
 }
 
+/* May the text whose first 4 bytes val carries (GPUDS_TAG_TEXT) read as a
+** number under NUMERIC affinity?  SQLite converts a text only if all of it
+** is a number (sqlite3AtoF: white space, then a sign, a digit or a point,
+** then digits, a point, an exponent, white space), so a byte outside those
+** says no; a zero byte may be the end of a short text.  False only where
+** it certainly does not. */
+GPUDS_HD int gpudsColNumText(uint64_t val){
+  int i, bLead = 1;
+  for(i=0; i<4; i++){
+    unsigned c = (unsigned)(val>>(56-8*i)) & 0xffu;
+    int bSpace = c==' ' || (c>=0x09 && c<=0x0d);
+    if( c==0 ) return 1;
+    if( bLead && bSpace ) continue;
+    if( bLead ){
+      if( !((c>='0' && c<='9') || c=='+' || c=='-' || c=='.') ) return 0;
+      bLead = 0;
+      continue;
+    }
+    if( !((c>='0' && c<='9') || c=='+' || c=='-' || c=='.' || c=='e' || c=='E' || bSpace) ) return 0;
+  }
+  return 1;
+}
+
 /* Does a value of tag `tag` satisfy term (op, ctag, c), given o, the
 ** comparison of the two values (GPUDS_ORD_xxx; unused when either is
 ** NULL)?  0 no, 1 yes, 2 maybe (the caller decides on the row itself). */
@@ -144,6 +181,9 @@ GPUDS_HD int gpudsColApply(int op, uint8_t tag, uint8_t ctag, int o){
     int ca = gpudsColClass(tag), cb = gpudsColClass(ctag);
     if( (ca==1 && cb==2) || (ca==2 && cb==1) ) return 2;
     op = GPUDS_CMP_EQ;
+  }
+  if( op>=GPUDS_CMP_TLT && op<=GPUDS_CMP_TGE ){
+    op = GPUDS_CMP_LT + (op - GPUDS_CMP_TLT);   /* (numeric text: the caller) */
   }
   switch( op ){
     case GPUDS_CMP_EQ:    return o==GPUDS_ORD_EQ ? 1 : o==GPUDS_ORD_MAYBE ? 2 : 0;
@@ -162,6 +202,10 @@ GPUDS_HD int gpudsColApply(int op, uint8_t tag, uint8_t ctag, int o){
 GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
                            uint64_t cval){
   int o = 0;
+  if( (op==GPUDS_CMP_TLT || op==GPUDS_CMP_TLE) && tag==GPUDS_TAG_TEXT
+   && ctag!=GPUDS_TAG_NULL && gpudsColNumText(val) ){
+    return 2;
+  }
   if( tag!=GPUDS_TAG_NULL && ctag!=GPUDS_TAG_NULL ){
     o = gpudsColCompare(tag, val, ctag, cval);
   }

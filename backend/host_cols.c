@@ -132,6 +132,7 @@ static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
     if( !rowMatches(p, i, q) ) continue;
     aIdx[nOut++] = i;
   }
+  if( q->nMost>0 && nOut>q->nMost ){ *pn = -1; goto query_out; }
   /* Key order first: the order itself, or the ties' order under a column. */
   if( !p->bSorted && nOut>1 ){
     for(i=0; i<nOut; i++) aS[i] = (uint64_t)p->aKey[aIdx[i]] ^ 0x8000000000000000ULL;

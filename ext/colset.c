@@ -67,7 +67,8 @@ static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
 
 /* Does record pRow satisfy term t exactly?  An ANYEQ term's "maybe" (a
 ** number against text: SQLite decides with the affinity it knows) counts
-** as yes: SQLite checks those terms itself. */
+** as yes, and so does a TEXT column range's (text that may read as a
+** number): SQLite checks those terms itself. */
 static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t){
   uint8_t tag;
   uint64_t val;
@@ -82,6 +83,10 @@ static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t){
       if( gpudsRowColCmp(pRow, t->t.iCol, &t->aInOther[i])==GPUDS_ORD_EQ ) return 1;
     }
     return 0;
+  }
+  if( (t->t.op==GPUDS_CMP_TLT || t->t.op==GPUDS_CMP_TLE) && tag==GPUDS_TAG_TEXT
+   && t->v.tag!=GPUDS_TAG_NULL && gpudsColNumText(val) ){
+    return 1;     /* text that may read as a number: SQLite decides */
   }
   if( tag!=GPUDS_TAG_NULL && t->v.tag!=GPUDS_TAG_NULL ){
     o = gpudsRowColCmp(pRow, t->t.iCol, &t->v);
@@ -158,7 +163,9 @@ static int sortAll(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t n){
 /* Run query q on table p as the open transaction sees it: the matching
 ** rows' keys and row handles in q's order, in *paKey and *paRow (malloc()'d,
 ** the caller frees) and their number in *pn.  *pbPartial: only a prefix of
-** the order (q->nFirst > 0 and more rows may follow). */
+** the order (q->nFirst > 0 and more rows may follow).  Where q->nMost > 0
+** and the set finds more matches than that, *pn is -1 and nothing is
+** returned. */
 int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
                  int64_t **paKey, uint64_t **paRow, int *pbPartial){
   GpudsColState *cs = &p->cs;
@@ -214,10 +221,16 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   gq.aInTag = aInTag; gq.aInVal = aInVal; gq.nIn = nIn;
   gq.iOrderCol = q->iOrderCol; gq.bDesc = q->bDesc;
   gq.nFirst = q->nFirst;
+  gq.nMost = q->nMost;
   cs->nQuery++;
   rc = cs->pOps->xQuery(cs->pCols, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
   if( rc ){
     rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend, cs->pOps->xErrmsg(cs->pCols));
+    goto run_out;
+  }
+  if( nG<0 ){            /* more than q->nMost: the caller scans instead */
+    cs->nCapped++;
+    *pn = -1;
     goto run_out;
   }
   if( q->nFirst>0 && nG>=q->nFirst ){

@@ -196,6 +196,7 @@ typedef struct GpudsColState {
   int64_t nDirty, nDirtyAlloc;
   int64_t nBuild;             /* sets built (statistics) */
   int64_t nQuery;             /* queries run on sets (statistics) */
+  int64_t nCapped;            /* of them, past their nMost: scanned instead */
 } GpudsColState;
 
 /* A batch the open transaction applied to the store (gpudsWbufBatches):
@@ -277,6 +278,8 @@ typedef struct GpudsColQuery {
   int iOrderCol;              /* -1: key order; else non-key column index */
   int bDesc;
   int64_t nFirst;             /* > 0: rows wanted first (a LIMIT hint) */
+  int64_t nMost;              /* > 0: past this many matches the set returns
+                              ** none (gpudsColsRun's *pn is -1) */
 } GpudsColQuery;
 int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
                  int64_t **paKey, uint64_t **paRow, int *pbPartial);

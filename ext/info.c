@@ -169,7 +169,7 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,\"mirror\":%s,"
         "\"column_set\":{\"backend\":\"%s\",\"built\":%s,\"rows\":%lld,"
         "\"bytes\":%lld,\"bytes_per_row\":%.1f,\"changed_keys\":%lld,"
-        "\"builds\":%lld,\"queries\":%lld}}",
+        "\"builds\":%lld,\"queries\":%lld,\"scanned_instead\":%lld}}",
         p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", p->pOps->zBackend,
         p->pMirror ? "true" : "false",
         p->pBuild ? "background" : p->bLoaded ? "loaded" : "not loaded",
@@ -179,7 +179,8 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend, p->cs.pCols ? "true" : "false",
         (long long)p->cs.nRows, (long long)gpudsColsBytes(p),
         p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,
-        (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery);
+        (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery,
+        (long long)p->cs.nCapped);
   }
   pthread_mutex_unlock(&tableListMutex);
   sqlite3_free(zStore);

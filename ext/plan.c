@@ -102,6 +102,7 @@ static int isNumericAff(char a){
 ** the other side may be text). */
 static char colOpLetter(int op, char aff, int bTextOrder){
   int bNum = isNumericAff(aff);
+  int bText = aff==GPUDS_AFF_TEXT;   /* ranges as a superset: 'x' ... 'Y' */
   if( !bTextOrder && op!=SQLITE_INDEX_CONSTRAINT_EQ && op!=SQLITE_INDEX_CONSTRAINT_IS
    && op!=SQLITE_INDEX_CONSTRAINT_ISNULL && op!=SQLITE_INDEX_CONSTRAINT_ISNOTNULL
    && op!=SQLITE_INDEX_CONSTRAINT_NE && op!=SQLITE_INDEX_CONSTRAINT_ISNOT ){
@@ -114,12 +115,18 @@ static char colOpLetter(int op, char aff, int bTextOrder){
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 'U';
     case SQLITE_INDEX_CONSTRAINT_NE:        return bNum ? 'n' : 0;
     case SQLITE_INDEX_CONSTRAINT_ISNOT:     return bNum ? 'I' : 0;
-    case SQLITE_INDEX_CONSTRAINT_LT:        return bNum ? 'l' : 0;
-    case SQLITE_INDEX_CONSTRAINT_LE:        return bNum ? 'L' : 0;
-    case SQLITE_INDEX_CONSTRAINT_GT:        return bNum ? 'g' : 0;
-    case SQLITE_INDEX_CONSTRAINT_GE:        return bNum ? 'G' : 0;
+    case SQLITE_INDEX_CONSTRAINT_LT:        return bNum ? 'l' : bText ? 'x' : 0;
+    case SQLITE_INDEX_CONSTRAINT_LE:        return bNum ? 'L' : bText ? 'X' : 0;
+    case SQLITE_INDEX_CONSTRAINT_GT:        return bNum ? 'g' : bText ? 'y' : 0;
+    case SQLITE_INDEX_CONSTRAINT_GE:        return bNum ? 'G' : bText ? 'Y' : 0;
   }
   return 0;
+}
+
+/* True for the letters of terms SQLite checks again (not omitted): the
+** supersets on non-numeric columns. */
+static int colLetterSuperset(char c){
+  return c=='a' || c=='A' || c=='x' || c=='X' || c=='y' || c=='Y';
 }
 
 /* The fraction of rows a column term of letter c is guessed to keep. */
@@ -253,7 +260,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
     if( !bCols ){ nColArg = 0; iOrderCol = -1; }
     for(i=0; i<nColArg; i++){
       /* taken: only what SQLite checks again is "not all used" */
-      if( acCol[i]=='a' || acCol[i]=='A' ) bAllUsed = 0;
+      if( colLetterSuperset(acCol[i]) ) bAllUsed = 0;
     }
   }
 
@@ -284,7 +291,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   for(i=0; i<nColArg; i++){
     pInfo->aConstraintUsage[aiCol[i]].argvIndex = nArg+i+1;
     /* IN: text and blob values of the list are a superset (SQLite checks) */
-    pInfo->aConstraintUsage[aiCol[i]].omit = acCol[i]!='a' && acCol[i]!='A';
+    pInfo->aConstraintUsage[aiCol[i]].omit = !colLetterSuperset(acCol[i]);
     if( acCol[i]=='N' ) sqlite3_vtab_in(pInfo, aiCol[i], 1);
   }
   if( bCols ) pInfo->idxNum |= PLAN_COLS;
@@ -321,9 +328,10 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
     sqlite3_str_appendf(pStr, "%s %s%s", i ? " AND" : "", zKey, azOp[aeArg[i]]);
   }
   for(i=0; i<nColArg; i++){
-    static const char *azC = "eiaAuUnIlLgGN";
+    static const char *azC = "eiaAuUnIlLgGNxXyY";
     static const char *azW[] = { "=?", " IS ?", "=? (checked again)", " IS ? (checked again)",
-      " IS NULL", " IS NOT NULL", "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?", " IN (...)" };
+      " IS NULL", " IS NOT NULL", "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?", " IN (...)",
+      "<? (checked again)", "<=? (checked again)", ">? (checked again)", ">=? (checked again)" };
     int iW = (int)(strchr(azC, acCol[i]) - azC);
     sqlite3_str_appendf(pStr, "%s %s%s", (i || (nArg && aeArg[0]!=PLAN_LIMIT)) ? " AND" : "",
                         p->azCol[pInfo->aConstraint[aiCol[i]].iColumn], azW[iW]);
@@ -490,6 +498,22 @@ static int colConst(sqlite3_value *pArg, char aff, GpudsValue *v){
   return rc;
 }
 
+/* *v (a number, holding no copy) := SQLite's text of the number pArg, as
+** TEXT affinity makes it (sqlite3_value_text on a copy). */
+static int colConstText(sqlite3_value *pArg, GpudsValue *v){
+  sqlite3_value *pDup = sqlite3_value_dup(pArg);
+  const unsigned char *z = pDup ? sqlite3_value_text(pDup) : 0;
+  int n = pDup ? sqlite3_value_bytes(pDup) : 0;
+  unsigned char *zCopy = z ? sqlite3_malloc64(n>0 ? n : 1) : 0;
+  if( zCopy==0 ){ sqlite3_value_free(pDup); return SQLITE_NOMEM; }
+  if( n>0 ) memcpy(zCopy, z, n);
+  sqlite3_value_free(pDup);
+  v->tag = GPUDS_TAG_TEXT;
+  v->z = zCopy; v->n = (uint32_t)n;
+  v->val = gpudsColBytes(zCopy, v->n);
+  return SQLITE_OK;
+}
+
 /* Order two numbers (tag, val pairs) for the IN list. */
 static int cmpNum(const void *a, const void *b){
   const GpudsValue *x = (const GpudsValue*)a, *y = (const GpudsValue*)b;
@@ -566,6 +590,7 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
   if( pPlan->aTerm==0 ) return SQLITE_NOMEM;
   memset(pPlan->aTerm, 0, sizeof(GpudsColTerm)*(argc>0 ? argc : 1));
   z++;
+  pPlan->bRecheck = 1;
   while( *z>='0' && *z<='9' ){
     int iCol = 0, op = 0;
     char c;
@@ -573,6 +598,7 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
     while( *z>='0' && *z<='9' ) iCol = iCol*10 + (*z++ - '0');
     c = *z++;
     if( n>=argc || iCol<1 || iCol>=p->nCol ) return SQLITE_INTERNAL;
+    if( !colLetterSuperset(c) ) pPlan->bRecheck = 0;
     t = &pPlan->aTerm[n];
     if( c=='N' ){
       pPlan->nTerm = ++n;      /* owns the list from here */
@@ -599,18 +625,32 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
       case 'L': op = GPUDS_CMP_LE; break;
       case 'g': op = GPUDS_CMP_GT; break;
       case 'G': op = GPUDS_CMP_GE; break;
+      case 'x': op = GPUDS_CMP_TLT; break;
+      case 'X': op = GPUDS_CMP_TLE; break;
+      case 'y': op = GPUDS_CMP_TGT; break;
+      case 'Y': op = GPUDS_CMP_TGE; break;
       default: return SQLITE_INTERNAL;
     }
+    if( (op==GPUDS_CMP_TLT || op==GPUDS_CMP_TLE)
+     && (t->v.tag==GPUDS_TAG_INT || t->v.tag==GPUDS_TAG_REAL) ){
+      /* a number against a TEXT column: as SQLite's text of it, which TEXT
+      ** affinity makes of it where the other side has none; where it has a
+      ** numeric one, only text that reads as a number can be less, which
+      ** the set keeps as "maybe" */
+      rc = colConstText(argv[n-1], &t->v);
+      if( rc ) return rc;
+    }   /* (> and >= a number: every text and blob, as the values compare) */
     t->t.iCol = iCol-1;
     t->t.op = op;
     t->t.tag = t->v.tag;
     t->t.val = t->v.val;
     /* the set compares text and blobs by prefix and hash: where it says
     ** "maybe" to a term SQLite will not check again, check it exactly */
-    t->bRefine = op!=GPUDS_CMP_ANYEQ
+    t->bRefine = op!=GPUDS_CMP_ANYEQ && !(op>=GPUDS_CMP_TLT && op<=GPUDS_CMP_TGE)
               && (t->v.tag==GPUDS_TAG_TEXT || t->v.tag==GPUDS_TAG_BLOB);
     if( *z==',' ) z++;
   }
+  if( n==0 ) pPlan->bRecheck = 0;
   if( z[0]==';' && z[1]=='o' ){
     int iCol = 0;
     z += 2;

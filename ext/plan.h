@@ -18,6 +18,9 @@ typedef struct GpudsPlan {
   int nTerm;
   int iOrderCol;       /* -1: key order; else the non-key column (0-based) */
   int bOrderDesc;
+  int bRecheck;        /* every term is one SQLite checks again (a superset:
+                       ** not omitted), so a scan of the key range is an
+                       ** answer too */
 } GpudsPlan;
 
 int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo);

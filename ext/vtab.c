@@ -386,8 +386,9 @@ static void cursorColsQuery(GpudsCursor *c, GpudsColQuery *q){
 }
 
 /* Run the cursor's column plan: nFirst > 0 asks for a prefix of that many
-** rows.  Replaces the cursor's list. */
-static int cursorColsRun(GpudsCursor *c, int64_t nFirst){
+** rows, nMost > 0 for none past that many (*pbMany set, the list left
+** as it was).  Replaces the cursor's list. */
+static int cursorColsRun(GpudsCursor *c, int64_t nFirst, int64_t nMost, int *pbMany){
   GpudsTable *p = tab(c->base.pVtab);
   GpudsColQuery q;
   int64_t n = 0, *aK = 0;
@@ -395,25 +396,48 @@ static int cursorColsRun(GpudsCursor *c, int64_t nFirst){
   int bPartial = 0, rc;
   cursorColsQuery(c, &q);
   q.nFirst = nFirst;
+  q.nMost = nMost;
   rc = gpudsColsRun(p, &q, &n, &aK, &aR, &bPartial);
   if( rc ) return rc;
+  if( n<0 ){ *pbMany = 1; return SQLITE_OK; }
   if( c->aKey!=&c->iKey1 ){ free(c->aKey); free(c->aRow); }
   c->aKey = aK; c->aRow = aR; c->nList = n;
   c->bColPartial = bPartial;
   return SQLITE_OK;
 }
 
+/* A plan whose terms SQLite checks again, in key order, over a store read in
+** key order, gives up its candidate list past a quarter of the table's rows
+** (at least COLS_SCAN_MIN): there a scan of the key range costs no more, and
+** the list would cost a copy of every candidate (text compared by its first
+** bytes: values that share them are all candidates). */
+#define COLS_SCAN_MIN 16
+
 /* Start a column plan (colset.c): its rows as one list, in its order; a
-** LIMIT hint first asks for that many (a prefix). */
-static int cursorCols(GpudsCursor *c, GpudsPlan *pl){
+** LIMIT hint first asks for that many (a prefix).  *pbScan: too many
+** candidates for a plan SQLite checks again (the cursor reset): scan the
+** key range instead. */
+static int cursorCols(GpudsCursor *c, GpudsPlan *pl, int *pbScan){
   GpudsTable *p = tab(c->base.pVtab);
+  int64_t nMost = 0;
+  int bMany = 0, rc;
+  *pbScan = 0;
+  if( pl->bRecheck && pl->iOrderCol<0 && pl->nHint<=0 && gpudsStoreOrdered(p) ){
+    nMost = gpudsShadowRows(p)/4;
+    if( nMost<COLS_SCAN_MIN ) nMost = COLS_SCAN_MIN;
+  }
   c->colPlan = *pl;
   c->colPlan.aKey = 0; c->colPlan.nKey = 0;  /* a column plan has no key list */
   pl->aTerm = 0; pl->nTerm = 0;
   c->bList = 1;                /* the rows must outlive any commit */
   p->nCursor++;
   c->iList = 0;
-  return cursorColsRun(c, pl->nHint>0 ? pl->nHint : 0);
+  rc = cursorColsRun(c, pl->nHint>0 ? pl->nHint : 0, nMost, &bMany);
+  if( rc==SQLITE_OK && bMany ){
+    cursorReset(c);
+    *pbScan = 1;
+  }
+  return rc;
 }
 
 /* The cursor read a prefix of its column plan's order to its end: read the
@@ -423,9 +447,9 @@ static int cursorColsMore(GpudsCursor *c){
   GpudsColQuery q;
   int64_t kLast = 0;
   uint64_t rLast = 0;
-  int bAny = c->iList>0, rc;
+  int bAny = c->iList>0, bMany = 0, rc;
   if( bAny ){ kLast = c->aKey[c->iList-1]; rLast = c->aRow[c->iList-1]; }
-  rc = cursorColsRun(c, 0);
+  rc = cursorColsRun(c, 0, 0, &bMany);     /* (no cap: bMany stays 0) */
   if( rc ) return rc;
   cursorColsQuery(c, &q);
   c->iList = bAny ? gpudsColsAfter(&q, c->aKey, c->aRow, c->nList, kLast, rLast) : 0;
@@ -617,7 +641,12 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
     rc = cursorList(c, &pl);
     if( rc==SQLITE_OK ) rc = cursorStep(c);
   }else if( pl.bCols ){
-    rc = cursorCols(c, &pl);
+    int bScan = 0;
+    rc = cursorCols(c, &pl, &bScan);
+    if( rc==SQLITE_OK && bScan ){
+      rc = gpudsMergeOpen(p, pl.lo, pl.hi, pl.bDesc, pl.nHint, &c->pMerge);
+      if( rc==SQLITE_OK ) c->bScan = 1;
+    }
     if( rc==SQLITE_OK ) rc = cursorStep(c);
   }else{
     rc = gpudsMergeOpen(p, pl.lo, pl.hi, pl.bDesc, pl.nHint, &c->pMerge);

@@ -660,6 +660,7 @@ int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, int bBounds, int
   GPUDS_CK(p, cudaStreamSynchronize(p->st));
   const int64_t nSel = hStage[0];
   if( nSel<0 || nSel>p->n ) return colsSetErr(p, GPUDS_ERROR, "internal error: select count out of range");
+  if( q->nMost>0 && nSel>q->nMost ){ *pbDone = 1; *pn = -1; return GPUDS_OK; }   // the caller scans
   if( nSel>cap ) return GPUDS_OK;
   *pbDone = 1;
   if( nSel==0 ) return GPUDS_OK;
@@ -781,6 +782,7 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   int64_t nOut = 0;
   if( (rc = selectIf<IdxT>(p, i0, nRange, pred, (IdxT*)p->sel.p, &nOut))!=0 ) return rc;
   if( nOut==0 ) return GPUDS_OK;
+  if( q->nMost>0 && nOut>q->nMost ){ *pn = -1; return GPUDS_OK; }   // the caller scans
 
   // 4./5. order (and the top-k pre-selection)
   const bool needSort = byCol || !p->bSorted;

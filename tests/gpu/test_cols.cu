@@ -225,6 +225,9 @@ static gpuds_query makeQuery(const Set &s, std::vector<gpuds_term> &aT,
   static const int64_t aFirst[] = {0, 1, 10, -1};
   int64_t f = aFirst[rndBelow(4)];
   q.nFirst = f<0 ? s.n : f;
+  // a cap on the matches (past it: none returned, *pn = -1), either side
+  // of the count
+  q.nMost = rndBelow(4)==0 ? (int64_t)rndBelow((uint64_t)s.n + 3) : 0;
   return q;
 }
 
