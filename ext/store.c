@@ -122,7 +122,8 @@ void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir){
 }
 
 /* Apply a batch of distinct keys to the store and its mirror: both or
-** neither.  aFound/aOld may be NULL. */
+** neither.  aFound/aOld may be NULL, and aVal where the batch holds no
+** upsert (as for xBatch). */
 int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
                     const int64_t *aKey, const uint64_t *aVal,
                     uint8_t *aFound, uint64_t *aOld){

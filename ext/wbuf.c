@@ -564,18 +564,11 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
     uint8_t *aOp = malloc(f->n ? f->n : 1);
     size_t i;
     if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-    if( f->aOld==0 ){
-      /* a bulk load: every key was new, so the undo deletes them all */
-      f->aOld = malloc(f->n ? f->n*8 : 8);
-      if( f->aOld==0 ){
-        free(aOp);
-        return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-      }
-      memset(f->aOld, 0, f->n*8);
-    }
     for(i=0; i<f->n; i++){
       aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
     }
+    /* (after a bulk load aOld is NULL: every key was new, every operation
+    ** a delete, and xBatch takes no values for a batch without an upsert) */
     rc = gpudsStoreBatch(p, f->n, aOp, f->aKey, f->aOld, 0, 0);
     free(aOp);
     if( rc ) return rc;
