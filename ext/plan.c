@@ -102,12 +102,8 @@ static int isNumericAff(char a){
 ** the other side may be text). */
 static char colOpLetter(int op, char aff, int bTextOrder){
   int bNum = isNumericAff(aff);
-  int bText = aff==GPUDS_AFF_TEXT;   /* ranges as a superset: 'x' ... 'Y' */
-  if( !bTextOrder && op!=SQLITE_INDEX_CONSTRAINT_EQ && op!=SQLITE_INDEX_CONSTRAINT_IS
-   && op!=SQLITE_INDEX_CONSTRAINT_ISNULL && op!=SQLITE_INDEX_CONSTRAINT_ISNOTNULL
-   && op!=SQLITE_INDEX_CONSTRAINT_NE && op!=SQLITE_INDEX_CONSTRAINT_ISNOT ){
-    return 0;
-  }
+  /* ranges: exact on numeric columns, a superset on TEXT ones ('x'...'Y') */
+  int bRange = bTextOrder && (bNum || aff==GPUDS_AFF_TEXT);
   switch( op ){
     case SQLITE_INDEX_CONSTRAINT_EQ:        return bNum ? 'e' : 'a';
     case SQLITE_INDEX_CONSTRAINT_IS:        return bNum ? 'i' : 'A';
@@ -115,10 +111,10 @@ static char colOpLetter(int op, char aff, int bTextOrder){
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 'U';
     case SQLITE_INDEX_CONSTRAINT_NE:        return bNum ? 'n' : 0;
     case SQLITE_INDEX_CONSTRAINT_ISNOT:     return bNum ? 'I' : 0;
-    case SQLITE_INDEX_CONSTRAINT_LT:        return bNum ? 'l' : bText ? 'x' : 0;
-    case SQLITE_INDEX_CONSTRAINT_LE:        return bNum ? 'L' : bText ? 'X' : 0;
-    case SQLITE_INDEX_CONSTRAINT_GT:        return bNum ? 'g' : bText ? 'y' : 0;
-    case SQLITE_INDEX_CONSTRAINT_GE:        return bNum ? 'G' : bText ? 'Y' : 0;
+    case SQLITE_INDEX_CONSTRAINT_LT:        return !bRange ? 0 : bNum ? 'l' : 'x';
+    case SQLITE_INDEX_CONSTRAINT_LE:        return !bRange ? 0 : bNum ? 'L' : 'X';
+    case SQLITE_INDEX_CONSTRAINT_GT:        return !bRange ? 0 : bNum ? 'g' : 'y';
+    case SQLITE_INDEX_CONSTRAINT_GE:        return !bRange ? 0 : bNum ? 'G' : 'Y';
   }
   return 0;
 }
@@ -646,7 +642,7 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
     t->t.val = t->v.val;
     /* the set compares text and blobs by prefix and hash: where it says
     ** "maybe" to a term SQLite will not check again, check it exactly */
-    t->bRefine = op!=GPUDS_CMP_ANYEQ && !(op>=GPUDS_CMP_TLT && op<=GPUDS_CMP_TGE)
+    t->bRefine = !colLetterSuperset(c)
               && (t->v.tag==GPUDS_TAG_TEXT || t->v.tag==GPUDS_TAG_BLOB);
     if( *z==',' ) z++;
   }
