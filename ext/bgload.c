@@ -7,7 +7,8 @@
 ** 'format' and loads the runs of that snapshot with gpudsShadowLoad into a
 ** private table object: a store, its host mirror and a key filter that
 ** nothing else sees; then, its read transaction over, the table's column
-** set where it would be on the GPU (colbuild.c, GPUDS_COLUMNS_ON_LOAD).  The connection that started it installs them
+** set where it would be on the GPU (colbuild.c, GPUDS_COLUMNS_ON_LOAD).
+** The connection that started it installs them
 ** (gpudsBuildFinish) only if its own snapshot shows the same generation,
 ** id and format; otherwise they are dropped and the caller loads again.
 ** A build that failed is dropped too: the caller's own load then finds and
@@ -79,15 +80,8 @@ static void buildHold(GpudsBuild *b){
 ** no writer (0 where the mode cannot be read: the caller then takes the
 ** path that needs no WAL). */
 int gpudsDbIsWal(sqlite3 *db, const char *zDb){
-  sqlite3_stmt *pStmt = 0;
   char *zSql = sqlite3_mprintf("PRAGMA %Q.journal_mode", zDb);
-  int bWal = 0;
-  if( zSql && sqlite3_prepare_v2(db, zSql, -1, &pStmt, 0)==SQLITE_OK
-   && sqlite3_step(pStmt)==SQLITE_ROW ){
-    const char *z = (const char*)sqlite3_column_text(pStmt, 0);
-    bWal = z && sqlite3_stricmp(z, "wal")==0;
-  }
-  sqlite3_finalize(pStmt);
+  int bWal = gpudsPragmaIs(db, zSql, "wal");
   sqlite3_free(zSql);
   return bWal;
 }
@@ -117,9 +111,9 @@ static void buildColumns(GpudsBuild *b){
 }
 
 /* The thread: snapshot, load, end the read transaction, the column set,
-** report.  Held
-** (tests), it waits after taking its snapshot in a WAL database, before
-** it in others, where a held read lock would block every writer. */
+** report.  Held (tests), it waits after taking its snapshot in a WAL
+** database, before it in others, where a held read lock would block every
+** writer. */
 static void *buildMain(void *pArg){
   GpudsBuild *b = (GpudsBuild*)pArg;
   GpudsTable *t = &b->t;

@@ -69,6 +69,21 @@ int gpudsRunExec(GpudsTable *p, const char *zFmt, ...){
   return rc;
 }
 
+/* True if the one value PRAGMA statement zSql (run on db) returns is the
+** text zValue, compared as SQLite compares names (any case); false where
+** it is not or cannot be read. */
+int gpudsPragmaIs(sqlite3 *db, const char *zSql, const char *zValue){
+  sqlite3_stmt *pStmt = 0;
+  int bIs = 0;
+  if( zSql && sqlite3_prepare_v2(db, zSql, -1, &pStmt, 0)==SQLITE_OK
+   && sqlite3_step(pStmt)==SQLITE_ROW ){
+    const char *z = (const char*)sqlite3_column_text(pStmt, 0);
+    bIs = z!=0 && sqlite3_stricmp(z, zValue)==0;
+  }
+  sqlite3_finalize(pStmt);
+  return bIs;
+}
+
 /* Prepare a printf-formatted statement. */
 int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...){
   va_list ap;

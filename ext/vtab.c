@@ -135,25 +135,17 @@ static int sameSchema(const GpudsTable *p, int eKind, const GpudsSchema *sch){
   return 1;
 }
 
-/* xCreate and xConnect: parse the columns, declare the schema, create an
-** empty store on the backend chosen for this kind of table; xCreate also
-** creates the shadow tables, xConnect leaves the store to be loaded from
-** them on first use. */
 /* True if the text encoding of connection db is UTF-8 (PRAGMA encoding);
 ** false if it is UTF-16 or cannot be read.  Every database of a connection
 ** has the main database's encoding. */
 static int dbIsUtf8(sqlite3 *db){
-  sqlite3_stmt *pStmt = 0;
-  int bUtf8 = 0;
-  if( sqlite3_prepare_v2(db, "PRAGMA encoding", -1, &pStmt, 0)==SQLITE_OK
-   && sqlite3_step(pStmt)==SQLITE_ROW ){
-    const char *z = (const char*)sqlite3_column_text(pStmt, 0);
-    bUtf8 = z!=0 && sqlite3_stricmp(z, "UTF-8")==0;
-  }
-  sqlite3_finalize(pStmt);
-  return bUtf8;
+  return gpudsPragmaIs(db, "PRAGMA encoding", "UTF-8");
 }
 
+/* xCreate and xConnect: parse the columns, declare the schema, create an
+** empty store on the backend chosen for this kind of table; xCreate also
+** creates the shadow tables, xConnect leaves the store to be loaded from
+** them on first use. */
 static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
                      sqlite3_vtab **ppVtab, char **pzErr, int bCreate){
   int eKind = (int)(intptr_t)pAux;
@@ -640,20 +632,16 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   }else if( pl.bList ){
     rc = cursorList(c, &pl);
     if( rc==SQLITE_OK ) rc = cursorStep(c);
-  }else if( pl.bCols ){
-    int bScan = 0;
-    rc = cursorCols(c, &pl, &bScan);
+  }else{
+    /* a scan of the key range, or a column plan (which may give its
+    ** candidates up for that scan: cursorCols) */
+    int bScan = !pl.bCols;
+    if( pl.bCols ) rc = cursorCols(c, &pl, &bScan);
     if( rc==SQLITE_OK && bScan ){
       rc = gpudsMergeOpen(p, pl.lo, pl.hi, pl.bDesc, pl.nHint, &c->pMerge);
       if( rc==SQLITE_OK ) c->bScan = 1;
     }
     if( rc==SQLITE_OK ) rc = cursorStep(c);
-  }else{
-    rc = gpudsMergeOpen(p, pl.lo, pl.hi, pl.bDesc, pl.nHint, &c->pMerge);
-    if( rc==SQLITE_OK ){
-      c->bScan = 1;
-      rc = cursorStep(c);
-    }
   }
   gpudsPlanFree(&pl);
   return vtabDone(pCur->pVtab, rc);
