@@ -342,6 +342,11 @@ static int sOfU(int64_t u, char *z){     /* string u of the domain: 10..25 chars
   return n;
 }
 static int sOf(int64_t k, char *z){ return sOfU(uOf(k), z); }
+/* A text prefix of the strings (parameter type 'x'): x, 0..4095, as 3 hex
+** digits into z (8 bytes); returns its length. */
+static int hexPrefix(int64_t x, char *z){
+  return snprintf(z, 8, "%03llx", (unsigned long long)x);
+}
 
 /* Human-readable rate: 3 significant digits with k/M/G. */
 static const char *fmtNum(double x, char *z, size_t n){
@@ -656,8 +661,6 @@ static void createTable(int t, const char *zName){
   }
 }
 
-/* Insert the N rows into zName (a new table of kind t), in random or key
-** order, N prepared INSERTs in one transaction; COMMIT included. */
 /* Rows an insert workload makes at a time, outside its timing. */
 #define GEN_ROWS 4096
 
@@ -669,6 +672,9 @@ typedef struct GenRow {
   char zS[32];
 } GenRow;
 
+/* Insert the N rows into zName (a new table of kind t), in random or key
+** order, N prepared INSERTs in one transaction; COMMIT included, the
+** making of the rows (GEN_ROWS at a time) not. */
 static void insertRows(Work *w, int t, const char *zName, int bSorted){
   sqlite3_stmt *p;
   GenRow *aGen = xmalloc(sizeof(GenRow)*GEN_ROWS);
@@ -788,10 +794,10 @@ static void bindParams(sqlite3_stmt *p, const QSet *qs, int64_t q){
         sqlite3_bind_text(p, i+1, z, n, SQLITE_TRANSIENT);
         break;
       }
-      case 'x': {          /* a text prefix: x as 3 hex digits */
+      case 'x': {
         char z[8];
-        snprintf(z, sizeof(z), "%03llx", (unsigned long long)x);
-        sqlite3_bind_text(p, i+1, z, 3, SQLITE_TRANSIENT);
+        int n = hexPrefix(x, z);
+        sqlite3_bind_text(p, i+1, z, n, SQLITE_TRANSIENT);
         break;
       }
       default:  sqlite3_bind_int64(p, i+1, x); break;
@@ -1221,7 +1227,7 @@ static void dumpQueries(const Work *w, const QSet *qs, int eMode, const char *zS
       if( i ) fputs(", ", f);
       if( qs->zType[i]=='r' ) fprintf(f, "%.17g", (double)x/1024.0);
       else if( qs->zType[i]=='t' ){ char z[32]; sOfU(x, z); jsonStr(f, z); }
-      else if( qs->zType[i]=='x' ){ char z[8]; snprintf(z, sizeof(z), "%03llx", (unsigned long long)x); jsonStr(f, z); }
+      else if( qs->zType[i]=='x' ){ char z[8]; hexPrefix(x, z); jsonStr(f, z); }
       else fprintf(f, "%lld", (long long)x);
     }
     fputc(']', f);

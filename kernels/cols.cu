@@ -952,7 +952,6 @@ int colsLoad(gpuds_cols **pp, int nCol, int64_t n, int bSorted, const int64_t *a
   return GPUDS_OK;
 }
 
-// xQuery (see gpuds_backend.h).
 // After a query: the workspaces go back when they hold more than a store
 // keeps (gpuds_mem::workspaceOverKeep: 32 MiB, or a quarter of the set's
 // arrays if that is more) and this query needed no more than that, so that
@@ -981,6 +980,7 @@ void trimWorkspace(CudaCols *p){
   (void)cudaGetLastError();
 }
 
+// xQuery (see gpuds_backend.h).
 int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn, int64_t **paKey,
               uint64_t **paRow, uint64_t **paSort){
   CudaCols *p = cc(pCols);

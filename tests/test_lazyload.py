@@ -68,10 +68,14 @@ BIG = 3000                     # length limit while writing: bigger rows spill
 TABS = ("g", "h")
 
 
-def loads(c):
-    """{table: gpuds_info's "load"} of connection c."""
+def tinfo(c, field):
+    """{table: gpuds_info's field} of connection c."""
     info = json.loads(c.execute("SELECT gpuds_info()").fetchone()[0])
-    return {t["name"].split(".")[-1]: t["load"] for t in info["tables"]}
+    return {t["name"].split(".")[-1]: t[field] for t in info["tables"]}
+
+
+def loads(c):
+    return tinfo(c, "load")
 
 
 def build(path, journal):
@@ -151,9 +155,7 @@ def lookups(c, rnd, n=300):
 
 
 def colsets(c):
-    """{table: gpuds_info's "column_set"} of connection c."""
-    info = json.loads(c.execute("SELECT gpuds_info()").fetchone()[0])
-    return {t["name"].split(".")[-1]: t["column_set"] for t in info["tables"]}
+    return tinfo(c, "column_set")
 
 
 COLQ = (("SELECT k, v, w FROM %s WHERE w = ? ORDER BY k", ("w1000",)),
@@ -367,7 +369,7 @@ def section6(path):
             "t = json.loads(c.execute('SELECT gpuds_info()').fetchone()[0])['tables'][0];"
             "print(t['load'], t['column_set']['built'], t['column_set']['builds'])"
             % (os.path.dirname(os.path.abspath(__file__)), path))
-    onGpu = json.loads(c0info(path))["tables"][0]["column_set"]["backend"] != "host"
+    onGpu = fresh_colsets(path)["g"]["backend"] != "host"
     for env, want in (("0", "loaded False 0"), ("1", "loaded True 1"),
                       (None, "loaded True 1" if onGpu else "loaded False 0")):
         e = dict(os.environ)
@@ -379,13 +381,13 @@ def section6(path):
                 out.stdout + out.stderr)
 
 
-def c0info(path):
-    """gpuds_info() of a fresh connection to path, after a lookup."""
+def fresh_colsets(path):
+    """colsets() of a fresh connection to path, after a lookup."""
     c = connect(path)
     c.execute("SELECT v FROM g WHERE k = 40").fetchall()
-    z = c.execute("SELECT gpuds_info()").fetchone()[0]
+    r = colsets(c)
     c.close()
-    return z
+    return r
 
 
 def main():
