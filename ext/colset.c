@@ -233,10 +233,6 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
     *pn = -1;
     goto run_out;
   }
-  if( q->nFirst>0 && nG>=q->nFirst ){
-    bPartial = 1;
-    kLast = aGK[nG-1]; rLast = aGR[nG-1];
-  }
   /* The set's sort keys tie where it cannot order exactly: order each run
   ** of equal sort keys exactly. */
   if( q->iOrderCol>=0 ){
@@ -246,6 +242,13 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
         rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out;
       }
     }
+  }
+  /* A prefix ends at its last row in the exact order (the set returns the
+  ** whole run of sort keys tied with its last one), whatever the exact
+  ** checks below leave of it. */
+  if( q->nFirst>0 && nG>=q->nFirst ){
+    bPartial = 1;
+    kLast = aGK[nG-1]; rLast = aGR[nG-1];
   }
   /* Exact checks of the set's "maybe"s: text and blob terms. */
   if( bRefine ){
