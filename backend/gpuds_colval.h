@@ -45,13 +45,16 @@
 #define GPUDS_CMP_ISNULL  7
 #define GPUDS_CMP_NOTNULL 8
 #define GPUDS_CMP_ISNOT   9   /* IS NOT c, c not NULL: NULL or != c */
-#define GPUDS_CMP_IN     11   /* IN a list of numbers (a slice of the query's
-                              ** IN values: val = first << 32 | count, sorted
-                              ** by gpudsColCompare), and, as "maybe", every
-                              ** text value if tag & GPUDS_IN_TEXT and every
-                              ** blob if tag & GPUDS_IN_BLOB */
-#define GPUDS_IN_TEXT 1
-#define GPUDS_IN_BLOB 2
+#define GPUDS_CMP_IN     11   /* IN a list (a slice of the query's IN values:
+                              ** val = first << 32 | count, sorted by
+                              ** gpudsColInCompare): numbers exactly, text and
+                              ** blobs by their 8 bytes ("maybe" where they
+                              ** match); tag holds GPUDS_IN_xxx flags */
+#define GPUDS_IN_TEXT 1       /* every text value "maybe" */
+#define GPUDS_IN_NUM  4       /* every number "maybe" */
+/* (an IN list on a column of TEXT or no affinity, a superset: a number in
+** the list leaves every text open (TEXT affinity may make it text, NUMERIC
+** affinity text a number), text that may read as a number every number) */
 #define GPUDS_CMP_ANYEQ  10   /* a superset of "= c under any affinity the
                               ** right-hand side may carry": equal values,
                               ** and every number against text (and text
@@ -70,6 +73,14 @@
                               ** takes: ext/plan.c); > and >= a number hold
                               ** for every text and blob as the values
                               ** compare, and a number is never > text */
+#define GPUDS_CMP_ULT    16   /* on an untyped column: a superset of "< c" */
+#define GPUDS_CMP_ULE    17   /* (and <=, >, >=) under any affinity the */
+#define GPUDS_CMP_UGT    18   /* right-hand side may carry: only a numeric */
+#define GPUDS_CMP_UGE    19   /* one converts (NUMERIC affinity on both
+                              ** sides), so text that may read as a number is
+                              ** "maybe" against a number or text, and a
+                              ** number against such text; the rest compare
+                              ** as stored */
 
 /* Results of gpudsColCompare */
 #define GPUDS_ORD_LT   (-1)
@@ -146,6 +157,16 @@ GPUDS_HD int gpudsColCompare(uint8_t ta, uint64_t a, uint8_t tb, uint64_t b){
   }
 }
 
+/* A total order of values for IN lists: gpudsColCompare's, with text and
+** blobs of the same prefix ordered by their hash; GPUDS_ORD_EQ for equal
+** numbers and for text or blobs with the same 8 bytes. */
+GPUDS_HD int gpudsColInCompare(uint8_t ta, uint64_t a, uint8_t tb, uint64_t b){
+  int o = gpudsColCompare(ta, a, tb, b);
+  if( o==GPUDS_ORD_MAYBE ) return GPUDS_ORD_EQ;
+  if( o==GPUDS_ORD_NE ) return a<b ? GPUDS_ORD_LT : GPUDS_ORD_GT;
+  return o;
+}
+
 /* May the text whose first 4 bytes val carries (GPUDS_TAG_TEXT) read as a
 ** number under NUMERIC affinity?  SQLite converts a text only if all of it
 ** is a number (sqlite3AtoF: white space, then a sign, a digit or a point,
@@ -169,22 +190,49 @@ GPUDS_HD int gpudsColNumText(uint64_t val){
   return 1;
 }
 
+/* The plain operator a superset operator stands for (ANYEQ: EQ, TLT and
+** ULT: LT, ...); others as they are. */
+GPUDS_HD int gpudsColBaseOp(int op){
+  switch( op ){
+    case GPUDS_CMP_ANYEQ:    return GPUDS_CMP_EQ;
+    case GPUDS_CMP_TLT: case GPUDS_CMP_TLE: case GPUDS_CMP_TGT: case GPUDS_CMP_TGE:
+      return GPUDS_CMP_LT + (op - GPUDS_CMP_TLT);
+    case GPUDS_CMP_ULT: case GPUDS_CMP_ULE: case GPUDS_CMP_UGT: case GPUDS_CMP_UGE:
+      return GPUDS_CMP_LT + (op - GPUDS_CMP_ULT);
+  }
+  return op;
+}
+
+/* Is superset term (op, ctag, cval) open on value (tag, val) whatever the
+** values compare, because an affinity the right-hand side may carry could
+** convert one side (the ops' comments)?  Such a value is "maybe". */
+GPUDS_HD int gpudsColAffMaybe(int op, uint8_t tag, uint64_t val, uint8_t ctag,
+                              uint64_t cval){
+  int cr, cc;
+  if( tag==GPUDS_TAG_NULL || ctag==GPUDS_TAG_NULL ) return 0;
+  cr = gpudsColClass(tag); cc = gpudsColClass(ctag);
+  switch( op ){
+    case GPUDS_CMP_ANYEQ:
+      return (cr==1 && cc==2) || (cr==2 && cc==1);
+    case GPUDS_CMP_TLT: case GPUDS_CMP_TLE:
+      return cr==2 && gpudsColNumText(val);
+    case GPUDS_CMP_ULT: case GPUDS_CMP_ULE: case GPUDS_CMP_UGT: case GPUDS_CMP_UGE:
+      return (cr==1 && cc==2 && gpudsColNumText(cval))
+          || (cr==2 && cc<=2 && gpudsColNumText(val));
+  }
+  return 0;
+}
+
 /* Does a value of tag `tag` satisfy term (op, ctag, c), given o, the
 ** comparison of the two values (GPUDS_ORD_xxx; unused when either is
-** NULL)?  0 no, 1 yes, 2 maybe (the caller decides on the row itself). */
+** NULL), where gpudsColAffMaybe() has said no?  0 no, 1 yes, 2 maybe (the
+** caller decides on the row itself). */
 GPUDS_HD int gpudsColApply(int op, uint8_t tag, uint8_t ctag, int o){
+  op = gpudsColBaseOp(op);
   if( op==GPUDS_CMP_ISNULL ) return tag==GPUDS_TAG_NULL;
   if( op==GPUDS_CMP_NOTNULL ) return tag!=GPUDS_TAG_NULL;
   if( ctag==GPUDS_TAG_NULL ) return 0;
   if( tag==GPUDS_TAG_NULL ) return op==GPUDS_CMP_ISNOT;
-  if( op==GPUDS_CMP_ANYEQ ){
-    int ca = gpudsColClass(tag), cb = gpudsColClass(ctag);
-    if( (ca==1 && cb==2) || (ca==2 && cb==1) ) return 2;
-    op = GPUDS_CMP_EQ;
-  }
-  if( op>=GPUDS_CMP_TLT && op<=GPUDS_CMP_TGE ){
-    op = GPUDS_CMP_LT + (op - GPUDS_CMP_TLT);   /* (numeric text: the caller) */
-  }
   switch( op ){
     case GPUDS_CMP_EQ:    return o==GPUDS_ORD_EQ ? 1 : o==GPUDS_ORD_MAYBE ? 2 : 0;
     case GPUDS_CMP_NE:
@@ -202,30 +250,26 @@ GPUDS_HD int gpudsColApply(int op, uint8_t tag, uint8_t ctag, int o){
 GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
                            uint64_t cval){
   int o = 0;
-  if( (op==GPUDS_CMP_TLT || op==GPUDS_CMP_TLE) && tag==GPUDS_TAG_TEXT
-   && ctag!=GPUDS_TAG_NULL && gpudsColNumText(val) ){
-    return 2;
-  }
+  if( gpudsColAffMaybe(op, tag, val, ctag, cval) ) return 2;
   if( tag!=GPUDS_TAG_NULL && ctag!=GPUDS_TAG_NULL ){
     o = gpudsColCompare(tag, val, ctag, cval);
   }
   return gpudsColApply(op, tag, ctag, o);
 }
 
-/* Does value (tag, val) satisfy "IN" term (flags, the sorted numbers
-** aT/aV[0..n))?  0 no, 1 yes, 2 maybe (text or blob where the list held
-** some). */
+/* Does value (tag, val) satisfy "IN" term (flags GPUDS_IN_xxx, the sorted
+** values aT/aV[0..n))?  0 no, 1 yes, 2 maybe (text or blob whose 8 bytes
+** match, or a class the flags leave open). */
 GPUDS_HD int gpudsColMatchIn(uint8_t tag, uint64_t val, uint8_t flags,
                              const uint8_t *aT, const uint64_t *aV, uint32_t n){
   int c = gpudsColClass(tag);
   uint32_t lo = 0, hi = n;
   if( c==0 ) return 0;
-  if( c==2 ) return (flags & GPUDS_IN_TEXT) ? 2 : 0;
-  if( c==3 ) return (flags & GPUDS_IN_BLOB) ? 2 : 0;
+  if( (c==1 && (flags & GPUDS_IN_NUM)) || (c==2 && (flags & GPUDS_IN_TEXT)) ) return 2;
   while( lo<hi ){
     uint32_t mid = lo + (hi-lo)/2;
-    int o = gpudsColCompare(aT[mid], aV[mid], tag, val);
-    if( o==GPUDS_ORD_EQ ) return 1;
+    int o = gpudsColInCompare(aT[mid], aV[mid], tag, val);
+    if( o==GPUDS_ORD_EQ ) return c==1 ? 1 : 2;
     if( o<0 ) lo = mid+1; else hi = mid;
   }
   return 0;

@@ -65,10 +65,10 @@ static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
   return SQLITE_OK;
 }
 
-/* Does record pRow satisfy term t exactly?  An ANYEQ term's "maybe" (a
-** number against text: SQLite decides with the affinity it knows) counts
-** as yes, and so does a TEXT column range's (text that may read as a
-** number): SQLite checks those terms itself. */
+/* Does record pRow satisfy term t exactly?  A superset term's "maybe" (a
+** number against text, text that may read as a number: SQLite decides
+** with the affinity it knows) counts as yes: SQLite checks those terms
+** itself. */
 static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t){
   uint8_t tag;
   uint64_t val;
@@ -79,15 +79,13 @@ static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t){
     if( tag!=GPUDS_TAG_TEXT && tag!=GPUDS_TAG_BLOB ){
       return gpudsColMatchIn(tag, val, t->t.tag, t->aInTag, t->aInVal, (uint32_t)t->nIn)!=0;
     }
+    if( tag==GPUDS_TAG_TEXT && (t->t.tag & GPUDS_IN_TEXT) ) return 1;
     for(i=0; i<t->nInOther; i++){
       if( gpudsRowColCmp(pRow, t->t.iCol, &t->aInOther[i])==GPUDS_ORD_EQ ) return 1;
     }
     return 0;
   }
-  if( (t->t.op==GPUDS_CMP_TLT || t->t.op==GPUDS_CMP_TLE) && tag==GPUDS_TAG_TEXT
-   && t->v.tag!=GPUDS_TAG_NULL && gpudsColNumText(val) ){
-    return 1;     /* text that may read as a number: SQLite decides */
-  }
+  if( gpudsColAffMaybe(t->t.op, tag, val, t->v.tag, t->v.val) ) return 1;   /* SQLite decides */
   if( tag!=GPUDS_TAG_NULL && t->v.tag!=GPUDS_TAG_NULL ){
     o = gpudsRowColCmp(pRow, t->t.iCol, &t->v);
   }

@@ -265,11 +265,11 @@ typedef struct GpudsColTerm {
   gpuds_term t;               /* as the column set evaluates it */
   GpudsValue v;               /* the constant, for exact checks */
   int bRefine;                /* the set may say "maybe": check exactly */
-  uint8_t *aInTag;            /* GPUDS_CMP_IN: the numbers of the list, */
+  uint8_t *aInTag;            /* GPUDS_CMP_IN: the values of the list, */
   uint64_t *aInVal;           /* sorted (t.tag: GPUDS_IN_xxx flags) */
   int nIn;
-  GpudsValue *aInOther;       /* ... and its text and blob values, which the */
-  int nInOther;               /* set answers "maybe" for: checked exactly */
+  GpudsValue *aInOther;       /* ... its text and blob values again, whole, */
+  int nInOther;               /* for the exact check of the set's "maybe" */
 } GpudsColTerm;
 typedef struct GpudsColQuery {
   int64_t lo, hi;             /* key bounds, inclusive */

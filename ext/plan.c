@@ -13,8 +13,9 @@
 ** idxStr repeats the plan in words for EXPLAIN QUERY PLAN.
 **
 ** Column terms on INTEGER, REAL and NUMERIC columns are omitted (exact:
-** SQLite applies NUMERIC affinity to the other side whatever it is); = and
-** IS on other columns are a superset SQLite checks again.  In a UTF-16
+** SQLite applies NUMERIC affinity to the other side whatever it is); on
+** other columns every term but IS [NOT] NULL is a superset SQLite checks
+** again (colOpLetter).  In a UTF-16
 ** database no column plan compares or orders text (ranges, ORDER BY a
 ** column): the set orders text by its UTF-8 bytes, and SQLite's BINARY
 ** collation there by its UTF-16 bytes, another order beyond ASCII.
@@ -94,35 +95,37 @@ static int isNumericAff(char a){
 
 /* The letter naming constraint op on a column of affinity aff in a column
 ** plan, or 0 if the column set does not take it.  On columns of other
-** affinities the outcome of = and IS depends on the affinity of the other
-** side, which xBestIndex cannot see: 'a' and 'A' take them as a superset
-** that SQLite checks again (not omitted).  bTextOrder: the database is
-** UTF-8, so the set's order of text (by UTF-8 bytes) is SQLite's BINARY
-** order; otherwise no range is taken (a numeric column may hold text, and
-** the other side may be text). */
+** affinities the outcome depends on the affinity of the other side, which
+** xBestIndex cannot see: those terms are taken as supersets that SQLite
+** checks again (not omitted): 'a' =, 'A' IS, 'b' !=, 'B' IS NOT, ranges
+** 'x'...'Y' on TEXT columns and 'z'...'W' on untyped ones.  bTextOrder:
+** the database is UTF-8, so the set's order of text (by UTF-8 bytes) is
+** SQLite's BINARY order; otherwise no range is taken (a numeric column may
+** hold text, and the other side may be text). */
 static char colOpLetter(int op, char aff, int bTextOrder){
   int bNum = isNumericAff(aff);
-  /* ranges: exact on numeric columns, a superset on TEXT ones ('x'...'Y') */
-  int bRange = bTextOrder && (bNum || aff==GPUDS_AFF_TEXT);
+  int bText = aff==GPUDS_AFF_TEXT;
+  int bRange = bTextOrder;
   switch( op ){
     case SQLITE_INDEX_CONSTRAINT_EQ:        return bNum ? 'e' : 'a';
     case SQLITE_INDEX_CONSTRAINT_IS:        return bNum ? 'i' : 'A';
     case SQLITE_INDEX_CONSTRAINT_ISNULL:    return 'u';
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 'U';
-    case SQLITE_INDEX_CONSTRAINT_NE:        return bNum ? 'n' : 0;
-    case SQLITE_INDEX_CONSTRAINT_ISNOT:     return bNum ? 'I' : 0;
-    case SQLITE_INDEX_CONSTRAINT_LT:        return !bRange ? 0 : bNum ? 'l' : 'x';
-    case SQLITE_INDEX_CONSTRAINT_LE:        return !bRange ? 0 : bNum ? 'L' : 'X';
-    case SQLITE_INDEX_CONSTRAINT_GT:        return !bRange ? 0 : bNum ? 'g' : 'y';
-    case SQLITE_INDEX_CONSTRAINT_GE:        return !bRange ? 0 : bNum ? 'G' : 'Y';
+    case SQLITE_INDEX_CONSTRAINT_NE:        return bNum ? 'n' : 'b';
+    case SQLITE_INDEX_CONSTRAINT_ISNOT:     return bNum ? 'I' : 'B';
+    case SQLITE_INDEX_CONSTRAINT_LT:        return !bRange ? 0 : bNum ? 'l' : bText ? 'x' : 'z';
+    case SQLITE_INDEX_CONSTRAINT_LE:        return !bRange ? 0 : bNum ? 'L' : bText ? 'X' : 'Z';
+    case SQLITE_INDEX_CONSTRAINT_GT:        return !bRange ? 0 : bNum ? 'g' : bText ? 'y' : 'w';
+    case SQLITE_INDEX_CONSTRAINT_GE:        return !bRange ? 0 : bNum ? 'G' : bText ? 'Y' : 'W';
   }
   return 0;
 }
 
 /* True for the letters of terms SQLite checks again (not omitted): the
-** supersets on non-numeric columns. */
+** supersets on non-numeric columns (colOpLetter), and 'M', an IN list on
+** one. */
 static int colLetterSuperset(char c){
-  return c=='a' || c=='A' || c=='x' || c=='X' || c=='y' || c=='Y';
+  return c!=0 && strchr("aAbBxXyYzZwWM", c)!=0;
 }
 
 /* The fraction of rows a column term of letter c is guessed to keep. */
@@ -130,7 +133,7 @@ static double colOpShare(char c){
   switch( c ){
     case 'e': case 'i': case 'a': case 'A': return 0.01;
     case 'u': return 0.1;
-    case 'U': case 'n': case 'I': return 0.9;
+    case 'U': case 'n': case 'I': case 'b': case 'B': return 0.9;
   }
   return 0.25;
 }
@@ -207,12 +210,12 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       if( !c->usable || isKeyColumn(c->iColumn) || c->iColumn>=p->nCol ) continue;
       cOp = colOpLetter(c->op, p->aAff[c->iColumn], p->bUtf8);
       if( haveVtabIn() && sqlite3_vtab_in(pInfo, i, -1) ){
-        /* An IN list: on a numeric column all values at once, one query,
-        ** exact.  On others SQLite would loop over the values and check
-        ** each row again with an affinity other than the IN operator's
-        ** (wherecode.c, the vtab IN loop): not taken. */
-        if( cOp!='e' ) continue;
-        cOp = 'N';
+        /* An IN list, all values at once, one query: exact on a numeric
+        ** column ('N'), a superset SQLite checks again on others ('M').
+        ** (Without all-at-once SQLite would loop over the values and check
+        ** each row again with an affinity other than the IN operator's:
+        ** wherecode.c, the vtab IN loop.) */
+        cOp = cOp=='e' ? 'N' : 'M';
       }
       if( cOp==0 ) continue;
       zColl = sqlite3_vtab_collation(pInfo, i);
@@ -288,7 +291,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
     pInfo->aConstraintUsage[aiCol[i]].argvIndex = nArg+i+1;
     /* IN: text and blob values of the list are a superset (SQLite checks) */
     pInfo->aConstraintUsage[aiCol[i]].omit = !colLetterSuperset(acCol[i]);
-    if( acCol[i]=='N' ) sqlite3_vtab_in(pInfo, aiCol[i], 1);
+    if( acCol[i]=='N' || acCol[i]=='M' ) sqlite3_vtab_in(pInfo, aiCol[i], 1);
   }
   if( bCols ) pInfo->idxNum |= PLAN_COLS;
 
@@ -324,10 +327,13 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
     sqlite3_str_appendf(pStr, "%s %s%s", i ? " AND" : "", zKey, azOp[aeArg[i]]);
   }
   for(i=0; i<nColArg; i++){
-    static const char *azC = "eiaAuUnIlLgGNxXyY";
+    static const char *azC = "eiaAuUnIlLgGNxXyYbBzZwWM";
     static const char *azW[] = { "=?", " IS ?", "=? (checked again)", " IS ? (checked again)",
       " IS NULL", " IS NOT NULL", "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?", " IN (...)",
-      "<? (checked again)", "<=? (checked again)", ">? (checked again)", ">=? (checked again)" };
+      "<? (checked again)", "<=? (checked again)", ">? (checked again)", ">=? (checked again)",
+      "!=? (checked again)", " IS NOT ? (checked again)",
+      "<? (checked again)", "<=? (checked again)", ">? (checked again)", ">=? (checked again)",
+      " IN (...) (checked again)" };
     int iW = (int)(strchr(azC, acCol[i]) - azC);
     sqlite3_str_appendf(pStr, "%s %s%s", (i || (nArg && aeArg[0]!=PLAN_LIMIT)) ? " AND" : "",
                         p->azCol[pInfo->aConstraint[aiCol[i]].iColumn], azW[iW]);
@@ -510,29 +516,32 @@ static int colConstText(sqlite3_value *pArg, GpudsValue *v){
   return SQLITE_OK;
 }
 
-/* Order two numbers (tag, val pairs) for the IN list. */
-static int cmpNum(const void *a, const void *b){
+/* Order two values (tag, val pairs) for the IN list. */
+static int cmpInVal(const void *a, const void *b){
   const GpudsValue *x = (const GpudsValue*)a, *y = (const GpudsValue*)b;
-  return gpudsColCompare(x->tag, x->val, y->tag, y->val);
+  return gpudsColInCompare(x->tag, x->val, y->tag, y->val);
 }
 
 /* The values of "column IN (...)" (pArg from sqlite3_vtab_in()) into term
-** t: the numbers, after the column's NUMERIC affinity, sorted; text and
-** blob values only as flags (their rows are "maybe": SQLite checks the
-** term again); NULLs match nothing. */
-static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
+** t, sorted (gpudsColInCompare): on a numeric column after its NUMERIC
+** affinity, exact for numbers, text and blobs by their 8 bytes with an
+** exact check of the rows that match (bRefine).  bAny: a superset that
+** SQLite checks again (a column of another affinity, where the IN
+** operator's affinity may convert numbers to text or text to numbers:
+** GPUDS_IN_xxx).  NULLs match nothing. */
+static int colInList(sqlite3_value *pArg, char aff, int bAny, GpudsColTerm *t){
   sqlite3_value *pVal = 0;
   GpudsValue *a = 0;
   int64_t n = 0, nAlloc = 0, nOtherAlloc = 0, i;
-  int rc;
+  int rc, bOther = 0;
   uint8_t flags = 0;
   for(rc = sqlite3_vtab_in_first(pArg, &pVal); rc==SQLITE_OK && pVal;
       rc = sqlite3_vtab_in_next(pArg, &pVal)){
     GpudsValue v;
     int rc2 = colConst(pVal, aff, &v);
     if( rc2 ){ rc = rc2; break; }
-    if( v.tag==GPUDS_TAG_TEXT ) flags |= GPUDS_IN_TEXT;
-    if( v.tag==GPUDS_TAG_BLOB ) flags |= GPUDS_IN_BLOB;
+    if( bAny && v.tag==GPUDS_TAG_TEXT && gpudsColNumText(v.val) ) flags |= GPUDS_IN_NUM;
+    if( bAny && (v.tag==GPUDS_TAG_INT || v.tag==GPUDS_TAG_REAL) ) flags |= GPUDS_IN_TEXT;
     if( v.tag==GPUDS_TAG_TEXT || v.tag==GPUDS_TAG_BLOB ){
       /* kept for the exact check of the rows the set says "maybe" to (the
       ** array doubles: a long list of text is linear to gather) */
@@ -544,9 +553,10 @@ static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
         nOtherAlloc = nOtherAlloc ? nOtherAlloc*2 : 16;
       }
       t->aInOther[t->nInOther++] = v;
-      continue;
+      bOther = 1;
+      v.z = 0; v.n = 0;           /* (the copy belongs to aInOther) */
     }
-    if( v.tag!=GPUDS_TAG_INT && v.tag!=GPUDS_TAG_REAL ) continue;
+    if( v.tag==GPUDS_TAG_NULL ) continue;
     if( n==0x7fffffff ){ rc = SQLITE_TOOBIG; break; }   /* t->nIn is an int */
     if( n==nAlloc ){
       GpudsValue *aNew;
@@ -559,7 +569,7 @@ static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
   }
   if( rc==SQLITE_DONE ) rc = SQLITE_OK;
   if( rc==SQLITE_OK ){
-    if( n>1 ) qsort(a, (size_t)n, sizeof(GpudsValue), cmpNum);
+    if( n>1 ) qsort(a, (size_t)n, sizeof(GpudsValue), cmpInVal);
     t->aInTag = malloc((size_t)(n>0 ? n : 1));
     t->aInVal = malloc(8*(size_t)(n>0 ? n : 1));
     if( !t->aInTag || !t->aInVal ) rc = SQLITE_NOMEM;
@@ -568,7 +578,7 @@ static int colInList(sqlite3_value *pArg, char aff, GpudsColTerm *t){
     for(i=0; i<n; i++){ t->aInTag[i] = a[i].tag; t->aInVal[i] = a[i].val; }
     t->nIn = (int)n;
     t->t.tag = flags;
-    t->bRefine = flags!=0;
+    t->bRefine = !bAny && bOther;
   }
   free(a);
   return rc;
@@ -596,9 +606,9 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
     if( n>=argc || iCol<1 || iCol>=p->nCol ) return SQLITE_INTERNAL;
     if( !colLetterSuperset(c) ) pPlan->bRecheck = 0;
     t = &pPlan->aTerm[n];
-    if( c=='N' ){
+    if( c=='N' || c=='M' ){
       pPlan->nTerm = ++n;      /* owns the list from here */
-      rc = colInList(argv[n-1], p->aAff[iCol], t);
+      rc = colInList(argv[n-1], p->aAff[iCol], c=='M', t);
       if( rc ) return rc;
       t->t.iCol = iCol-1;
       t->t.op = GPUDS_CMP_IN;
@@ -617,6 +627,11 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
       case 'u': op = GPUDS_CMP_ISNULL; break;
       case 'U': op = GPUDS_CMP_NOTNULL; break;
       case 'n': op = GPUDS_CMP_NE; break;
+      /* != and IS NOT on other columns: the set leaves out only values
+      ** equal to c and of its class, equal under any affinity (which
+      ** converts only between text and numbers): a superset as they are */
+      case 'b': op = GPUDS_CMP_NE; break;
+      case 'B': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_NOTNULL : GPUDS_CMP_ISNOT; break;
       case 'l': op = GPUDS_CMP_LT; break;
       case 'L': op = GPUDS_CMP_LE; break;
       case 'g': op = GPUDS_CMP_GT; break;
@@ -625,6 +640,10 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
       case 'X': op = GPUDS_CMP_TLE; break;
       case 'y': op = GPUDS_CMP_TGT; break;
       case 'Y': op = GPUDS_CMP_TGE; break;
+      case 'z': op = GPUDS_CMP_ULT; break;
+      case 'Z': op = GPUDS_CMP_ULE; break;
+      case 'w': op = GPUDS_CMP_UGT; break;
+      case 'W': op = GPUDS_CMP_UGE; break;
       default: return SQLITE_INTERNAL;
     }
     if( (op==GPUDS_CMP_TLT || op==GPUDS_CMP_TLE)

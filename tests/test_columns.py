@@ -20,8 +20,8 @@ columns themselves (a column scan whose rows change under it).
 GPUDS_COLUMN_PLANS=always (set here unless given) makes every query take a
 column plan where one can be taken, so small tables exercise them; the
 EXPLAIN QUERY PLAN of a column query must name the column set.  Plans whose
-terms SQLite checks again (= and IS on non-numeric columns, ranges on TEXT
-columns) give up a candidate list of more than a quarter of the rows for a
+terms SQLite checks again (every term on a column of TEXT or no affinity
+but IS [NOT] NULL) give up a candidate list of more than a quarter of the rows for a
 scan of the key range; that path is taken too (gpuds_info's
 column_set.scanned_instead, summed over the seeds).
 
@@ -219,11 +219,11 @@ def one(seed, module, T):
                     and "WHERE" in q and a[0] == "ok"):
                 plan = " ".join(str(r[-1]) for r in con.execute(
                     "EXPLAIN QUERY PLAN " + q.replace("{T}", "t"), params))
-                # terms on numeric-affinity columns are always taken
-                # (ranges on text/blob/untyped columns are left to SQLite)
+                # every term generated here is taken, on any column (in a
+                # UTF-8 database; some as supersets SQLite checks again)
                 wh = q.split(" WHERE ", 1)[1]
                 T.check("column set" in plan or not any(
-                            (" %s " % c) in (" " + wh) for c in ("i", "r", "n")),
+                            (" %s " % c[0]) in (" " + wh) for c in COLS),
                         "seed %d column plan taken" % seed, "%s: %s" % (q, plan))
         elif x < 0.85:
             sql = write(rng, step)
@@ -255,6 +255,61 @@ def one(seed, module, T):
     info = json.loads(con.execute("SELECT gpuds_info()").fetchone()[0])
     con.close()
     return [x for x in info["tables"] if x["name"] == "main.t"][0]["column_set"].get("scanned_instead", 0)
+
+
+def every_term(module, T):
+    """Each comparison operator and IN on each column against each value of
+    the pools, as a literal, a bound parameter and a right-hand side with
+    each affinity (one-row-per-value tables), one term a query, on a table
+    of every kind of value: the same rows as the ordinary table, and the
+    column set takes the term."""
+    rng = random.Random(77)
+    con = sqlite3.connect(":memory:", isolation_level=None)
+    con.enable_load_extension(True)
+    con.load_extension(EXT)
+    decl = ", ".join(("%s %s" % c).strip() for c in COLS)
+    con.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, %s)" % (module, decl))
+    con.execute("CREATE TABLE o(k INTEGER PRIMARY KEY, %s)" % decl)
+    pool = [None] + INTS + REALS + TEXTS + BLOBS
+    for k in range(240):
+        vals = [pool[(k + 7 * j) % len(pool)] if k < len(pool) else value(rng) for j in range(len(COLS))]
+        for tab in ("t", "o"):
+            con.execute("INSERT INTO %s VALUES(?%s)" % (tab, ", ?" * len(COLS)), [k] + vals)
+    for name, aff in AFFTABS:
+        con.execute("CREATE TABLE %s_all(id INTEGER PRIMARY KEY, v %s)" % (name, aff))
+        con.executemany("INSERT INTO %s_all VALUES(?, ?)" % name, list(enumerate(pool)))
+    taken = 0
+    for c, _ in COLS:
+        for op in ("=", "!=", "<", "<=", ">", ">=", "IS", "IS NOT"):
+            for i, v in enumerate(pool):
+                forms = [("%s %s ?" % (c, op), [v]), ("%s %s %s" % (c, op, lit(v)), [])]
+                forms += [("%s %s (SELECT v FROM %s_all WHERE id = %d)" % (c, op, name, i), [])
+                          for name, _ in AFFTABS]
+                for w, params in forms:
+                    q = "SELECT k FROM {T} WHERE %s ORDER BY k" % w
+                    a, b = run(con, q, params, "t"), run(con, q, params, "o")
+                    if not T.check(a == b, "%s every term: %s %r" % (module, w, params), diff(a, b)):
+                        return
+        for n in range(60):
+            vals = [rng.choice(pool) for _ in range(rng.randint(1, 5))]
+            ws = ["%s IN (%s)" % (c, ", ".join(lit(v) for v in vals)),
+                  "%s NOT IN (%s)" % (c, ", ".join(lit(v) for v in vals))]
+            if n < len(AFFTABS):
+                ws.append("%s IN (SELECT v FROM %s_all)" % (c, AFFTABS[n][0]))
+                ws.append("%s IN (SELECT v FROM %s_all WHERE id %% 4 = 1)" % (c, AFFTABS[n][0]))
+            for w in ws:
+                q = "SELECT k FROM {T} WHERE %s ORDER BY k" % w
+                a, b = run(con, q, [], "t"), run(con, q, [], "o")
+                if not T.check(a == b, "%s every term: %s" % (module, w), diff(a, b)):
+                    return
+        # every operator is taken by the column set on every column (a
+        # UTF-8 database): ranges on any column, != and IN included
+        for w in ("%s != 5", "%s IS NOT 'a'", "%s < 5", "%s >= 'ab'", "%s IN (1, 'a', x'00')"):
+            plan = " ".join(str(r[-1]) for r in con.execute(
+                "EXPLAIN QUERY PLAN SELECT k FROM t WHERE " + (w % c)))
+            taken += "column set" in plan
+            T.check("column set" in plan, "%s every term: plan of %s" % (module, w % c), plan)
+    con.close()
 
 
 def tie_boundary(module, T):
@@ -418,6 +473,7 @@ def main():
         topk_plan(T)
     elif os.environ["GPUDS_FLUSH_ROWS"] == "1048576" and only is None:
         for module in ("gfsl", "gpuhash"):
+            every_term(module, T)
             tie_boundary(module, T)
     scanned = 0
     for seed in ([only] if only is not None else range(1, seeds + 1)):

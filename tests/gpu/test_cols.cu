@@ -172,7 +172,8 @@ static gpuds_query makeQuery(const Set &s, std::vector<gpuds_term> &aT,
       gpuds_term T;
       memset(&T, 0, sizeof(T));
       T.iCol = (int)rndBelow(s.nCol);
-      T.op = 1 + (int)rndBelow(10);
+      T.op = 1 + (int)rndBelow(18);                 // every op but IN (11) ...
+      if( T.op>=GPUDS_CMP_IN ) T.op++;                // ... which comes below
       Val v = rndBelow(3)==0 ? rndVal() : s.pool[rndBelow(s.pool.size())];
       if( rndBelow(2)==0 && s.n>0 ){                // a value of the column
         size_t o = (size_t)T.iCol*s.n + rndBelow(s.n);
@@ -182,8 +183,8 @@ static gpuds_query makeQuery(const Set &s, std::vector<gpuds_term> &aT,
       aT.push_back(T);
     }
   }
-  // IN terms: a list of numbers (sorted as gpudsColCompare orders them) per
-  // term, one after another, and random text/blob flags
+  // IN terms: a list of values (sorted as gpudsColInCompare orders them)
+  // per term, one after another, and random GPUDS_IN_xxx flags
   static std::vector<uint8_t> inTag;
   static std::vector<uint64_t> inVal;
   inTag.clear(); inVal.clear();
@@ -197,12 +198,12 @@ static gpuds_query makeQuery(const Set &s, std::vector<gpuds_term> &aT,
         size_t o = (size_t)aT[t].iCol*s.n + rndBelow(s.n);
         v.tag = s.tag[o]; v.val = s.val[o];
       }
-      if( v.tag==GPUDS_TAG_INT || v.tag==GPUDS_TAG_REAL ) L.push_back({v.tag, v.val});
+      if( v.tag!=GPUDS_TAG_NULL ) L.push_back({v.tag, v.val});
     }
     std::sort(L.begin(), L.end(), [](const std::pair<uint8_t,uint64_t> &a, const std::pair<uint8_t,uint64_t> &b){
-      return gpudsColCompare(a.first, a.second, b.first, b.second)<0; });
+      return gpudsColInCompare(a.first, a.second, b.first, b.second)<0; });
     aT[t].op = GPUDS_CMP_IN;
-    aT[t].tag = (uint8_t)rndBelow(4);
+    aT[t].tag = (uint8_t)(rndBelow(2)*GPUDS_IN_TEXT | rndBelow(2)*GPUDS_IN_NUM);
     aT[t].val = ((uint64_t)inTag.size()<<32) | (uint32_t)L.size();
     for(auto &e : L){ inTag.push_back(e.first); inVal.push_back(e.second); }
   }
