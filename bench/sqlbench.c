@@ -84,7 +84,8 @@
 **            (r BETWEEN, 1% / 10% of rows), col_rows_1pct (the 1% range,
 **            rows returned), col_and (v range AND r range, ~0.1%),
 **            col_key_and (k range of 10% AND v < ?, ~1%), col_text_eq
-**            (s = ?, ~4 rows), col_text_range (s >= ? AND s < ?, a 3-hex-digit
+**            (s = ?, ~4 rows), col_text_in (s IN three strings, ~12 rows),
+**            col_text_range (s >= ? AND s < ?, a 3-hex-digit
 **            prefix: ~1/4096 of the rows), col_top_desc, col_top_asc (ORDER BY r [DESC]
 **            LIMIT 10); count+sum ones return count(*), sum(k).  The tables
 **            after the reference cycle through the reference's queries (a
@@ -1274,7 +1275,7 @@ static void rRanges(QSet *qs, int iParam, int64_t m, Rng *r){
 static void phaseColumn(void){
   static const char *const azAll[] = {
     "col_eq", "col_range_1pct", "col_range_10pct", "col_rows_1pct", "col_and",
-    "col_key_and", "col_text_eq", "col_text_range", "col_top_desc", "col_top_asc", 0
+    "col_key_and", "col_text_eq", "col_text_in", "col_text_range", "col_top_desc", "col_top_asc", 0
   };
   int i, bAny = 0;
   int64_t q, m1 = g.nRow/100 > 0 ? g.nRow/100 : 1, m10 = g.nRow/10 > 0 ? g.nRow/10 : 1;
@@ -1350,6 +1351,16 @@ static void phaseColumn(void){
     for(q=0; q<qs->nQ; q++) qs->aParam[q] = (int64_t)rngBelow(&r, (uint64_t)g.nS);
     columnWorkload("col_text_eq", "s=? TEXT (~4 rows), count+sum", qs, QM_AGG,
                    "SELECT count(*), sum(k) FROM %s WHERE s = ?1", -1);
+  }
+  if( selected("col_text_in", "column") ){
+    /* s IN three strings (~12 rows): an IN list on a TEXT column, a
+    ** superset SQLite checks again, its values matched by their bytes */
+    qs = qsetNew(3, g.nQuery);
+    qs->zType[0] = qs->zType[1] = qs->zType[2] = 't';
+    rngSeed(&r, 48);
+    for(q=0; q<3*qs->nQ; q++) qs->aParam[q] = (int64_t)rngBelow(&r, (uint64_t)g.nS);
+    columnWorkload("col_text_in", "s IN (3 strings) TEXT (~12 rows), count+sum", qs, QM_AGG,
+                   "SELECT count(*), sum(k) FROM %s WHERE s IN (?1, ?2, ?3)", -1);
   }
   if( selected("col_text_range", "column") ){
     /* s >= 'abc' AND s < 'abd': the strings are random hex, so ~1/4096 of
@@ -2236,7 +2247,7 @@ static void usage(void){
     "  --only LIST    workloads or groups: insert insert_random insert_sorted\n"
     "                 insert_select point probe in join range range_rows_10 ...\n"
     "                 range_agg_1M desc column col_eq col_range_1pct col_range_10pct\n"
-    "                 col_rows_1pct col_and col_key_and col_text_eq col_text_range col_top_desc\n"
+    "                 col_rows_1pct col_and col_key_and col_text_eq col_text_in col_text_range col_top_desc\n"
     "                 col_top_asc mix delete reload reload_kv footprint\n"
     "  --tables LIST  which of sqlite,gfsl,gpuhash,sqlite_index to run (default\n"
     "                 the first three)\n"
@@ -2286,7 +2297,7 @@ static const char *const azKnown[] = {
   "range_agg_10", "range_agg_1k", "range_agg_1M", "desc", "mix", "delete",
   "reload", "reload_kv", "footprint", "reopen_point",
   "column", "col_eq", "col_range_1pct", "col_range_10pct", "col_rows_1pct", "col_and",
-  "col_key_and", "col_text_eq", "col_text_range", "col_top_desc", "col_top_asc", 0
+  "col_key_and", "col_text_eq", "col_text_in", "col_text_range", "col_top_desc", "col_top_asc", 0
 };
 
 int main(int argc, char **argv){
