@@ -257,6 +257,60 @@ GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
   return gpudsColApply(op, tag, ctag, o);
 }
 
+/* Term (op, ctag, cval) as words: where it is =, IS, a superset of = (EQ,
+** ANYEQ), IS NULL or IS NOT NULL, gpudsColMatch() is not 0 exactly for the
+** values whose tag has its bit in *pAny (1 << tag) and those equal to one
+** of the *pn pairs (aT[i], aV[i]) bit for bit: returns 1 and fills them (at
+** most 3 pairs).  0 for other terms.  A scan then compares words, not
+** values (cols.cu's one-term path).  Equal numbers of the other type: an
+** integer c equals only the real (double)c where that is exact (and -0.0
+** for 0), a real r only the integer r where r is one within int64's range;
+** 0.0 and -0.0 are equal. */
+GPUDS_HD int gpudsColAsPairs(int op, uint8_t ctag, uint64_t cval, uint32_t *pAny,
+                             uint8_t aT[3], uint64_t aV[3], int *pn){
+  int n = 0;
+  uint32_t any = 0;
+  const uint64_t kNegZero = 0x8000000000000000ULL;
+  if( op==GPUDS_CMP_ISNULL || op==GPUDS_CMP_NOTNULL ){
+    any = op==GPUDS_CMP_ISNULL ? (1u<<GPUDS_TAG_NULL)
+        : (1u<<GPUDS_TAG_INT)|(1u<<GPUDS_TAG_REAL)|(1u<<GPUDS_TAG_TEXT)|(1u<<GPUDS_TAG_BLOB);
+  }else if( op!=GPUDS_CMP_EQ && op!=GPUDS_CMP_ANYEQ ){
+    return 0;
+  }else if( ctag==GPUDS_TAG_INT ){
+    int64_t c = (int64_t)cval;
+    double d = (double)c;
+    aT[n] = GPUDS_TAG_INT; aV[n++] = cval;
+    if( d<9223372036854775808.0 && (int64_t)d==c ){
+      aT[n] = GPUDS_TAG_REAL; aV[n++] = gpudsColReal(d);
+      if( c==0 ){ aT[n] = GPUDS_TAG_REAL; aV[n++] = kNegZero; }
+    }
+    if( op==GPUDS_CMP_ANYEQ ) any = 1u<<GPUDS_TAG_TEXT;
+  }else if( ctag==GPUDS_TAG_REAL ){
+    double r = gpudsColDouble(cval);
+    if( r==r ){
+      if( r==0.0 ){
+        aT[n] = GPUDS_TAG_REAL; aV[n++] = 0;
+        aT[n] = GPUDS_TAG_REAL; aV[n++] = kNegZero;
+        aT[n] = GPUDS_TAG_INT; aV[n++] = 0;
+      }else{
+        aT[n] = GPUDS_TAG_REAL; aV[n++] = cval;
+        if( r>=-9223372036854775808.0 && r<9223372036854775808.0 && (double)(int64_t)r==r ){
+          aT[n] = GPUDS_TAG_INT; aV[n++] = (uint64_t)(int64_t)r;
+        }
+      }
+    }
+    if( op==GPUDS_CMP_ANYEQ ) any = 1u<<GPUDS_TAG_TEXT;
+  }else if( ctag==GPUDS_TAG_TEXT || ctag==GPUDS_TAG_BLOB ){
+    aT[n] = ctag; aV[n++] = cval;
+    if( op==GPUDS_CMP_ANYEQ && ctag==GPUDS_TAG_TEXT ){
+      any = (1u<<GPUDS_TAG_INT)|(1u<<GPUDS_TAG_REAL);
+    }
+  }
+  *pAny = any;
+  *pn = n;
+  return 1;
+}
+
 /* Does value (tag, val) satisfy "IN" term (flags GPUDS_IN_xxx, the sorted
 ** values aT/aV[0..n))?  0 no, 1 yes, 2 maybe (text or blob whose 8 bytes
 ** match, or a class the flags leave open). */

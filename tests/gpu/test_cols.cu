@@ -340,6 +340,47 @@ static void testRandom(){
 }
 
 // Columns the set does not have: GPUDS_MISUSE, as the host says.
+// gpudsColAsPairs (the words kAppend compares for one term) against
+// gpudsColMatch on every pair of edge values: numbers at the int/real
+// boundaries (2^53 + 1, 2^63, -0.0), text and blobs sharing prefixes, NULL.
+static void testPairs(){
+  std::vector<uint8_t> tags;
+  std::vector<uint64_t> vals;
+  const int64_t ints[] = {0, 1, -1, 3, 4242, 9007199254740992LL, 9007199254740993LL,
+                          -9007199254740993LL, INT64_MAX, INT64_MIN};
+  const double reals[] = {0.0, -0.0, 1.0, -1.0, 3.0, 0.5, 4242.0, 9007199254740992.0,
+                          9007199254740994.0, 9223372036854775808.0, -9223372036854775808.0,
+                          9.2e18, 1e300, -1e300};
+  const char *texts[] = {"", "a", "3", "12", "abcd", "abcde", "abce"};
+  for(int64_t i : ints){ tags.push_back(GPUDS_TAG_INT); vals.push_back((uint64_t)i); }
+  for(double r : reals){ tags.push_back(GPUDS_TAG_REAL); vals.push_back(gpudsColReal(r)); }
+  for(const char *z : texts){
+    for(uint8_t t : {(uint8_t)GPUDS_TAG_TEXT, (uint8_t)GPUDS_TAG_BLOB}){
+      tags.push_back(t); vals.push_back(gpudsColBytes((const unsigned char*)z, (uint32_t)strlen(z)));
+    }
+  }
+  tags.push_back(GPUDS_TAG_NULL); vals.push_back(0);
+  int nTaken = 0;
+  for(int op=GPUDS_CMP_EQ; op<=GPUDS_CMP_UGE; op++){
+    for(size_t c=0; c<tags.size(); c++){
+      uint32_t any = 0; uint8_t aT[3]; uint64_t aV[3]; int n = 0;
+      if( !gpudsColAsPairs(op, tags[c], vals[c], &any, aT, aV, &n) ) continue;
+      nTaken++;
+      for(size_t r=0; r<tags.size(); r++){
+        bool want = gpudsColMatch(tags[r], vals[r], op, tags[c], vals[c])!=0;
+        bool got = ((any>>tags[r]) & 1u)!=0;
+        for(int k=0; k<n; k++) got |= aT[k]==tags[r] && aV[k]==vals[r];
+        if( want!=got ){
+          fprintf(stderr, "pairs: op %d const (%d, %016llx) value (%d, %016llx): %d, match %d\n", op,
+                  tags[c], (unsigned long long)vals[c], tags[r], (unsigned long long)vals[r], got, want);
+          gFail++;
+        }
+      }
+    }
+  }
+  if( nTaken<4*(int)tags.size() ){ fprintf(stderr, "pairs: %d terms taken\n", nTaken); gFail++; }
+}
+
 static void testMisuse(){
   Set s = makeSet(100, 2, true, false);
   gpuds_cols *g = nullptr, *h = nullptr;
@@ -497,6 +538,7 @@ int main(int argc, char **argv){
   if( !gpuTestStart(argc, argv, zDev, sizeof(zDev), &nFree) ) return 77;
   printf("device: %s, %.1f GiB free; sizes: %s\n", zDev, nFree/1073741824.0,
          gRace ? "race" : gSmall ? "small" : "full");
+  testPairs();
   testMisuse();
   testNoMem();
   testRandom();
