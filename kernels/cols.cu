@@ -116,6 +116,19 @@ struct DevBuf {
   size_t used = 0;       // the most the current query asked of it
 };
 
+// A column's equality index (built on demand, idxEnsure): the row numbers
+// ordered by (tag, value) and the values in that order, tag t's rows at
+// [seg[t], seg[t+1]).  The set's arrays never change, so it stays exact for
+// the set's life.
+struct ColIdx {
+  uint64_t *val;         // values in (tag, value) order
+  void *row;             // row numbers (IdxT) in that order
+  size_t nBytes;         // device bytes of val and row
+  int64_t seg[6];        // tag segments (GPUDS_TAG_xxx 0..4)
+  int state;             // 0 none yet, 1 built, -1 not built (no room)
+  int nAsk;              // queries that could have used it
+};
+
 }  // namespace
 
 struct CudaCols {
@@ -134,6 +147,7 @@ struct CudaCols {
   size_t nPin;
   gpuds_mem::DevMem mem; // device bytes held, and the test hooks
   int64_t nFewMax;       // few(): most results it returns (kFewMax; tests lower it)
+  ColIdx *aIdx;          // per column, its equality index (nCol, calloc()ed)
   char zErr[512];
 };
 
@@ -259,8 +273,10 @@ struct SelPred {
   int64_t lo, hi;
   int nTerm;
   int checkKey;
-  // a one-term query as words (gpudsColAsPairs), for kAppend: nPair < 0 if
-  // not; tags with their bit in pairAny match, and values equal to a pair
+  // term pairTerm as words (gpudsColAsPairs; the first term that can be,
+  // for kAppend's one-term pass and kProbe): nPair < 0 if none; tags with
+  // their bit in pairAny match, and values equal to a pair
+  int pairTerm;
   int nPair;
   uint32_t pairAny;
   uint8_t pairT[3];
@@ -518,6 +534,91 @@ __global__ void kFewOut(const IdxT *idx, const Hdr *h, int64_t cap, const int64_
   }
 }
 
+// Equality index build (idxBuild): out[j] = j.
+template<typename IdxT>
+__global__ void kIota(IdxT *out, int64_t n){
+  int64_t stride = (int64_t)gridDim.x*blockDim.x;
+  for(int64_t j=(int64_t)blockIdx.x*blockDim.x + threadIdx.x; j<n; j+=stride) out[j] = (IdxT)j;
+}
+
+// Equality index build: the tag (oT) or the value (oV) of row idx[j], and
+// the rows of each tag counted into cnt[0..4].
+template<typename IdxT>
+__global__ void kIdxGather(const IdxT *idx, int64_t n, const uint8_t *tag, const uint64_t *val,
+                           uint8_t *oT, uint64_t *oV, ull *cnt){
+  __shared__ unsigned sh[5];
+  if( threadIdx.x<5 ) sh[threadIdx.x] = 0;
+  __syncthreads();
+  int64_t stride = (int64_t)gridDim.x*blockDim.x;
+  for(int64_t j=(int64_t)blockIdx.x*blockDim.x + threadIdx.x; j<n; j+=stride){
+    int64_t i = (int64_t)idx[j];
+    if( oT ){
+      uint8_t t = tag[i];
+      oT[j] = t;
+      if( cnt && t<5 ) atomicAdd(&sh[t], 1u);
+    }
+    if( oV ) oV[j] = val[i];
+  }
+  __syncthreads();
+  if( cnt && threadIdx.x<5 && sh[threadIdx.x] ) atomicAdd(&cnt[threadIdx.x], (ull)sh[threadIdx.x]);
+}
+
+// The tag segments of an index, by value, for kProbe.
+struct Segs { int64_t s[6]; };
+
+// few() through a column's equality index: the rows whose value of term
+// pred.pairTerm's column equals one of its pairs or has a tag of pairAny
+// (ranges of the index: one warp searches each pair) are the candidates;
+// if there are more than cap, out[0] = -2 and nothing else (the caller
+// scans instead); otherwise those within h->i0..h->i1-1 that satisfy pred
+// are written as kFewOut writes them (count, keys, row words, row numbers,
+// in no order).  Launch: one block of kBlock threads.
+template<typename IdxT>
+__global__ void kProbe(SelPred pred, const Hdr *h, const uint64_t *iv, const IdxT *ir, Segs g,
+                       int64_t cap, const int64_t *key, const uint64_t *row, int64_t *out){
+  __shared__ int64_t ra[8], rb[8];
+  __shared__ ull cnt;
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if( w<3 ){
+    int64_t a = 0, b = 0;
+    if( w<pred.nPair && pred.pairT[w]<5 && !((pred.pairAny>>pred.pairT[w]) & 1u) ){
+      const int t = pred.pairT[w];
+      const int64_t s0 = g.s[t], n = g.s[t+1] - s0;
+      a = s0 + warpBound<uint64_t>(iv + s0, n, pred.pairV[w], false);
+      b = s0 + warpBound<uint64_t>(iv + s0, n, pred.pairV[w], true);
+    }
+    if( lane==0 ){ ra[w] = a; rb[w] = b; }
+  }else if( threadIdx.x==96 ){
+    for(int t=0; t<5; t++){
+      bool on = ((pred.pairAny>>t) & 1u)!=0;
+      ra[3+t] = on ? g.s[t] : 0;
+      rb[3+t] = on ? g.s[t+1] : 0;
+    }
+    cnt = 0;
+  }
+  __syncthreads();
+  int64_t total = 0;
+  for(int k=0; k<8; k++) total += rb[k] - ra[k];
+  if( total>cap ){
+    if( threadIdx.x==0 ) out[0] = -2;
+    return;
+  }
+  const int64_t i0 = h->i0, i1 = h->i1;
+  for(int64_t t=threadIdx.x; t<total; t+=blockDim.x){
+    int k = 0;
+    int64_t off = t;
+    while( off>=rb[k]-ra[k] ){ off -= rb[k]-ra[k]; k++; }
+    int64_t i = (int64_t)ir[ra[k]+off];
+    if( i<i0 || i>=i1 || !pred(i) ) continue;
+    ull j = atomicAdd(&cnt, 1ULL);
+    out[1 + j] = key[i];
+    out[1 + cap + j] = (int64_t)row[i];
+    out[1 + 2*cap + j] = i;
+  }
+  __syncthreads();
+  if( threadIdx.x==0 ) out[0] = (int64_t)cnt;
+}
+
 // ------------------------------------------------------------------ host --
 
 // Copy the device Hdr to the pinned read-back slot and wait: returns it.
@@ -651,6 +752,112 @@ int topk(CudaCols *p, const IdxT *idx, int64_t nOut, const uint64_t *s, uint64_t
 // caller takes the ordered path); else the result is in *pn, *paKey,
 // *paRow, ordered on the host (it is small).  The device Hdr's i0, i1 are
 // set (upload, kBounds) and its nSel is 0.
+// Drop column c's equality index (if any).
+void idxDrop(CudaCols *p, int c){
+  ColIdx *x = &p->aIdx[c];
+  if( x->val ) devFree(p, x->val, (size_t)p->n*8);
+  if( x->row ) devFree(p, x->row, x->nBytes - (size_t)p->n*8);
+  x->val = nullptr; x->row = nullptr; x->nBytes = 0;
+}
+
+// Build column c's equality index (ColIdx): the row numbers sorted by value
+// (a radix sort of all 64 bits), then stably by tag (3 bits), then the
+// values gathered in that order.  Temporary buffers are freed before it
+// returns; the index holds 8 + sizeof(IdxT) bytes a row.
+template<typename IdxT>
+int idxBuild(CudaCols *p, int c){
+  const int64_t n = p->n;
+  const size_t nn = (size_t)n;
+  const uint8_t *tag = p->dTag + (size_t)c*nn;
+  const uint64_t *val = p->dVal + (size_t)c*nn;
+  ColIdx *x = &p->aIdx[c];
+  void *aBuf[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  IdxT *r0 = nullptr, *r1 = nullptr;
+  int rc = GPUDS_OK;
+  size_t nTmp = 0;
+  ull hCnt[5];
+  cudaError_t e;
+#define IDX_CK(call) do{ e = (call); if( e!=cudaSuccess ){ \
+    rc = gpudsCudaFail(p, e, "equality index", __FILE__, __LINE__); goto idx_out; } }while(0)
+  // 1. rows by value: keys (a copy of the values) and rows, double buffers
+  IDX_CK(devAlloc(p, &aBuf[0], nn*8 + 512));    // (+ the tag counts, step 2)
+  IDX_CK(devAlloc(p, &aBuf[1], nn*8));
+  IDX_CK(devAlloc(p, &aBuf[2], nn*sizeof(IdxT)));
+  IDX_CK(devAlloc(p, &aBuf[3], nn*sizeof(IdxT)));
+  r0 = (IdxT*)aBuf[2]; r1 = (IdxT*)aBuf[3];
+  IDX_CK(cudaMemcpyAsync(aBuf[0], val, nn*8, cudaMemcpyDeviceToDevice, p->st));
+  kIota<IdxT><<<gridFor(p, n), kBlock, 0, p->st>>>(r0, n);
+  IDX_CK(cudaGetLastError());
+  {
+    cub::DoubleBuffer<uint64_t> k((uint64_t*)aBuf[0], (uint64_t*)aBuf[1]);
+    cub::DoubleBuffer<IdxT> v(r0, r1);
+    IDX_CK(cub::DeviceRadixSort::SortPairs(nullptr, nTmp, k, v, (IdxT)n, 0, 64, p->st));
+    if( (rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp))!=0 ) goto idx_out;
+    nTmp = p->tmp.n;
+    IDX_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, nTmp, k, v, (IdxT)n, 0, 64, p->st));
+    r0 = v.Current(); r1 = v.Alternate();
+  }
+  // 2. stably by tag: the keys' buffers hold the tags now (and the counts)
+  {
+    uint8_t *t0 = (uint8_t*)aBuf[0], *t1 = (uint8_t*)aBuf[1];
+    ull *dCnt = (ull*)((char*)aBuf[0] + ((nn + 255) & ~(size_t)255));
+    IDX_CK(cudaMemsetAsync(dCnt, 0, 5*sizeof(ull), p->st));
+    kIdxGather<IdxT><<<gridFor(p, n), kBlock, 0, p->st>>>(r0, n, tag, nullptr, t0, nullptr, dCnt);
+    IDX_CK(cudaGetLastError());
+    IDX_CK(cudaMemcpyAsync(hCnt, dCnt, sizeof(hCnt), cudaMemcpyDeviceToHost, p->st));
+    cub::DoubleBuffer<uint8_t> k(t0, t1);
+    cub::DoubleBuffer<IdxT> v(r0, r1);
+    nTmp = 0;
+    IDX_CK(cub::DeviceRadixSort::SortPairs(nullptr, nTmp, k, v, (IdxT)n, 0, 3, p->st));
+    if( (rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp))!=0 ) goto idx_out;
+    nTmp = p->tmp.n;
+    IDX_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, nTmp, k, v, (IdxT)n, 0, 3, p->st));
+    r0 = v.Current(); r1 = v.Alternate();
+  }
+  // 3. the values in that order; the index keeps r0 and them
+  IDX_CK(devAlloc(p, &aBuf[4], nn*8));
+  kIdxGather<IdxT><<<gridFor(p, n), kBlock, 0, p->st>>>(r0, n, nullptr, val, nullptr,
+                                                      (uint64_t*)aBuf[4], nullptr);
+  IDX_CK(cudaGetLastError());
+  IDX_CK(cudaStreamSynchronize(p->st));
+  x->seg[0] = 0;
+  for(int t=0; t<5; t++) x->seg[t+1] = x->seg[t] + (int64_t)hCnt[t];
+  if( x->seg[5]!=n ){ rc = colsSetErr(p, GPUDS_ERROR, "internal error: index tags do not add up"); goto idx_out; }
+  x->val = (uint64_t*)aBuf[4]; aBuf[4] = nullptr;
+  x->row = r0;
+  if( r0==(IdxT*)aBuf[2] ) aBuf[2] = nullptr; else aBuf[3] = nullptr;
+  x->nBytes = nn*(8 + sizeof(IdxT));
+  x->state = 1;
+idx_out:
+#undef IDX_CK
+  if( rc && p->st ) (void)cudaStreamSynchronize(p->st);
+  devFree(p, aBuf[0], nn*8 + 512); devFree(p, aBuf[1], nn*8);
+  devFree(p, aBuf[2], nn*sizeof(IdxT)); devFree(p, aBuf[3], nn*sizeof(IdxT));
+  devFree(p, aBuf[4], nn*8);
+  (void)cudaGetLastError();
+  return rc;
+}
+
+// Column c's equality index for a query that can use it: built at the
+// second such query (a one-off query does not pay for it), never where
+// there was no room (the query scans; the message is dropped).  NULL if
+// none; a code other than GPUDS_NOMEM from the build is returned in *pRc.
+template<typename IdxT>
+ColIdx *idxEnsure(CudaCols *p, int c, int *pRc){
+  ColIdx *x = &p->aIdx[c];
+  *pRc = GPUDS_OK;
+  if( x->state==0 && ++x->nAsk>=2 ){
+    int rc = idxBuild<IdxT>(p, c);
+    if( rc ){
+      idxDrop(p, c);
+      x->state = -1;
+      p->zErr[0] = 0;
+      if( rc!=GPUDS_NOMEM ){ *pRc = rc; return nullptr; }
+    }
+  }
+  return x->state==1 ? x : nullptr;
+}
+
 template<typename IdxT>
 int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, int bBounds, int64_t *pn,
         int64_t **paKey, uint64_t **paRow, int *pbDone){
@@ -665,16 +872,33 @@ int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, int bBounds, int
     kBounds<<<1, 64, 0, p->st>>>(p->dKey, p->n, q->lo, q->hi, dH);
     GPUDS_CK_LAUNCH(p, "kBounds");
   }
-  kAppend<IdxT><<<gridFor(p, p->n), kBlock, 0, p->st>>>(pred, dH, (IdxT*)p->sel.p, cap);
-  GPUDS_CK_LAUNCH(p, "kAppend");
-  kFewOut<IdxT><<<gridFor(p, cap), kBlock, 0, p->st>>>((const IdxT*)p->sel.p, dH, cap,
-                                                      p->dKey, p->dRow, (int64_t*)p->out.p);
-  GPUDS_CK_LAUNCH(p, "kFewOut");
   // lands over the upload area: the copy going up came first on the stream
   // (queryT made the pinned area big enough for both)
   int64_t *hStage = (int64_t*)p->hPin;
-  GPUDS_CK(p, cudaMemcpyAsync(hStage, p->out.p, nStage, cudaMemcpyDeviceToHost, p->st));
-  GPUDS_CK(p, cudaStreamSynchronize(p->st));
+  // an equality term with an index: its few candidates, checked
+  ColIdx *x = nullptr;
+  if( pred.nPair>=0 ){
+    x = idxEnsure<IdxT>(p, q->aTerm[pred.pairTerm].iCol, &rc);
+    if( rc ) return rc;
+  }
+  if( x ){
+    kProbe<IdxT><<<1, kBlock, 0, p->st>>>(pred, dH, x->val, (const IdxT*)x->row,
+                                          *(const Segs*)x->seg, cap, p->dKey, p->dRow,
+                                          (int64_t*)p->out.p);
+    GPUDS_CK_LAUNCH(p, "kProbe");
+    GPUDS_CK(p, cudaMemcpyAsync(hStage, p->out.p, nStage, cudaMemcpyDeviceToHost, p->st));
+    GPUDS_CK(p, cudaStreamSynchronize(p->st));
+    if( hStage[0]==-2 ) x = nullptr;        // more candidates than cap: scan
+  }
+  if( !x ){
+    kAppend<IdxT><<<gridFor(p, p->n), kBlock, 0, p->st>>>(pred, dH, (IdxT*)p->sel.p, cap);
+    GPUDS_CK_LAUNCH(p, "kAppend");
+    kFewOut<IdxT><<<gridFor(p, cap), kBlock, 0, p->st>>>((const IdxT*)p->sel.p, dH, cap,
+                                                        p->dKey, p->dRow, (int64_t*)p->out.p);
+    GPUDS_CK_LAUNCH(p, "kFewOut");
+    GPUDS_CK(p, cudaMemcpyAsync(hStage, p->out.p, nStage, cudaMemcpyDeviceToHost, p->st));
+    GPUDS_CK(p, cudaStreamSynchronize(p->st));
+  }
   const int64_t nSel = hStage[0];
   if( nSel<0 || nSel>p->n ) return colsSetErr(p, GPUDS_ERROR, "internal error: select count out of range");
   if( q->nMost>0 && nSel>q->nMost ){ *pbDone = 1; *pn = -1; return GPUDS_OK; }   // the caller scans
@@ -771,11 +995,13 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   pred.lo = q->lo; pred.hi = q->hi; pred.nTerm = nTerm;
   pred.checkKey = !p->bSorted && !fullRange;
   pred.nPair = -1;
-  if( nTerm==1 && q->aTerm[0].op!=GPUDS_CMP_IN ){
+  pred.pairTerm = 0;
+  for(int t=0; t<nTerm && pred.nPair<0; t++){
     int np = 0;
-    if( gpudsColAsPairs(q->aTerm[0].op, q->aTerm[0].tag, q->aTerm[0].val, &pred.pairAny,
+    if( gpudsColAsPairs(q->aTerm[t].op, q->aTerm[t].tag, q->aTerm[t].val, &pred.pairAny,
                         pred.pairT, pred.pairV, &np) ){
       pred.nPair = np;
+      pred.pairTerm = t;
     }
   }
   if( bFew ){
@@ -904,6 +1130,10 @@ void colsFree(gpuds_cols *pCols){
   devFree(p, p->dTag, 0); devFree(p, p->dVal, 0);
   devFree(p, p->par.p, 0); devFree(p, p->sel.p, 0); devFree(p, p->sort.p, 0);
   devFree(p, p->out.p, 0); devFree(p, p->tmp.p, 0);
+  if( p->aIdx ){
+    for(int c=0; c<p->nCol; c++) idxDrop(p, c);
+    free(p->aIdx);
+  }
   if( p->hPin ) (void)cudaFreeHost(p->hPin);
   if( p->st ) (void)cudaStreamDestroy(p->st);
   (void)cudaGetLastError();
@@ -967,6 +1197,12 @@ int colsLoad(gpuds_cols **pp, int nCol, int64_t n, int bSorted, const int64_t *a
   p->n = n>0 ? n : 0;
   p->bSorted = bSorted;
   p->nFewMax = kFewMax;
+  p->aIdx = (ColIdx*)calloc(nCol>0 ? (size_t)nCol : 1, sizeof(ColIdx));
+  if( !p->aIdx ){
+    if( pzErr ) *pzErr = dupStr("cudacols: out of memory");
+    free(p);
+    return GPUDS_NOMEM;
+  }
   int rc = loadInto(p, p->n, nCol>0 ? nCol : 0, aKey, aRow, aTag, aVal);
   if( rc!=GPUDS_OK ){
     if( pzErr ) *pzErr = dupStr(p->zErr);
