@@ -87,6 +87,7 @@ constexpr int kHdrBytes = 128;        // Hdr's slot at the start of the buffers
 constexpr int kHistMax = 2048;        // bins of a top-k pass (11 bits)
 constexpr int64_t kFewMax = 2048;     // results the one-pass path returns (few())
 constexpr int kTermsShared = 16;      // kAppend keeps up to this many terms in shared memory
+constexpr int kTermsArg = 8;          // kProbe takes up to this many terms as an argument
 
 // One term as the device reads it.
 struct DTerm {
@@ -144,6 +145,7 @@ struct CudaCols {
   DevBuf par;            // Hdr | terms | skip list | top-k histogram
   DevBuf sel, sort, out, tmp;
   void *hPin;            // pinned: Hdr read back | Hdr, terms, skip list going up
+  void *dPin;            // hPin as the device sees it (mapped), or NULL
   size_t nPin;
   gpuds_mem::DevMem mem; // device bytes held, and the test hooks
   int64_t nFewMax;       // few(): most results it returns (kFewMax; tests lower it)
@@ -210,10 +212,15 @@ int ensure(CudaCols *p, DevBuf &b, size_t n){
 // Make the pinned buffer at least n bytes (nothing may be in flight on it).
 int ensurePin(CudaCols *p, size_t n){
   if( p->nPin>=n ) return GPUDS_OK;
-  if( p->hPin ){ (void)cudaFreeHost(p->hPin); p->hPin = nullptr; p->nPin = 0; }
+  if( p->hPin ){ (void)cudaFreeHost(p->hPin); p->hPin = nullptr; p->dPin = nullptr; p->nPin = 0; }
   size_t want = n<4096 ? 4096 : n + n/4;
   GPUDS_CK(p, gpuds_mem::allocPinned(&p->hPin, want));
   p->nPin = want;
+  // kernels may write results straight into it (kProbe), where it is mapped
+  if( cudaHostGetDevicePointer(&p->dPin, p->hPin, 0)!=cudaSuccess ){
+    p->dPin = nullptr;
+    (void)cudaGetLastError();
+  }
   return GPUDS_OK;
 }
 
@@ -566,19 +573,30 @@ __global__ void kIdxGather(const IdxT *idx, int64_t n, const uint8_t *tag, const
 // The tag segments of an index, by value, for kProbe.
 struct Segs { int64_t s[6]; };
 
+// A query's terms by value (n of them; 0: SelPred's, on the device).
+struct TermArg { DTerm t[kTermsArg]; int n; };
+
 // few() through a column's equality index: the rows whose value of term
 // pred.pairTerm's column equals one of its pairs or has a tag of pairAny
 // (ranges of the index: one warp searches each pair) are the candidates;
 // if there are more than cap, out[0] = -2 and nothing else (the caller
-// scans instead); otherwise those within h->i0..h->i1-1 that satisfy pred
-// are written as kFewOut writes them (count, keys, row words, row numbers,
-// in no order).  Launch: one block of kBlock threads.
+// scans instead); otherwise those within rows h->i0..h->i1-1 (h NULL: all
+// n) that satisfy pred (its terms from ta if ta.n > 0) are written as
+// kFewOut writes them (count, keys, row words, row numbers, in no order).
+// out may be mapped host memory: with the terms as an argument, a query
+// makes no copy either way.  Launch: one block of kBlock threads.
 template<typename IdxT>
-__global__ void kProbe(SelPred pred, const Hdr *h, const uint64_t *iv, const IdxT *ir, Segs g,
-                       int64_t cap, const int64_t *key, const uint64_t *row, int64_t *out){
+__global__ void kProbe(SelPred pred, TermArg ta, const Hdr *h, int64_t n, const uint64_t *iv,
+                       const IdxT *ir, Segs g, int64_t cap, const int64_t *key,
+                       const uint64_t *row, int64_t *out){
   __shared__ int64_t ra[8], rb[8];
   __shared__ ull cnt;
+  __shared__ DTerm sT[kTermsArg];
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if( ta.n>0 ){
+    for(int t=threadIdx.x; t<ta.n; t+=blockDim.x) sT[t] = ta.t[t];
+    pred.term = sT;       // (read after the __syncthreads below)
+  }
   if( w<3 ){
     int64_t a = 0, b = 0;
     if( w<pred.nPair && pred.pairT[w]<5 && !((pred.pairAny>>pred.pairT[w]) & 1u) ){
@@ -603,7 +621,7 @@ __global__ void kProbe(SelPred pred, const Hdr *h, const uint64_t *iv, const Idx
     if( threadIdx.x==0 ) out[0] = -2;
     return;
   }
-  const int64_t i0 = h->i0, i1 = h->i1;
+  const int64_t i0 = h ? h->i0 : 0, i1 = h ? h->i1 : n;
   for(int64_t t=threadIdx.x; t<total; t+=blockDim.x){
     int k = 0;
     int64_t off = t;
@@ -858,9 +876,38 @@ ColIdx *idxEnsure(CudaCols *p, int c, int *pRc){
   return x->state==1 ? x : nullptr;
 }
 
+// The parameters of a query going up (Up; queryT fills it): made once, sent
+// at most once (a query through kProbe with its terms as an argument
+// sends none).
+struct Up {
+  const char *h;         // in pinned memory
+  size_t n;
+  bool bSent;
+};
+
+// Send the query's parameters (Hdr, terms, skip list, IN values) if not
+// yet sent; with bBounds, the key bounds again after them (the Hdr going
+// up resets them).
+int upSend(CudaCols *p, Up &u, const gpuds_query *q, int bBounds){
+  if( u.bSent ) return GPUDS_OK;
+  GPUDS_CK(p, cudaMemcpyAsync(p->par.p, u.h, u.n, cudaMemcpyHostToDevice, p->st));
+  u.bSent = true;
+  if( bBounds ){
+    kBounds<<<1, 64, 0, p->st>>>(p->dKey, p->n, q->lo, q->hi, (Hdr*)p->par.p);
+    GPUDS_CK_LAUNCH(p, "kBounds");
+  }
+  return GPUDS_OK;
+}
+
+// The one-pass path: x, the equality index of term pred.pairTerm's column
+// (NULL: none), gives the candidates (kProbe) unless they are too many;
+// else kAppend scans.  With bDirect (terms as kProbe's argument, results
+// written into mapped pinned memory at oDirect) nothing is copied until a
+// scan needs the parameters (u).  *pbDone: the result is complete.
 template<typename IdxT>
-int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, int bBounds, int64_t *pn,
-        int64_t **paKey, uint64_t **paRow, int *pbDone){
+int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, bool bDirect,
+        size_t oDirect, Up &u, int bBounds, int64_t *pn, int64_t **paKey, uint64_t **paRow,
+        int *pbDone){
   const int64_t cap = p->nFewMax;
   const size_t nStage = (size_t)(1 + 3*cap)*8;
   Hdr *dH = (Hdr*)p->par.p;
@@ -875,22 +922,36 @@ int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, int bBounds, int
   // lands over the upload area: the copy going up came first on the stream
   // (queryT made the pinned area big enough for both)
   int64_t *hStage = (int64_t*)p->hPin;
-  // an equality term with an index: its few candidates, checked
-  ColIdx *x = nullptr;
-  if( pred.nPair>=0 ){
-    x = idxEnsure<IdxT>(p, q->aTerm[pred.pairTerm].iCol, &rc);
-    if( rc ) return rc;
-  }
   if( x ){
-    kProbe<IdxT><<<1, kBlock, 0, p->st>>>(pred, dH, x->val, (const IdxT*)x->row,
-                                          *(const Segs*)x->seg, cap, p->dKey, p->dRow,
-                                          (int64_t*)p->out.p);
+    // an equality term with an index: its few candidates, checked
+    TermArg ta;
+    ta.n = 0;
+    if( bDirect ){
+      ta.n = q->nTerm;
+      for(int t=0; t<q->nTerm; t++){
+        ta.t[t].off = (int64_t)q->aTerm[t].iCol*p->n;
+        ta.t[t].cval = q->aTerm[t].val;
+        ta.t[t].op = q->aTerm[t].op;
+        ta.t[t].ctag = q->aTerm[t].tag;
+      }
+      hStage = (int64_t*)((char*)p->hPin + oDirect);
+    }
+    int64_t *dOut = bDirect ? (int64_t*)((char*)p->dPin + oDirect) : (int64_t*)p->out.p;
+    kProbe<IdxT><<<1, kBlock, 0, p->st>>>(pred, ta, (u.bSent || bBounds) ? dH : nullptr, p->n,
+                                          x->val, (const IdxT*)x->row, *(const Segs*)x->seg,
+                                          cap, p->dKey, p->dRow, dOut);
     GPUDS_CK_LAUNCH(p, "kProbe");
-    GPUDS_CK(p, cudaMemcpyAsync(hStage, p->out.p, nStage, cudaMemcpyDeviceToHost, p->st));
+    if( !bDirect ){
+      GPUDS_CK(p, cudaMemcpyAsync(hStage, p->out.p, nStage, cudaMemcpyDeviceToHost, p->st));
+    }
     GPUDS_CK(p, cudaStreamSynchronize(p->st));
-    if( hStage[0]==-2 ) x = nullptr;        // more candidates than cap: scan
+    if( hStage[0]==-2 ){                      // more candidates than cap: scan
+      x = nullptr;
+      hStage = (int64_t*)p->hPin;
+    }
   }
   if( !x ){
+    if( (rc = upSend(p, u, q, bBounds))!=0 ) return rc;
     kAppend<IdxT><<<gridFor(p, p->n), kBlock, 0, p->st>>>(pred, dH, (IdxT*)p->sel.p, cap);
     GPUDS_CK_LAUNCH(p, "kAppend");
     kFewOut<IdxT><<<gridFor(p, cap), kBlock, 0, p->st>>>((const IdxT*)p->sel.p, dH, cap,
@@ -955,7 +1016,8 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   // few(): a filter in key order whose result may be small
   const bool bFew = nTerm>0 && !byCol && p->nFewMax>0 && (q->nFirst<=0 || q->nFirst<=p->nFewMax);
   const size_t nFewStage = bFew ? (size_t)(1 + 3*p->nFewMax)*8 : 0;
-  if( (rc = ensurePin(p, kHdrBytes + (nUp>nFewStage ? nUp : nFewStage)))!=0 ) return rc;
+  const size_t oDirect = kHdrBytes + alignUp(nUp);      // kProbe's results, mapped
+  if( (rc = ensurePin(p, oDirect + nFewStage))!=0 ) return rc;
   if( p->par.n<nPar ){
     if( (rc = ensure(p, p->par, nPar))!=0 ) return rc;
   }
@@ -981,7 +1043,6 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
       memcpy(zIn + (size_t)nIn*8, q->aInTag, (size_t)nIn);
     }
   }
-  GPUDS_CK(p, cudaMemcpyAsync(p->par.p, hUp, nUp, cudaMemcpyHostToDevice, p->st));
   Hdr *dH = (Hdr*)p->par.p;
   const DTerm *dTerm = (const DTerm*)((char*)p->par.p + kHdrBytes);
   const int64_t *dSkip = (const int64_t*)((char*)p->par.p + kHdrBytes + (size_t)nTerm*sizeof(DTerm));
@@ -1004,13 +1065,24 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
       pred.pairTerm = t;
     }
   }
+  // the equality index of that term's column, for few()
+  ColIdx *x = nullptr;
+  if( bFew && pred.nPair>=0 ){
+    x = idxEnsure<IdxT>(p, q->aTerm[pred.pairTerm].iCol, &rc);
+    if( rc ) return rc;
+  }
+  const bool bDirect = x && p->dPin && nSkip==0 && nIn==0 && nTerm<=kTermsArg;
+  Up up = { hUp, nUp, false };
+  if( !bDirect && (rc = upSend(p, up, q, 0))!=0 ) return rc;
   if( bFew ){
     int bDone = 0;
-    rc = few<IdxT>(p, q, pred, p->bSorted && !fullRange, pn, paKey, paRow, &bDone);
+    rc = few<IdxT>(p, q, pred, x, bDirect, oDirect, up, p->bSorted && !fullRange,
+                   pn, paKey, paRow, &bDone);
     if( rc || bDone ) return rc;
     // too many matches for few(): the ordered path, from nSel = 0 again
     GPUDS_CK(p, cudaMemsetAsync(&dH->nSel, 0, sizeof(int64_t), p->st));
   }
+  if( (rc = upSend(p, up, q, 0))!=0 ) return rc;
 
   // 2. key bounds
   int64_t i0 = 0, i1 = n;
@@ -1288,4 +1360,12 @@ extern "C" void gpudsCudaColsSetDeviceLimit(gpuds_cols *pCols, uint64_t limit){
 // else the ordered path runs (0: never taken).
 extern "C" void gpudsCudaColsSetFewMax(gpuds_cols *pCols, int64_t n){
   if( pCols ) cc(pCols)->nFewMax = n>0 ? n : 0;
+}
+
+// Test hook: the columns whose equality index is built.
+extern "C" int gpudsCudaColsIndexed(gpuds_cols *pCols){
+  int n = 0;
+  CudaCols *p = cc(pCols);
+  for(int c=0; p && p->aIdx && c<p->nCol; c++) n += p->aIdx[c].state==1;
+  return n;
 }

@@ -27,6 +27,7 @@
 
 extern "C" void gpudsCudaColsSetDeviceLimit(gpuds_cols *p, uint64_t limit);
 extern "C" void gpudsCudaColsSetFewMax(gpuds_cols *p, int64_t n);
+extern "C" int gpudsCudaColsIndexed(gpuds_cols *p);
 
 #include "check.h"
 static std::mt19937_64 gRng(20240612);
@@ -289,7 +290,7 @@ static void loadBoth(const Set &s, gpuds_cols **pg, gpuds_cols **ph){
 // Random sets of every size, random queries.
 static void testRandom(){
   static const int64_t aN[] = {0, 1, 2, 255, 256, 257, 1000, 100000};
-  int64_t nQueries = 0, nRows = 0;
+  int64_t nQueries = 0, nRows = 0, nIndexed = 0;
   for(int64_t n : aN){
     // small (under compute-sanitizer): fewer sets and queries, every path
     int nSets = n>=100000 ? (gRace ? 1 : gSmall ? 2 : 6) : (gRace ? 2 : gSmall ? 4 : 10);
@@ -331,12 +332,16 @@ static void testRandom(){
       }
       CHECK(G->xBytes(g)>=(int64_t)(n*(16+9*(int64_t)nCol)), "xBytes %" PRId64 " too small",
             G->xBytes(g));
+      nIndexed += gpudsCudaColsIndexed(g);
       G->xFree(g);
       H->xFree(h);
     }
   }
   CHECK(cudaGetLastError()==cudaSuccess, "CUDA error in test");
-  printf("random: %" PRId64 " queries, %" PRId64 " rows compared\n", nQueries, nRows);
+  // the equality indexes were built and used by some of those queries
+  CHECK(nIndexed>0, "no column's equality index was built");
+  printf("random: %" PRId64 " queries, %" PRId64 " rows compared, %" PRId64 " indexed columns\n",
+         nQueries, nRows, nIndexed);
 }
 
 // Columns the set does not have: GPUDS_MISUSE, as the host says.
