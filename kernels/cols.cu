@@ -88,6 +88,8 @@ constexpr int kHistMax = 2048;        // bins of a top-k pass (11 bits)
 constexpr int64_t kFewMax = 2048;     // results the one-pass path returns (few())
 constexpr int kTermsShared = 16;      // kAppend keeps up to this many terms in shared memory
 constexpr int kTermsArg = 8;          // kProbe takes up to this many terms as an argument
+constexpr int kProbeMax = 24;         // kProbe looks up at most this many (tag, value) pairs
+constexpr int kProbeIn = 8;           // an IN list of at most this many values is looked up
 
 // One term as the device reads it.
 struct DTerm {
@@ -576,9 +578,13 @@ struct Segs { int64_t s[6]; };
 // A query's terms by value (n of them; 0: SelPred's, on the device).
 struct TermArg { DTerm t[kTermsArg]; int n; };
 
-// few() through a column's equality index: the rows whose value of term
-// pred.pairTerm's column equals one of its pairs or has a tag of pairAny
-// (ranges of the index: one warp searches each pair) are the candidates;
+// What kProbe looks up in an index: n (tag, value) pairs and the tags with
+// their bit in any (whole segments), none of the pairs' tags among them.
+struct ProbeArg { uint64_t v[kProbeMax]; uint8_t t[kProbeMax]; int n; uint32_t any; };
+
+// few() through a column's equality index: the rows whose value equals one
+// of pa's pairs or has a tag of pa.any (ranges of the index: a warp
+// searches a pair) are the candidates;
 // if there are more than cap, out[0] = -2 and nothing else (the caller
 // scans instead); otherwise those within rows h->i0..h->i1-1 (h NULL: all
 // n) that satisfy pred (its terms from ta if ta.n > 0) are written as
@@ -586,37 +592,40 @@ struct TermArg { DTerm t[kTermsArg]; int n; };
 // out may be mapped host memory: with the terms as an argument, a query
 // makes no copy either way.  Launch: one block of kBlock threads.
 template<typename IdxT>
-__global__ void kProbe(SelPred pred, TermArg ta, const Hdr *h, int64_t n, const uint64_t *iv,
-                       const IdxT *ir, Segs g, int64_t cap, const int64_t *key,
-                       const uint64_t *row, int64_t *out){
-  __shared__ int64_t ra[8], rb[8];
+__global__ void kProbe(SelPred pred, TermArg ta, ProbeArg pa, const Hdr *h, int64_t n,
+                       const uint64_t *iv, const IdxT *ir, Segs g, int64_t cap,
+                       const int64_t *key, const uint64_t *row, int64_t *out){
+  constexpr int kR = kProbeMax + 5;       // ranges: the pairs', then the tags'
+  __shared__ int64_t ra[kR], rb[kR];
   __shared__ ull cnt;
   __shared__ DTerm sT[kTermsArg];
-  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, nW = blockDim.x >> 5;
   if( ta.n>0 ){
     for(int t=threadIdx.x; t<ta.n; t+=blockDim.x) sT[t] = ta.t[t];
     pred.term = sT;       // (read after the __syncthreads below)
   }
-  if( w<3 ){
+  for(int k=w; k<pa.n; k+=nW){
     int64_t a = 0, b = 0;
-    if( w<pred.nPair && pred.pairT[w]<5 && !((pred.pairAny>>pred.pairT[w]) & 1u) ){
-      const int t = pred.pairT[w];
-      const int64_t s0 = g.s[t], n = g.s[t+1] - s0;
-      a = s0 + warpBound<uint64_t>(iv + s0, n, pred.pairV[w], false);
-      b = s0 + warpBound<uint64_t>(iv + s0, n, pred.pairV[w], true);
+    const int t = pa.t[k];
+    if( t<5 ){
+      const int64_t s0 = g.s[t], m = g.s[t+1] - s0;
+      a = s0 + warpBound<uint64_t>(iv + s0, m, pa.v[k], false);
+      b = s0 + warpBound<uint64_t>(iv + s0, m, pa.v[k], true);
     }
-    if( lane==0 ){ ra[w] = a; rb[w] = b; }
-  }else if( threadIdx.x==96 ){
-    for(int t=0; t<5; t++){
-      bool on = ((pred.pairAny>>t) & 1u)!=0;
-      ra[3+t] = on ? g.s[t] : 0;
-      rb[3+t] = on ? g.s[t+1] : 0;
-    }
-    cnt = 0;
+    if( lane==0 ){ ra[k] = a; rb[k] = b; }
   }
+  if( (int)threadIdx.x>=pa.n && threadIdx.x<kProbeMax ){
+    ra[threadIdx.x] = rb[threadIdx.x] = 0;
+  }else if( threadIdx.x>=kProbeMax && threadIdx.x<kR ){
+    const int t = threadIdx.x - kProbeMax;
+    const bool on = ((pa.any>>t) & 1u)!=0;
+    ra[threadIdx.x] = on ? g.s[t] : 0;
+    rb[threadIdx.x] = on ? g.s[t+1] : 0;
+  }
+  if( threadIdx.x==0 ) cnt = 0;
   __syncthreads();
   int64_t total = 0;
-  for(int k=0; k<8; k++) total += rb[k] - ra[k];
+  for(int k=0; k<kR; k++) total += rb[k] - ra[k];
   if( total>cap ){
     if( threadIdx.x==0 ) out[0] = -2;
     return;
@@ -900,12 +909,13 @@ int upSend(CudaCols *p, Up &u, const gpuds_query *q, int bBounds){
 }
 
 // The one-pass path: x, the equality index of term pred.pairTerm's column
-// (NULL: none), gives the candidates (kProbe) unless they are too many;
+// (NULL: none), gives the candidates of pa (kProbe) unless they are too many;
 // else kAppend scans.  With bDirect (terms as kProbe's argument, results
 // written into mapped pinned memory at oDirect) nothing is copied until a
 // scan needs the parameters (u).  *pbDone: the result is complete.
 template<typename IdxT>
-int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, bool bDirect,
+int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, const ProbeArg &pa,
+        bool bDirect,
         size_t oDirect, Up &u, int bBounds, int64_t *pn, int64_t **paKey, uint64_t **paRow,
         int *pbDone){
   const int64_t cap = p->nFewMax;
@@ -937,7 +947,7 @@ int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, bool 
       hStage = (int64_t*)((char*)p->hPin + oDirect);
     }
     int64_t *dOut = bDirect ? (int64_t*)((char*)p->dPin + oDirect) : (int64_t*)p->out.p;
-    kProbe<IdxT><<<1, kBlock, 0, p->st>>>(pred, ta, (u.bSent || bBounds) ? dH : nullptr, p->n,
+    kProbe<IdxT><<<1, kBlock, 0, p->st>>>(pred, ta, pa, (u.bSent || bBounds) ? dH : nullptr, p->n,
                                           x->val, (const IdxT*)x->row, *(const Segs*)x->seg,
                                           cap, p->dKey, p->dRow, dOut);
     GPUDS_CK_LAUNCH(p, "kProbe");
@@ -1065,10 +1075,49 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
       pred.pairTerm = t;
     }
   }
+  // what few() may look up in an equality index: that term's pairs, or
+  // else a short IN list's (each value's pairs; its flags' tags whole)
+  ProbeArg pa;
+  int iProbe = -1;
+  memset(&pa, 0, sizeof(pa));
+  if( pred.nPair>=0 ){
+    iProbe = pred.pairTerm;
+    pa.n = pred.nPair; pa.any = pred.pairAny;
+    for(int k=0; k<pred.nPair; k++){ pa.t[k] = pred.pairT[k]; pa.v[k] = pred.pairV[k]; }
+  }else{
+    for(int t=0; t<nTerm && iProbe<0; t++){
+      const gpuds_term *pT = &q->aTerm[t];
+      const uint32_t i0 = (uint32_t)(pT->val>>32), nv = (uint32_t)pT->val;
+      if( pT->op!=GPUDS_CMP_IN || nv>kProbeIn ) continue;
+      iProbe = t;
+      if( pT->tag & GPUDS_IN_TEXT ) pa.any |= 1u<<GPUDS_TAG_TEXT;
+      if( pT->tag & GPUDS_IN_NUM ) pa.any |= (1u<<GPUDS_TAG_INT)|(1u<<GPUDS_TAG_REAL);
+      for(uint32_t j=0; j<nv; j++){
+        uint32_t any = 0;
+        uint8_t aT[3];
+        uint64_t aV[3];
+        int np = 0;
+        gpudsColAsPairs(GPUDS_CMP_EQ, q->aInTag[i0+j], q->aInVal[i0+j], &any, aT, aV, &np);
+        for(int k=0; k<np; k++){ pa.t[pa.n] = aT[k]; pa.v[pa.n++] = aV[k]; }
+      }
+    }
+  }
+  {
+    // pairs whose tag is taken whole are left out, and so are repeats (a
+    // list may hold a value twice, or 1 and 1.0, which share their pairs):
+    // each row is a candidate once
+    int k, j, m = 0;
+    for(k=0; k<pa.n; k++){
+      if( (pa.any>>pa.t[k]) & 1u ) continue;
+      for(j=0; j<m && (pa.t[j]!=pa.t[k] || pa.v[j]!=pa.v[k]); j++){}
+      if( j==m ){ pa.t[m] = pa.t[k]; pa.v[m++] = pa.v[k]; }
+    }
+    pa.n = m;
+  }
   // the equality index of that term's column, for few()
   ColIdx *x = nullptr;
-  if( bFew && pred.nPair>=0 ){
-    x = idxEnsure<IdxT>(p, q->aTerm[pred.pairTerm].iCol, &rc);
+  if( bFew && iProbe>=0 ){
+    x = idxEnsure<IdxT>(p, q->aTerm[iProbe].iCol, &rc);
     if( rc ) return rc;
   }
   const bool bDirect = x && p->dPin && nSkip==0 && nIn==0 && nTerm<=kTermsArg;
@@ -1076,7 +1125,7 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   if( !bDirect && (rc = upSend(p, up, q, 0))!=0 ) return rc;
   if( bFew ){
     int bDone = 0;
-    rc = few<IdxT>(p, q, pred, x, bDirect, oDirect, up, p->bSorted && !fullRange,
+    rc = few<IdxT>(p, q, pred, x, pa, bDirect, oDirect, up, p->bSorted && !fullRange,
                    pn, paKey, paRow, &bDone);
     if( rc || bDone ) return rc;
     // too many matches for few(): the ordered path, from nSel = 0 again

@@ -542,8 +542,10 @@ int main(int argc, char **argv){
   uint64_t nFree = 0;
   if( argc>1 && strcmp(argv[1], "race")==0 ) gRace = gSmall = true;
   if( !gpuTestStart(argc, argv, zDev, sizeof(zDev), &nFree) ) return 77;
-  printf("device: %s, %.1f GiB free; sizes: %s\n", zDev, nFree/1073741824.0,
-         gRace ? "race" : gSmall ? "small" : "full");
+  if( getenv("GPUDS_TEST_SEED") ) gRng.seed(strtoull(getenv("GPUDS_TEST_SEED"), nullptr, 0));
+  printf("device: %s, %.1f GiB free; sizes: %s; seed %s\n", zDev, nFree/1073741824.0,
+         gRace ? "race" : gSmall ? "small" : "full",
+         getenv("GPUDS_TEST_SEED") ? getenv("GPUDS_TEST_SEED") : "20240612 (GPUDS_TEST_SEED)");
   testPairs();
   testMisuse();
   testNoMem();
