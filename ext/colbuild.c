@@ -24,6 +24,7 @@ typedef struct BuildCtx {
   uint64_t *aRow;
   uint8_t *aTag;            /* nCol*n, column-major */
   uint64_t *aVal;
+  int eEnc;                 /* the table's text encoding (row.c) */
 } BuildCtx;
 
 /* gpudsStoreEach callback: append a page of entries (decoded later). */
@@ -57,7 +58,7 @@ static void *decodeRun(void *pArg){
     const GpudsRow *pRow = gpudsRowOf(b->aRow[i]);
     for(c=0; c<b->nCol; c++){
       size_t o = (size_t)c*(size_t)b->n + (size_t)i;
-      gpudsRowColVal(pRow, c, &b->aTag[o], &b->aVal[o]);
+      gpudsRowColVal(pRow, c, b->eEnc, &b->aTag[o], &b->aVal[o]);
     }
   }
   return 0;
@@ -108,6 +109,7 @@ int gpudsColsBuild(GpudsTable *p){
   gpudsStoreColsDrop(p);
   memset(&b, 0, sizeof(b));
   b.nCol = p->nCol-1;
+  b.eEnc = p->eEnc;
   b.nAlloc = nStore>0 ? nStore : 1;
   b.aKey = malloc((size_t)b.nAlloc*8);
   b.aRow = malloc((size_t)b.nAlloc*8);

@@ -69,11 +69,11 @@ static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
 ** number against text, text that may read as a number: SQLite decides
 ** with the affinity it knows) counts as yes: SQLite checks those terms
 ** itself. */
-static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t){
+static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t, int eEnc){
   uint8_t tag;
   uint64_t val;
   int o = 0;
-  gpudsRowColVal(pRow, t->t.iCol, &tag, &val);
+  gpudsRowColVal(pRow, t->t.iCol, eEnc, &tag, &val);
   if( t->t.op==GPUDS_CMP_IN ){
     int i;
     if( tag!=GPUDS_TAG_TEXT && tag!=GPUDS_TAG_BLOB ){
@@ -81,13 +81,13 @@ static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t){
     }
     if( tag==GPUDS_TAG_TEXT && (t->t.tag & GPUDS_IN_TEXT) ) return 1;
     for(i=0; i<t->nInOther; i++){
-      if( gpudsRowColCmp(pRow, t->t.iCol, &t->aInOther[i])==GPUDS_ORD_EQ ) return 1;
+      if( gpudsRowColCmp(pRow, t->t.iCol, &t->aInOther[i], eEnc)==GPUDS_ORD_EQ ) return 1;
     }
     return 0;
   }
   if( gpudsColAffMaybe(t->t.op, tag, val, t->v.tag, t->v.val) ) return 1;   /* SQLite decides */
   if( tag!=GPUDS_TAG_NULL && t->v.tag!=GPUDS_TAG_NULL ){
-    o = gpudsRowColCmp(pRow, t->t.iCol, &t->v);
+    o = gpudsRowColCmp(pRow, t->t.iCol, &t->v, eEnc);
   }
   return gpudsColApply(t->t.op, tag, t->v.tag, o)!=0;
 }
@@ -97,17 +97,17 @@ static int rowHolds(const GpudsRow *pRow, const GpudsColQuery *q, int bRefineOnl
   int i;
   for(i=0; i<q->nTerm; i++){
     if( bRefineOnly && !q->aTerm[i].bRefine ) continue;
-    if( !termHolds(pRow, &q->aTerm[i]) ) return 0;
+    if( !termHolds(pRow, &q->aTerm[i], q->eEnc) ) return 0;
   }
   return 1;
 }
 
 /* The order a query asks for, exactly: < 0 if (ka, ra) comes first. */
-typedef struct OrderCtx { int iCol; int bDesc; } OrderCtx;
+typedef struct OrderCtx { int iCol; int bDesc; int eEnc; } OrderCtx;
 static int orderCmp(const OrderCtx *o, int64_t ka, uint64_t ra, int64_t kb, uint64_t rb){
   int c = 0;
   if( o->iCol>=0 ){
-    c = gpudsRowColCmpRows(gpudsRowOf(ra), gpudsRowOf(rb), o->iCol);
+    c = gpudsRowColCmpRows(gpudsRowOf(ra), gpudsRowOf(rb), o->iCol, o->eEnc);
     if( o->bDesc ) c = -c;
     if( c ) return c;
     return ka<kb ? -1 : ka>kb;
@@ -181,7 +181,7 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   OrderCtx oc;
 
   *pn = 0; *paKey = 0; *paRow = 0; *pbPartial = 0;
-  oc.iCol = q->iOrderCol; oc.bDesc = q->bDesc;
+  oc.iCol = q->iOrderCol; oc.bDesc = q->bDesc; oc.eEnc = q->eEnc;
   if( cs->pCols==0 ){
     rc = gpudsColsBuild(p);
     if( rc ) return rc;
@@ -305,7 +305,7 @@ int64_t gpudsColsAfter(const GpudsColQuery *q, const int64_t *aKey, const uint64
                        int64_t n, int64_t kLast, uint64_t rLast){
   OrderCtx oc;
   int64_t lo = 0, hi = n;
-  oc.iCol = q->iOrderCol; oc.bDesc = q->bDesc;
+  oc.iCol = q->iOrderCol; oc.bDesc = q->bDesc; oc.eEnc = q->eEnc;
   while( lo<hi ){
     int64_t mid = lo + (hi-lo)/2;
     if( orderCmp(&oc, aKey[mid], aRow[mid], kLast, rLast)<=0 ) lo = mid+1; else hi = mid;

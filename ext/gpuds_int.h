@@ -139,10 +139,11 @@ typedef struct GpudsValue {
   const unsigned char *z;   /* text/blob bytes, else NULL */
   uint32_t n;
 } GpudsValue;
-void gpudsRowColVal(const GpudsRow *p, int iCol, uint8_t *pTag, uint64_t *pVal);
-void gpudsRowColValue(const GpudsRow *p, int iCol, GpudsValue *v);
-int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v);
-int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol);
+uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eEnc);
+void gpudsRowColVal(const GpudsRow *p, int iCol, int eEnc, uint8_t *pTag, uint64_t *pVal);
+void gpudsRowColValue(const GpudsRow *p, int iCol, int eEnc, GpudsValue *v);
+int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eEnc);
+int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol, int eEnc);
 
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
@@ -222,6 +223,8 @@ struct GpudsTable {
   int bUtf8;                  /* the connection's text encoding is UTF-8: a
                               ** text value's bytes are read as they are
                               ** (gpudsRowNew), no terminator added */
+  int eEnc;                   /* that encoding: SQLITE_UTF8, SQLITE_UTF16LE or
+                              ** SQLITE_UTF16BE (the order of text, row.c) */
   GpudsTable *pNextTable;     /* list of all tables (info.c) */
   const gpuds_store_ops *pOps;
   gpuds_store *pStore;        /* committed (and flushed) rows */
@@ -280,6 +283,7 @@ typedef struct GpudsColQuery {
   int64_t nFirst;             /* > 0: rows wanted first (a LIMIT hint) */
   int64_t nMost;              /* > 0: past this many matches the set returns
                               ** none (gpudsColsRun's *pn is -1) */
+  int eEnc;                   /* the table's encoding (GpudsTable.eEnc) */
 } GpudsColQuery;
 int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
                  int64_t **paKey, uint64_t **paRow, int *pbPartial);

@@ -15,10 +15,10 @@
 ** Column terms on INTEGER, REAL and NUMERIC columns are omitted (exact:
 ** SQLite applies NUMERIC affinity to the other side whatever it is); on
 ** other columns every term but IS [NOT] NULL is a superset SQLite checks
-** again (colOpLetter).  In a UTF-16
-** database no column plan compares or orders text (ranges, ORDER BY a
-** column): the set orders text by its UTF-8 bytes, and SQLite's BINARY
-** collation there by its UTF-16 bytes, another order beyond ASCII.
+** again (colOpLetter).  Text is compared and ordered as SQLite's BINARY
+** collation does in the database's encoding (its UTF-16 bytes in a UTF-16
+** database: row.c), in the set and in the exact checks; where the
+** encoding cannot be read, no plan compares or orders text.
 ** Every key constraint the plan takes is omitted (the plan is exact, with
 ** SQLite's comparison rules for non-integer values); LIMIT and OFFSET are
 ** taken as a hint for the size of the first page only (not omitted, and the
@@ -98,14 +98,13 @@ static int isNumericAff(char a){
 ** affinities the outcome depends on the affinity of the other side, which
 ** xBestIndex cannot see: those terms are taken as supersets that SQLite
 ** checks again (not omitted): 'a' =, 'A' IS, 'b' !=, 'B' IS NOT, ranges
-** 'x'...'Y' on TEXT columns and 'z'...'W' on untyped ones.  bTextOrder:
-** the database is UTF-8, so the set's order of text (by UTF-8 bytes) is
-** SQLite's BINARY order; otherwise no range is taken (a numeric column may
+** 'x'...'Y' on TEXT columns and 'z'...'W' on untyped ones.  bRange: the
+** database's encoding is known, so the set orders text as SQLite's BINARY
+** collation does there; otherwise no range is taken (a numeric column may
 ** hold text, and the other side may be text). */
-static char colOpLetter(int op, char aff, int bTextOrder){
+static char colOpLetter(int op, char aff, int bRange){
   int bNum = isNumericAff(aff);
   int bText = aff==GPUDS_AFF_TEXT;
-  int bRange = bTextOrder;
   switch( op ){
     case SQLITE_INDEX_CONSTRAINT_EQ:        return bNum ? 'e' : 'a';
     case SQLITE_INDEX_CONSTRAINT_IS:        return bNum ? 'i' : 'A';
@@ -208,7 +207,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       char cOp;
       const char *zColl;
       if( !c->usable || isKeyColumn(c->iColumn) || c->iColumn>=p->nCol ) continue;
-      cOp = colOpLetter(c->op, p->aAff[c->iColumn], p->bUtf8);
+      cOp = colOpLetter(c->op, p->aAff[c->iColumn], p->eEnc!=0);
       if( haveVtabIn() && sqlite3_vtab_in(pInfo, i, -1) ){
         /* An IN list, all values at once, one query: exact on a numeric
         ** column ('N'), a superset SQLite checks again on others ('M').
@@ -224,7 +223,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       acCol[nColArg++] = cOp;
       share *= colOpShare(cOp);
     }
-    if( p->bUtf8 && pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
+    if( p->eEnc!=0 && pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
      && pInfo->aOrderBy[0].iColumn<p->nCol
      && (pInfo->nOrderBy==1
          || (pInfo->nOrderBy==2 && isKeyColumn(pInfo->aOrderBy[1].iColumn)
@@ -467,8 +466,9 @@ int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
 
 /* The constant of a term on a column of affinity aff: SQLite applies
 ** NUMERIC affinity to it when the column's is numeric (colOpLetter takes
-** no other comparison as exact).  Text and blob bytes are copied. */
-static int colConst(sqlite3_value *pArg, char aff, GpudsValue *v){
+** no other comparison as exact).  Text and blob bytes are copied; a text's
+** 8 bytes are those of the database's encoding eEnc (row.c). */
+static int colConst(sqlite3_value *pArg, char aff, int eEnc, GpudsValue *v){
   sqlite3_value *pDup = 0;
   int eType = sqlite3_value_type(pArg), rc = SQLITE_OK;
   memset(v, 0, sizeof(*v));
@@ -490,7 +490,8 @@ static int colConst(sqlite3_value *pArg, char aff, GpudsValue *v){
       if( n>0 ) memcpy(zCopy, z, n);
       v->tag = eType==SQLITE_TEXT ? GPUDS_TAG_TEXT : GPUDS_TAG_BLOB;
       v->z = zCopy; v->n = (uint32_t)n;
-      v->val = gpudsColBytes(zCopy, v->n);
+      v->val = eType==SQLITE_TEXT ? gpudsRowTextBytes(zCopy, v->n, eEnc)
+                                  : gpudsColBytes(zCopy, v->n);
       break;
     }
     default:
@@ -501,8 +502,8 @@ static int colConst(sqlite3_value *pArg, char aff, GpudsValue *v){
 }
 
 /* *v (a number, holding no copy) := SQLite's text of the number pArg, as
-** TEXT affinity makes it (sqlite3_value_text on a copy). */
-static int colConstText(sqlite3_value *pArg, GpudsValue *v){
+** TEXT affinity makes it (sqlite3_value_text on a copy), in encoding eEnc. */
+static int colConstText(sqlite3_value *pArg, int eEnc, GpudsValue *v){
   sqlite3_value *pDup = sqlite3_value_dup(pArg);
   const unsigned char *z = pDup ? sqlite3_value_text(pDup) : 0;
   int n = pDup ? sqlite3_value_bytes(pDup) : 0;
@@ -512,7 +513,7 @@ static int colConstText(sqlite3_value *pArg, GpudsValue *v){
   sqlite3_value_free(pDup);
   v->tag = GPUDS_TAG_TEXT;
   v->z = zCopy; v->n = (uint32_t)n;
-  v->val = gpudsColBytes(zCopy, v->n);
+  v->val = gpudsRowTextBytes(zCopy, v->n, eEnc);
   return SQLITE_OK;
 }
 
@@ -529,7 +530,7 @@ static int cmpInVal(const void *a, const void *b){
 ** SQLite checks again (a column of another affinity, where the IN
 ** operator's affinity may convert numbers to text or text to numbers:
 ** GPUDS_IN_xxx).  NULLs match nothing. */
-static int colInList(sqlite3_value *pArg, char aff, int bAny, GpudsColTerm *t){
+static int colInList(sqlite3_value *pArg, char aff, int eEnc, int bAny, GpudsColTerm *t){
   sqlite3_value *pVal = 0;
   GpudsValue *a = 0;
   int64_t n = 0, nAlloc = 0, nOtherAlloc = 0, i;
@@ -538,7 +539,7 @@ static int colInList(sqlite3_value *pArg, char aff, int bAny, GpudsColTerm *t){
   for(rc = sqlite3_vtab_in_first(pArg, &pVal); rc==SQLITE_OK && pVal;
       rc = sqlite3_vtab_in_next(pArg, &pVal)){
     GpudsValue v;
-    int rc2 = colConst(pVal, aff, &v);
+    int rc2 = colConst(pVal, aff, eEnc, &v);
     if( rc2 ){ rc = rc2; break; }
     if( bAny && v.tag==GPUDS_TAG_TEXT && gpudsColNumText(v.val) ) flags |= GPUDS_IN_NUM;
     if( bAny && (v.tag==GPUDS_TAG_INT || v.tag==GPUDS_TAG_REAL) ) flags |= GPUDS_IN_TEXT;
@@ -608,14 +609,14 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
     t = &pPlan->aTerm[n];
     if( c=='N' || c=='M' ){
       pPlan->nTerm = ++n;      /* owns the list from here */
-      rc = colInList(argv[n-1], p->aAff[iCol], c=='M', t);
+      rc = colInList(argv[n-1], p->aAff[iCol], p->eEnc, c=='M', t);
       if( rc ) return rc;
       t->t.iCol = iCol-1;
       t->t.op = GPUDS_CMP_IN;
       if( *z==',' ) z++;
       continue;
     }
-    rc = colConst(argv[n], p->aAff[iCol], &t->v);
+    rc = colConst(argv[n], p->aAff[iCol], p->eEnc, &t->v);
     pPlan->nTerm = ++n;        /* owns t->v.z from here */
     if( rc ) return rc;
     switch( c ){
@@ -652,7 +653,7 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
       ** affinity makes of it where the other side has none; where it has a
       ** numeric one, only text that reads as a number can be less, which
       ** the set keeps as "maybe" */
-      rc = colConstText(argv[n-1], &t->v);
+      rc = colConstText(argv[n-1], p->eEnc, &t->v);
       if( rc ) return rc;
     }   /* (> and >= a number: every text and blob, as the values compare) */
     t->t.iCol = iCol-1;

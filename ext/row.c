@@ -930,10 +930,96 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowP
   }
 }
 
+/* ---- text in the database's encoding ------------------------------------
+** Rows hold text as UTF-8.  SQLite's BINARY collation compares the bytes of
+** the database's encoding: in a UTF-16 database the bytes of the UTF-16
+** that SQLite makes of that UTF-8 (sqlite3VdbeMemTranslate), another order
+** beyond ASCII.  So a column set's 8 bytes of a text and the exact
+** comparisons below follow the encoding (eEnc: SQLITE_UTF8, SQLITE_UTF16LE
+** or SQLITE_UTF16BE). */
+
+/* A walk over the UTF-16 code units of UTF-8 text z[0..n), as SQLite
+** translates it (READ_UTF8: malformed sequences and surrogates read as
+** U+FFFD; WRITE_UTF16: a surrogate pair above U+FFFF). */
+typedef struct Utf16Walk {
+  const unsigned char *z;
+  uint32_t n, i;
+  uint32_t uLow;          /* the low surrogate still to come, or 0 */
+} Utf16Walk;
+
+/* The next code unit into *pu: 1, or 0 at the end. */
+static int utf16Next(Utf16Walk *w, uint32_t *pu){
+  static const unsigned char aTrans1[] = {    /* SQLite's sqlite3Utf8Trans1 */
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
+    0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
+    0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f, 0x00, 0x01, 0x02, 0x03,
+    0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x00, 0x01, 0x02, 0x03,
+    0x00, 0x01, 0x00, 0x00,
+  };
+  uint32_t c;
+  if( w->uLow ){ *pu = w->uLow; w->uLow = 0; return 1; }
+  if( w->i>=w->n ) return 0;
+  c = w->z[w->i++];
+  if( c>=0xc0 ){
+    c = aTrans1[c-0xc0];
+    while( w->i<w->n && (w->z[w->i] & 0xc0)==0x80 ) c = (c<<6) + (0x3f & w->z[w->i++]);
+    if( c<0x80 || (c & 0xFFFFF800)==0xD800 || (c & 0xFFFFFFFE)==0xFFFE ) c = 0xFFFD;
+  }
+  if( c<=0xFFFF ){
+    *pu = c;
+  }else{
+    *pu = 0xD800 + (((c - 0x10000)>>10) & 0x3FF);
+    w->uLow = 0xDC00 + (c & 0x3FF);
+  }
+  return 1;
+}
+
+/* Code unit u as its two bytes in encoding eEnc read big-endian (so that
+** comparing these numbers compares the bytes in order). */
+static uint32_t utf16Order(uint32_t u, int eEnc){
+  return eEnc==SQLITE_UTF16LE ? ((u & 0xff)<<8) | (u>>8) : u;
+}
+
+/* The 8 bytes a column set holds for UTF-8 text z[0..n) in a database of
+** encoding eEnc: gpudsColBytes() of its bytes in that encoding (the first 4
+** and a hash of all). */
+uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eEnc){
+  Utf16Walk w;
+  uint32_t pre = 0, h = 2166136261u, u;
+  int k = 0;
+  if( eEnc!=SQLITE_UTF16LE && eEnc!=SQLITE_UTF16BE ) return gpudsColBytes(z, n);
+  w.z = z; w.n = n; w.i = 0; w.uLow = 0;
+  while( utf16Next(&w, &u) ){
+    uint32_t o = utf16Order(u, eEnc);
+    if( k<2 ) pre |= o<<(16*(1-k));
+    k++;
+    h ^= o>>8; h *= 16777619u;
+    h ^= o & 0xff; h *= 16777619u;
+  }
+  return ((uint64_t)pre<<32) | h;
+}
+
+/* Compare two text values by BINARY collation in encoding eEnc. */
+static int textCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb,
+                   int eEnc){
+  Utf16Walk x, y;
+  uint32_t u, v;
+  if( eEnc!=SQLITE_UTF16LE && eEnc!=SQLITE_UTF16BE ) return -2;   /* (bytes) */
+  x.z = a; x.n = na; x.i = 0; x.uLow = 0;
+  y.z = b; y.n = nb; y.i = 0; y.uLow = 0;
+  for(;;){
+    int hx = utf16Next(&x, &u), hy = utf16Next(&y, &v);
+    if( !hx || !hy ) return hx==hy ? GPUDS_ORD_EQ : hx ? GPUDS_ORD_GT : GPUDS_ORD_LT;
+    u = utf16Order(u, eEnc); v = utf16Order(v, eEnc);
+    if( u!=v ) return u<v ? GPUDS_ORD_LT : GPUDS_ORD_GT;
+  }
+}
+
 /* Column iCol (0-based, non-key) of record p as a column set holds it
-** (gpuds_colval.h): its tag and 8 bytes.  A missing record or column is
-** NULL. */
-void gpudsRowColVal(const GpudsRow *p, int iCol, uint8_t *pTag, uint64_t *pVal){
+** (gpuds_colval.h) in a database of encoding eEnc: its tag and 8 bytes.  A
+** missing record or column is NULL. */
+void gpudsRowColVal(const GpudsRow *p, int iCol, int eEnc, uint8_t *pTag, uint64_t *pVal){
   RowVal v;
   *pTag = GPUDS_TAG_NULL; *pVal = 0;
   if( p==0 ) return;
@@ -941,12 +1027,12 @@ void gpudsRowColVal(const GpudsRow *p, int iCol, uint8_t *pTag, uint64_t *pVal){
   switch( v.eType ){
     case SQLITE_INTEGER: *pTag = GPUDS_TAG_INT; memcpy(pVal, &v.i, 8); break;
     case SQLITE_FLOAT:   *pTag = GPUDS_TAG_REAL; memcpy(pVal, &v.r, 8); break;
-    case SQLITE_TEXT:    *pTag = GPUDS_TAG_TEXT; *pVal = gpudsColBytes(v.z, v.n); break;
+    case SQLITE_TEXT:    *pTag = GPUDS_TAG_TEXT; *pVal = gpudsRowTextBytes(v.z, v.n, eEnc); break;
     case SQLITE_BLOB:    *pTag = GPUDS_TAG_BLOB; *pVal = gpudsColBytes(v.z, v.n); break;
   }
 }
 
-/* Compare two text or two blob values by BINARY collation. */
+/* Compare two blob values (or two UTF-8 texts) by BINARY collation. */
 static int bytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb){
   int r = (na && nb) ? memcmp(a, b, na<nb ? na : nb) : 0;
   if( r ) return r<0 ? GPUDS_ORD_LT : GPUDS_ORD_GT;
@@ -954,30 +1040,31 @@ static int bytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b,
 }
 
 /* Column iCol of record p against value v exactly, as SQLite compares two
-** values with BINARY collation (no affinity applied): GPUDS_ORD_LT, _EQ or
-** _GT.  A NULL orders first. */
-int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v){
+** values with BINARY collation in a database of encoding eEnc (no affinity
+** applied): GPUDS_ORD_LT, _EQ or _GT.  A NULL orders first. */
+int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eEnc){
   GpudsValue a;
-  int ca, cb;
-  gpudsRowColValue(p, iCol, &a);
+  int ca, cb, r;
+  gpudsRowColValue(p, iCol, eEnc, &a);
   ca = gpudsColClass(a.tag); cb = gpudsColClass(v->tag);
   if( ca!=cb ) return ca<cb ? GPUDS_ORD_LT : GPUDS_ORD_GT;
   if( ca==0 ) return GPUDS_ORD_EQ;
   if( ca==1 ) return gpudsColCompare(a.tag, a.val, v->tag, v->val);
+  if( ca==2 && (r = textCmp(a.z, a.n, v->z, v->n, eEnc))!=-2 ) return r;
   return bytesCmp(a.z, a.n, v->z, v->n);
 }
 
 /* Column iCol of records a and b compared exactly (NULL first, numbers,
-** text and blobs by BINARY collation): < 0, 0, > 0. */
-int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol){
+** text and blobs by BINARY collation in encoding eEnc): < 0, 0, > 0. */
+int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol, int eEnc){
   GpudsValue v;
-  gpudsRowColValue(b, iCol, &v);
-  return gpudsRowColCmp(a, iCol, &v);
+  gpudsRowColValue(b, iCol, eEnc, &v);
+  return gpudsRowColCmp(a, iCol, &v, eEnc);
 }
 
-/* Column iCol of record p as a GpudsValue (text and blobs point into the
-** record). */
-void gpudsRowColValue(const GpudsRow *p, int iCol, GpudsValue *v){
+/* Column iCol of record p as a GpudsValue in a database of encoding eEnc
+** (text and blobs point into the record). */
+void gpudsRowColValue(const GpudsRow *p, int iCol, int eEnc, GpudsValue *v){
   RowVal r;
   v->tag = GPUDS_TAG_NULL; v->val = 0; v->z = 0; v->n = 0;
   if( p==0 ) return;
@@ -985,7 +1072,7 @@ void gpudsRowColValue(const GpudsRow *p, int iCol, GpudsValue *v){
   switch( r.eType ){
     case SQLITE_INTEGER: v->tag = GPUDS_TAG_INT; memcpy(&v->val, &r.i, 8); break;
     case SQLITE_FLOAT:   v->tag = GPUDS_TAG_REAL; memcpy(&v->val, &r.r, 8); break;
-    case SQLITE_TEXT:    v->tag = GPUDS_TAG_TEXT; v->val = gpudsColBytes(r.z, r.n); break;
+    case SQLITE_TEXT:    v->tag = GPUDS_TAG_TEXT; v->val = gpudsRowTextBytes(r.z, r.n, eEnc); break;
     case SQLITE_BLOB:    v->tag = GPUDS_TAG_BLOB; v->val = gpudsColBytes(r.z, r.n); break;
   }
   if( v->tag==GPUDS_TAG_TEXT || v->tag==GPUDS_TAG_BLOB ){ v->z = r.z; v->n = r.n; }

@@ -135,11 +135,14 @@ static int sameSchema(const GpudsTable *p, int eKind, const GpudsSchema *sch){
   return 1;
 }
 
-/* True if the text encoding of connection db is UTF-8 (PRAGMA encoding);
-** false if it is UTF-16 or cannot be read.  Every database of a connection
-** has the main database's encoding. */
-static int dbIsUtf8(sqlite3 *db){
-  return gpudsPragmaIs(db, "PRAGMA encoding", "UTF-8");
+/* The text encoding of connection db (PRAGMA encoding): SQLITE_UTF8,
+** SQLITE_UTF16LE or SQLITE_UTF16BE; 0 if it cannot be read.  Every database
+** of a connection has the main database's encoding. */
+static int dbEncoding(sqlite3 *db){
+  if( gpudsPragmaIs(db, "PRAGMA encoding", "UTF-8") ) return SQLITE_UTF8;
+  if( gpudsPragmaIs(db, "PRAGMA encoding", "UTF-16le") ) return SQLITE_UTF16LE;
+  if( gpudsPragmaIs(db, "PRAGMA encoding", "UTF-16be") ) return SQLITE_UTF16BE;
+  return 0;
 }
 
 /* xCreate and xConnect: parse the columns, declare the schema, create an
@@ -214,7 +217,8 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   p->azCol = sch.azCol;
   p->aNotNull = sch.aNotNull;
   p->aAff = sch.aAff;
-  p->bUtf8 = dbIsUtf8(db);
+  p->eEnc = dbEncoding(db);
+  p->bUtf8 = p->eEnc==SQLITE_UTF8;
   sqlite3_free(sch.zDecl);
   p->zDb = sqlite3_mprintf("%s", argv[1]);
   p->zName = sqlite3_mprintf("%s", argv[2]);
@@ -375,6 +379,7 @@ static void cursorColsQuery(GpudsCursor *c, GpudsColQuery *q){
   q->aTerm = pl->aTerm; q->nTerm = pl->nTerm;
   q->iOrderCol = pl->iOrderCol;
   q->bDesc = pl->iOrderCol>=0 ? pl->bOrderDesc : pl->bDesc;
+  q->eEnc = tab(c->base.pVtab)->eEnc;
 }
 
 /* Run the cursor's column plan: nFirst > 0 asks for a prefix of that many
