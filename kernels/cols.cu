@@ -915,9 +915,8 @@ int upSend(CudaCols *p, Up &u, const gpuds_query *q, int bBounds){
 // scan needs the parameters (u).  *pbDone: the result is complete.
 template<typename IdxT>
 int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, const ProbeArg &pa,
-        bool bDirect,
-        size_t oDirect, Up &u, int bBounds, int64_t *pn, int64_t **paKey, uint64_t **paRow,
-        int *pbDone){
+        bool bDirect, size_t oDirect, Up &u, int bBounds, int64_t *pn, int64_t **paKey,
+        uint64_t **paRow, int *pbDone){
   const int64_t cap = p->nFewMax;
   const size_t nStage = (size_t)(1 + 3*cap)*8;
   Hdr *dH = (Hdr*)p->par.p;
