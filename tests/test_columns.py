@@ -3,7 +3,8 @@
 differential against an ordinary table with the same rows.
 
 For each module (gfsl, gpuhash) and seed, one connection holds a gpuds table
-t and an ordinary table o with the same columns of every affinity, filled
+t and an ordinary table o with the same columns of every affinity (in a
+UTF-8, UTF-16le or UTF-16be database, a third of the seeds each), filled
 with values of mixed types (integers at the int64 and 2^53 edges, reals
 with -0.0 and fractions, numeric-looking and other text with shared
 prefixes, blobs, NULLs).  Random queries with terms on any column (every
@@ -53,6 +54,8 @@ BLOBS = [b"", b"\x00", b"\x00\x00", b"ab", b"abc", b"\xff", b"12"]
 
 
 # one-row tables whose column gives a term's right-hand side its affinity
+ENCODINGS = ("UTF-8", "UTF-16le", "UTF-16be")
+
 AFFTABS = [("a_int", "INTEGER"), ("a_real", "REAL"), ("a_num", "NUMERIC"),
            ("a_text", "TEXT"), ("a_none", "")]
 
@@ -188,11 +191,12 @@ def run(con, sql, params, table):
         return ("err", str(e))
 
 
-def both_tables(module, decl=None):
+def both_tables(module, decl=None, enc="UTF-8"):
     """A connection (gpuds loaded) holding a gpuds table t of module and an
     ordinary table o, both (k INTEGER PRIMARY KEY, decl), decl every COLS
-    column unless given."""
+    column unless given, in a database of encoding enc."""
     con = sqlite3.connect(":memory:", isolation_level=None)
+    con.execute("PRAGMA encoding='%s'" % enc)
     con.enable_load_extension(True)
     con.load_extension(EXT)
     if decl is None:
@@ -204,7 +208,9 @@ def both_tables(module, decl=None):
 
 def one(seed, module, T):
     rng = random.Random(seed)
-    con = both_tables(module)
+    # a third of the seeds in each encoding: a UTF-16 database orders text
+    # by its UTF-16 bytes, and so must the column set
+    con = both_tables(module, enc=ENCODINGS[seed % 3])
     for name, aff in AFFTABS:
         con.execute("CREATE TABLE %s(v %s)" % (name, aff))
         con.execute("INSERT INTO %s VALUES(%s)" % (name, lit(value(rng))))
@@ -266,14 +272,14 @@ def one(seed, module, T):
     return [x for x in info["tables"] if x["name"] == "main.t"][0]["column_set"].get("scanned_instead", 0)
 
 
-def every_term(module, T):
+def every_term(module, T, enc="UTF-8"):
     """Each comparison operator and IN on each column against each value of
     the pools, as a literal, a bound parameter and a right-hand side with
     each affinity (one-row-per-value tables), one term a query, on a table
     of every kind of value: the same rows as the ordinary table, and the
     column set takes the term."""
     rng = random.Random(77)
-    con = both_tables(module)
+    con = both_tables(module, enc=enc)
     pool = [None] + INTS + REALS + TEXTS + BLOBS
     for k in range(240):
         vals = [pool[(k + 7 * j) % len(pool)] if k < len(pool) else value(rng) for j in range(len(COLS))]
@@ -291,7 +297,8 @@ def every_term(module, T):
                 for w, params in forms:
                     q = "SELECT k FROM {T} WHERE %s ORDER BY k" % w
                     a, b = run(con, q, params, "t"), run(con, q, params, "o")
-                    if not T.check(a == b, "%s every term: %s %r" % (module, w, params), diff(a, b)):
+                    if not T.check(a == b, "%s %s every term: %s %r" % (module, enc, w, params),
+                                   diff(a, b)):
                         return
         for n in range(60):
             vals = [rng.choice(pool) for _ in range(rng.randint(1, 5))]
@@ -472,6 +479,7 @@ def main():
     elif os.environ["GPUDS_FLUSH_ROWS"] == "1048576" and only is None:
         for module in ("gfsl", "gpuhash"):
             every_term(module, T)
+            every_term(module, T, "UTF-16le")
             tie_boundary(module, T)
     scanned = 0
     for seed in ([only] if only is not None else range(1, seeds + 1)):
