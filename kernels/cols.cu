@@ -57,7 +57,8 @@
 //
 // MEMORY: the arrays, a small parameter buffer, the equality indexes built
 // (8 + sizeof(IdxT) bytes a row each, kept until xFree; none where there
-// is no room), and workspaces that grow and are kept until xFree (sel: the
+// is no room), and workspaces that grow and are given back after a query
+// that left them holding more than a store keeps (trimWorkspace) (sel: the
 // matches; sort: the words and the second row-number buffer; out: the
 // gathered result; tmp: CUB's temporary storage).
 // Running out of device (or pinned) memory returns GPUDS_NOMEM and leaves the
