@@ -104,6 +104,13 @@ static int rowHolds(const GpudsRow *pRow, const GpudsColQuery *q, int bRefineOnl
 
 /* The order a query asks for, exactly: < 0 if (ka, ra) comes first. */
 typedef struct OrderCtx { int iCol; int bDesc; int eEnc; } OrderCtx;
+
+/* The order query q asks for. */
+static OrderCtx orderOf(const GpudsColQuery *q){
+  OrderCtx o;
+  o.iCol = q->iOrderCol; o.bDesc = q->bDesc; o.eEnc = q->eEnc;
+  return o;
+}
 static int orderCmp(const OrderCtx *o, int64_t ka, uint64_t ra, int64_t kb, uint64_t rb){
   int c = 0;
   if( o->iCol>=0 ){
@@ -178,10 +185,9 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   int64_t kLast = 0;
   uint64_t rLast = 0;
   int bPartial = 0, bRefine = 0, rc;
-  OrderCtx oc;
+  OrderCtx oc = orderOf(q);
 
   *pn = 0; *paKey = 0; *paRow = 0; *pbPartial = 0;
-  oc.iCol = q->iOrderCol; oc.bDesc = q->bDesc; oc.eEnc = q->eEnc;
   if( cs->pCols==0 ){
     rc = gpudsColsBuild(p);
     if( rc ) return rc;
@@ -303,9 +309,8 @@ run_out:
 ** left or joined the list, so a count of the rows returned would not do). */
 int64_t gpudsColsAfter(const GpudsColQuery *q, const int64_t *aKey, const uint64_t *aRow,
                        int64_t n, int64_t kLast, uint64_t rLast){
-  OrderCtx oc;
+  OrderCtx oc = orderOf(q);
   int64_t lo = 0, hi = n;
-  oc.iCol = q->iOrderCol; oc.bDesc = q->bDesc; oc.eEnc = q->eEnc;
   while( lo<hi ){
     int64_t mid = lo + (hi-lo)/2;
     if( orderCmp(&oc, aKey[mid], aRow[mid], kLast, rLast)<=0 ) lo = mid+1; else hi = mid;

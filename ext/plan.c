@@ -624,15 +624,14 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
       case 'a': op = GPUDS_CMP_ANYEQ; break;
       case 'i': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_ISNULL : GPUDS_CMP_EQ; break;
       case 'A': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_ISNULL : GPUDS_CMP_ANYEQ; break;
-      case 'I': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_NOTNULL : GPUDS_CMP_ISNOT; break;
+      /* != and IS NOT on other columns ('b', 'B') as on numeric ones: the
+      ** set leaves out only values equal to c and of its class, equal
+      ** under any affinity (which converts only between text and numbers),
+      ** so they are a superset as they are */
+      case 'I': case 'B': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_NOTNULL : GPUDS_CMP_ISNOT; break;
       case 'u': op = GPUDS_CMP_ISNULL; break;
       case 'U': op = GPUDS_CMP_NOTNULL; break;
-      case 'n': op = GPUDS_CMP_NE; break;
-      /* != and IS NOT on other columns: the set leaves out only values
-      ** equal to c and of its class, equal under any affinity (which
-      ** converts only between text and numbers): a superset as they are */
-      case 'b': op = GPUDS_CMP_NE; break;
-      case 'B': op = t->v.tag==GPUDS_TAG_NULL ? GPUDS_CMP_NOTNULL : GPUDS_CMP_ISNOT; break;
+      case 'n': case 'b': op = GPUDS_CMP_NE; break;
       case 'l': op = GPUDS_CMP_LT; break;
       case 'L': op = GPUDS_CMP_LE; break;
       case 'g': op = GPUDS_CMP_GT; break;

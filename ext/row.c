@@ -975,6 +975,11 @@ static int utf16Next(Utf16Walk *w, uint32_t *pu){
   return 1;
 }
 
+/* True if eEnc is a UTF-16 encoding (text ordered by its UTF-16 bytes). */
+static int isUtf16(int eEnc){
+  return eEnc==SQLITE_UTF16LE || eEnc==SQLITE_UTF16BE;
+}
+
 /* Code unit u as its two bytes in encoding eEnc read big-endian (so that
 ** comparing these numbers compares the bytes in order). */
 static uint32_t utf16Order(uint32_t u, int eEnc){
@@ -988,7 +993,7 @@ uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eEnc){
   Utf16Walk w;
   uint32_t pre = 0, h = 2166136261u, u;
   int k = 0;
-  if( eEnc!=SQLITE_UTF16LE && eEnc!=SQLITE_UTF16BE ) return gpudsColBytes(z, n);
+  if( !isUtf16(eEnc) ) return gpudsColBytes(z, n);
   w.z = z; w.n = n; w.i = 0; w.uLow = 0;
   while( utf16Next(&w, &u) ){
     uint32_t o = utf16Order(u, eEnc);
@@ -1000,12 +1005,11 @@ uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eEnc){
   return ((uint64_t)pre<<32) | h;
 }
 
-/* Compare two text values by BINARY collation in encoding eEnc. */
-static int textCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb,
-                   int eEnc){
+/* Compare two UTF-8 texts by BINARY collation in UTF-16 encoding eEnc. */
+static int utf16Cmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb,
+                    int eEnc){
   Utf16Walk x, y;
   uint32_t u, v;
-  if( eEnc!=SQLITE_UTF16LE && eEnc!=SQLITE_UTF16BE ) return -2;   /* (bytes) */
   x.z = a; x.n = na; x.i = 0; x.uLow = 0;
   y.z = b; y.n = nb; y.i = 0; y.uLow = 0;
   for(;;){
@@ -1044,13 +1048,13 @@ static int bytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b,
 ** applied): GPUDS_ORD_LT, _EQ or _GT.  A NULL orders first. */
 int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eEnc){
   GpudsValue a;
-  int ca, cb, r;
+  int ca, cb;
   gpudsRowColValue(p, iCol, eEnc, &a);
   ca = gpudsColClass(a.tag); cb = gpudsColClass(v->tag);
   if( ca!=cb ) return ca<cb ? GPUDS_ORD_LT : GPUDS_ORD_GT;
   if( ca==0 ) return GPUDS_ORD_EQ;
   if( ca==1 ) return gpudsColCompare(a.tag, a.val, v->tag, v->val);
-  if( ca==2 && (r = textCmp(a.z, a.n, v->z, v->n, eEnc))!=-2 ) return r;
+  if( ca==2 && isUtf16(eEnc) ) return utf16Cmp(a.z, a.n, v->z, v->n, eEnc);
   return bytesCmp(a.z, a.n, v->z, v->n);
 }
 

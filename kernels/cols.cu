@@ -111,6 +111,17 @@ struct DTerm {
   uint32_t ctag;    // the constant's tag
 };
 static_assert(sizeof(DTerm)==24, "DTerm layout");
+static_assert(3*kProbeIn<=kProbeMax, "an IN list's pairs fit kProbe's argument");
+
+// Term t of a set of n rows as the device reads it.
+inline DTerm dtermOf(const gpuds_term &t, int64_t n){
+  DTerm d;
+  d.off = (int64_t)t.iCol*n;
+  d.cval = t.val;
+  d.op = t.op;
+  d.ctag = t.tag;
+  return d;
+}
 
 // Counters and state of one query, on the device (and read back to pinned
 // host memory).
@@ -949,12 +960,7 @@ int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, const
     ta.n = 0;
     if( bDirect ){
       ta.n = q->nTerm;
-      for(int t=0; t<q->nTerm; t++){
-        ta.t[t].off = (int64_t)q->aTerm[t].iCol*p->n;
-        ta.t[t].cval = q->aTerm[t].val;
-        ta.t[t].op = q->aTerm[t].op;
-        ta.t[t].ctag = q->aTerm[t].tag;
-      }
+      for(int t=0; t<q->nTerm; t++) ta.t[t] = dtermOf(q->aTerm[t], p->n);
       hStage = (int64_t*)((char*)p->hPin + oDirect);
     }
     int64_t *dOut = bDirect ? (int64_t*)((char*)p->dPin + oDirect) : (int64_t*)p->out.p;
@@ -1050,13 +1056,7 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
     memset(hUp, 0, kHdrBytes);
     memcpy(hUp, &h0, sizeof(h0));
     DTerm *aT = (DTerm*)(hUp + kHdrBytes);
-    for(int t=0; t<nTerm; t++){
-      const gpuds_term *pT = &q->aTerm[t];
-      aT[t].off = (int64_t)pT->iCol*n;
-      aT[t].cval = pT->val;
-      aT[t].op = pT->op;
-      aT[t].ctag = pT->tag;
-    }
+    for(int t=0; t<nTerm; t++) aT[t] = dtermOf(q->aTerm[t], n);
     if( nSkip ) memcpy(hUp + kHdrBytes + (size_t)nTerm*sizeof(DTerm), q->aSkip, (size_t)nSkip*8);
     if( nIn ){
       char *zIn = hUp + kHdrBytes + (size_t)nTerm*sizeof(DTerm) + (size_t)nSkip*8;
