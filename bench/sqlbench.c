@@ -18,6 +18,11 @@
 **                     indexed baseline of the column workloads, and what
 **                     writes cost an ordinary table that carries indexes
 **   t_sqlite_default  (--baseline both) an ordinary table like t_sqlite
+**   t_floor    CREATE VIRTUAL TABLE t_floor USING floor(...same...): a virtual
+**              table of sqlbench's own, a plain array of the rows that drops
+**              writes (see "floor table" below): SQLite's own cost of each
+**              workload through the virtual-table interface; the inserts,
+**              point, join, range and desc workloads only
 **
 ** Page cache.  The reference is the ordinary table as a user who cares about
 ** speed runs it: a page cache that holds the database (PRAGMA cache_size =
@@ -138,13 +143,13 @@
 ** with an index on each of v, r and s, tuned cache; T_SQLDEF is the same
 ** ordinary table run with SQLite's default cache (--baseline both), last, so
 ** that the cache is switched once per workload. */
-#define NTAB 5
-enum { T_SQLITE = 0, T_GFSL = 1, T_HASH = 2, T_SQLIDX = 3, T_SQLDEF = 4 };
-static const char *const azKind[NTAB] = { "sqlite", "gfsl", "gpuhash", "sqlite_index", "sqlite_default" };
-static const char *const azLabel[NTAB] = { "sqlite", "gfsl", "gpuhash", "sq-index", "sq-default" };
-static const char *const azTab[NTAB]  = { "t_sqlite", "t_gfsl", "t_gpuhash", "t_sqlite_index", "t_sqlite_default" };
+#define NTAB 6
+enum { T_SQLITE = 0, T_GFSL = 1, T_HASH = 2, T_SQLIDX = 3, T_FLOOR = 4, T_SQLDEF = 5 };
+static const char *const azKind[NTAB] = { "sqlite", "gfsl", "gpuhash", "sqlite_index", "floor", "sqlite_default" };
+static const char *const azLabel[NTAB] = { "sqlite", "gfsl", "gpuhash", "sq-index", "floor", "sq-default" };
+static const char *const azTab[NTAB]  = { "t_sqlite", "t_gfsl", "t_gpuhash", "t_sqlite_index", "t_floor", "t_sqlite_default" };
 static const char *const zCols = "k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT";
-static const char *const azKvTab[NTAB] = { "kv_sqlite", "kv_gfsl", "kv_gpuhash", "kv_sqlite_index", "kv_sqlite_default" };
+static const char *const azKvTab[NTAB] = { "kv_sqlite", "kv_gfsl", "kv_gpuhash", "kv_sqlite_index", "kv_floor", "kv_sqlite_default" };
 /* The indexed ordinary table (--index-columns) carries one index per
 ** non-key column: <table>_v, <table>_r, <table>_s. */
 static const char *const azIdxCol[3] = { "v", "r", "s" };
@@ -349,6 +354,219 @@ static int hexPrefix(int64_t x, char *z){
   return snprintf(z, 8, "%03llx", (unsigned long long)x);
 }
 
+/* ------------------------------------------------------------ floor table
+** Module "floor" (table t_floor): the cheapest virtual table there can be
+** for these rows, so that its time is SQLite's own cost of a workload
+** through the virtual-table interface.  Its rows are the generator's N
+** rows, made once into an array (row i: key keyOf(i), columns vOf/rOf/sOf
+** of the key), found by arithmetic (i = k/KEY_SPACING); writes are accepted
+** and dropped.  It takes = and ranges on the key and ORDER BY the key both
+** ways, as gfsl does, and runs only the workloads whose rows it knows: the
+** inserts (each row goes through SQLite's INSERT and xUpdate; the check
+** then reads the N rows it has anyway), point, join, range and desc (not
+** IN, whose bound is in_floor: a table may take the list at once through
+** sqlite3_vtab_in(), as gpuds does).  Its rate over the ordinary table's
+** bounds what any virtual table can gain there.  So that
+** xColumn costs no more than handing a value over, the rows are made once
+** (at the first floor table's connect, kept to the end): an array in key
+** order, each row's values side by side (one stream of memory for a scan,
+** one cache line for a lookup), s NUL-terminated and handed over as
+** SQLITE_STATIC (SQLite then neither copies it nor terminates it). */
+typedef struct FloorRow {
+  int64_t k, v;
+  double r;
+  char zS[26];           /* s: at most 25 characters, NUL-terminated */
+} FloorRow;
+typedef struct FloorCur {
+  sqlite3_vtab_cursor base;
+  int64_t i, iEnd;       /* current row, and the last one (inclusive) */
+  int bDesc;             /* rows in descending key order */
+} FloorCur;
+static FloorRow *aFloorRow;      /* the N rows, key order */
+
+/* Make aFloorRow, once. */
+static void floorMake(void){
+  int64_t i;
+  if( aFloorRow ) return;
+  aFloorRow = xmalloc(sizeof(FloorRow)*(size_t)g.nRow);
+  for(i=0; i<g.nRow; i++){
+    FloorRow *e = &aFloorRow[i];
+    e->k = keyOf(i);
+    e->v = vOf(e->k);
+    e->r = rOf(e->k);
+    sOf(e->k, e->zS);
+  }
+}
+
+/* idxNum bits of a floor plan; its arguments come in this order. */
+#define FLOOR_EQ   1     /* k = ?  */
+#define FLOOR_LO   2     /* k >= ? (k > ?: with FLOOR_LOX) */
+#define FLOOR_LOX  4
+#define FLOOR_HI   8     /* k <= ? (k < ?: with FLOOR_HIX) */
+#define FLOOR_HIX  16
+#define FLOOR_DESC 32    /* ORDER BY k DESC */
+
+static int floorConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                        sqlite3_vtab **ppVtab, char **pzErr){
+  sqlite3_vtab *p;
+  int rc;
+  (void)pAux; (void)argc; (void)argv; (void)pzErr;
+  rc = sqlite3_declare_vtab(db, "CREATE TABLE x(k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT)");
+  if( rc!=SQLITE_OK ) return rc;
+  floorMake();
+  p = sqlite3_malloc(sizeof(*p));
+  if( p==0 ) return SQLITE_NOMEM;
+  memset(p, 0, sizeof(*p));
+  *ppVtab = p;
+  return SQLITE_OK;
+}
+static int floorDisconnect(sqlite3_vtab *p){ sqlite3_free(p); return SQLITE_OK; }
+
+/* The first usable =, lower and upper bound on the key (column k or the
+** rowid), and ORDER BY k in either direction. */
+static int floorBestIndex(sqlite3_vtab *pTab, sqlite3_index_info *pInfo){
+  int i, iEq = -1, iLo = -1, iHi = -1, n = 0, m = 0;
+  (void)pTab;
+  for(i=0; i<pInfo->nConstraint; i++){
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    if( !c->usable || c->iColumn>0 ) continue;
+    switch( c->op ){
+      case SQLITE_INDEX_CONSTRAINT_EQ: if( iEq<0 ) iEq = i; break;
+      case SQLITE_INDEX_CONSTRAINT_GT: case SQLITE_INDEX_CONSTRAINT_GE: if( iLo<0 ) iLo = i; break;
+      case SQLITE_INDEX_CONSTRAINT_LT: case SQLITE_INDEX_CONSTRAINT_LE: if( iHi<0 ) iHi = i; break;
+    }
+  }
+  if( iEq>=0 ){
+    m = FLOOR_EQ;
+    pInfo->aConstraintUsage[iEq].argvIndex = ++n;
+    pInfo->aConstraintUsage[iEq].omit = 1;
+    pInfo->estimatedCost = 1;
+    pInfo->estimatedRows = 1;
+    pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
+  }else{
+    if( iLo>=0 ){
+      m |= FLOOR_LO | (pInfo->aConstraint[iLo].op==SQLITE_INDEX_CONSTRAINT_GT ? FLOOR_LOX : 0);
+      pInfo->aConstraintUsage[iLo].argvIndex = ++n;
+      pInfo->aConstraintUsage[iLo].omit = 1;
+    }
+    if( iHi>=0 ){
+      m |= FLOOR_HI | (pInfo->aConstraint[iHi].op==SQLITE_INDEX_CONSTRAINT_LT ? FLOOR_HIX : 0);
+      pInfo->aConstraintUsage[iHi].argvIndex = ++n;
+      pInfo->aConstraintUsage[iHi].omit = 1;
+    }
+    pInfo->estimatedRows = (iLo>=0 && iHi>=0) ? 1000 : (iLo>=0 || iHi>=0) ? g.nRow/2 : g.nRow;
+    pInfo->estimatedCost = 10 + (double)pInfo->estimatedRows;
+  }
+  if( pInfo->nOrderBy==1 && pInfo->aOrderBy[0].iColumn<=0 ){
+    if( pInfo->aOrderBy[0].desc ) m |= FLOOR_DESC;
+    pInfo->orderByConsumed = 1;
+  }
+  pInfo->idxNum = m;
+  return SQLITE_OK;
+}
+
+static int floorOpen(sqlite3_vtab *pTab, sqlite3_vtab_cursor **ppCur){
+  FloorCur *c = sqlite3_malloc(sizeof(*c));
+  (void)pTab;
+  if( c==0 ) return SQLITE_NOMEM;
+  memset(c, 0, sizeof(*c));
+  *ppCur = &c->base;
+  return SQLITE_OK;
+}
+static int floorClose(sqlite3_vtab_cursor *pCur){ sqlite3_free(pCur); return SQLITE_OK; }
+
+/* The first row whose key is >= k (N if none), and the last whose key is
+** <= k (-1 if none). */
+static int64_t floorFirstGe(int64_t k){
+  int64_t i;
+  if( k<=0 ) return 0;
+  i = k/KEY_SPACING;
+  if( i>=g.nRow ) return g.nRow;
+  return keyOf(i)>=k ? i : i+1;
+}
+static int64_t floorLastLe(int64_t k){
+  int64_t i;
+  if( k<0 ) return -1;
+  i = k/KEY_SPACING;
+  if( i>=g.nRow ) return g.nRow-1;
+  return keyOf(i)<=k ? i : i-1;
+}
+
+static int floorFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr,
+                       int argc, sqlite3_value **argv){
+  FloorCur *c = (FloorCur*)pCur;
+  int64_t lo = 0, hi = g.nRow-1;
+  int n = 0;
+  (void)idxStr; (void)argc;
+  if( idxNum & FLOOR_EQ ){
+    int64_t k = sqlite3_value_int64(argv[n++]);
+    lo = floorFirstGe(k);
+    hi = lo<g.nRow && keyOf(lo)==k ? lo : lo-1;
+  }
+  if( idxNum & FLOOR_LO ){
+    int64_t k = sqlite3_value_int64(argv[n++]);
+    lo = !(idxNum & FLOOR_LOX) ? floorFirstGe(k) : k==INT64_MAX ? g.nRow : floorFirstGe(k+1);
+  }
+  if( idxNum & FLOOR_HI ){
+    int64_t k = sqlite3_value_int64(argv[n++]);
+    hi = !(idxNum & FLOOR_HIX) ? floorLastLe(k) : k==INT64_MIN ? -1 : floorLastLe(k-1);
+  }
+  c->bDesc = (idxNum & FLOOR_DESC)!=0;
+  c->i = c->bDesc ? hi : lo;
+  c->iEnd = c->bDesc ? lo : hi;
+  return SQLITE_OK;
+}
+static int floorNext(sqlite3_vtab_cursor *pCur){
+  FloorCur *c = (FloorCur*)pCur;
+  c->i += c->bDesc ? -1 : 1;
+  return SQLITE_OK;
+}
+static int floorEof(sqlite3_vtab_cursor *pCur){
+  const FloorCur *c = (const FloorCur*)pCur;
+  return c->bDesc ? c->i<c->iEnd : c->i>c->iEnd;
+}
+static int floorColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol){
+  const FloorRow *e = &aFloorRow[((const FloorCur*)pCur)->i];
+  switch( iCol ){
+    case 0: sqlite3_result_int64(ctx, e->k); break;
+    case 1: sqlite3_result_int64(ctx, e->v); break;
+    case 2: sqlite3_result_double(ctx, e->r); break;
+    default: sqlite3_result_text(ctx, e->zS, -1, SQLITE_STATIC); break;
+  }
+  return SQLITE_OK;
+}
+static int floorRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid){
+  *pRowid = aFloorRow[((FloorCur*)pCur)->i].k;
+  return SQLITE_OK;
+}
+/* Every write is accepted and dropped (an INSERT's rowid: its key). */
+static int floorUpdate(sqlite3_vtab *pTab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid){
+  (void)pTab;
+  if( argc>2 && sqlite3_value_type(argv[0])==SQLITE_NULL ){
+    *pRowid = sqlite3_value_int64(sqlite3_value_type(argv[1])!=SQLITE_NULL ? argv[1] : argv[2]);
+  }
+  return SQLITE_OK;
+}
+
+static sqlite3_module floorModule = {
+  0, floorConnect, floorConnect, floorBestIndex, floorDisconnect, floorDisconnect,
+  floorOpen, floorClose, floorFilter, floorNext, floorEof, floorColumn, floorRowid,
+  floorUpdate, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+};
+
+/* True if table t runs workload w: every table in use, but the floor table
+** only the workloads whose rows it knows (see above). */
+static int tableRuns(int t, const Work *w){
+  static const char *const azFloor[] = { "insert", "point", "range", "desc", "join", 0 };
+  int i;
+  if( !g.aUse[t] ) return 0;
+  if( t!=T_FLOOR ) return 1;
+  for(i=0; azFloor[i]; i++){
+    if( strcmp(w->zGroup, azFloor[i])==0 || strcmp(w->zName, azFloor[i])==0 ) return 1;
+  }
+  return 0;
+}
+
 /* Human-readable rate: 3 significant digits with k/M/G. */
 static const char *fmtNum(double x, char *z, size_t n){
   const char *u = "";
@@ -489,6 +707,8 @@ static void dbOpen(void){
     die("cannot load the extension %s: %s (build it first, or give --ext PATH)",
         g.zExt, zErr ? zErr : sqlite3_errstr(rc));
   }
+  rc = sqlite3_create_module(g.db, "floor", &floorModule, 0);
+  if( rc!=SQLITE_OK ) dbFail("register the floor module", rc);
   /* SQLite's defaults, as compiled, are the default configuration; the
   ** tuned one is a page cache that holds the database plus mmap, then the
   ** --pragma options on top (so they may change it). */
@@ -922,7 +1142,7 @@ static void queryWorkload(Work *w, QSet *qs, int eMode, const char *zSqlFmt,
                           int64_t nExp){
   int t;
   for(t=0; t<NTAB; t++){
-    if( g.aUse[t] ) runQueries(w, t, qs, eMode, zSqlFmt, nExp);
+    if( tableRuns(t, w) ) runQueries(w, t, qs, eMode, zSqlFmt, nExp);
   }
 }
 
@@ -981,7 +1201,7 @@ static void phaseInsert(void){
   }else{
     w = newWork("insert_random", "insert", "rows/s", "insert, random key order (1 txn)");
   }
-  for(t=0; t<NTAB; t++) if( g.aUse[t] ) insertRows(w, t, azTab[t], g.bLoadKey);
+  for(t=0; t<NTAB; t++) if( tableRuns(t, w) ) insertRows(w, t, azTab[t], g.bLoadKey);
   if( !selected(g.bLoadKey ? "insert_sorted" : "insert_random", "insert") ){
     g.nW--;   /* loaded, not reported */
   }
@@ -991,7 +1211,7 @@ static void phaseInsert(void){
     char zName[64];
     w = newWork("insert_sorted", "insert", "rows/s", "insert, key order (1 txn)");
     for(t=0; t<NTAB; t++){
-      if( !g.aUse[t] ) continue;
+      if( !tableRuns(t, w) ) continue;
       snprintf(zName, sizeof(zName), "%s_sorted", azTab[t]);
       insertRows(w, t, zName, 1);
       execf("DROP TABLE %s", zName);
@@ -1021,7 +1241,7 @@ static void phaseInsert(void){
     fprintf(stderr, "done\n");
     w = newWork("insert_select", "insert", "rows/s", "INSERT INTO t SELECT ... FROM src");
     for(t=0; t<NTAB; t++){
-      if( !g.aUse[t] ) continue;
+      if( !tableRuns(t, w) ) continue;
       snprintf(zName, sizeof(zName), "%s_select", azTab[t]);
       insertSelect(w, t, zName);
       execf("DROP TABLE %s", zName);
@@ -1086,7 +1306,7 @@ static void phaseProbe(void){
       Res *a = &w->a[t];
       double aSec[3];
       int nRep = 0, ok = 1;
-      if( !g.aUse[t] ) continue;
+      if( !tableRuns(t, w) ) continue;
       useTable(t, 1);
       if( i==2 ) createTable(t, "in_floor_t");
       zSql = i==0
@@ -1407,7 +1627,7 @@ static void phaseMix(void){
     char zS[32];
     double t0;
     int rc;
-    if( !g.aUse[t] ) continue;
+    if( !tableRuns(t, w) ) continue;
     useTable(t, 1);
     pIns = prep("INSERT INTO %s(k, v, r, s) VALUES(?1, ?2, ?3, ?4)", azTab[t]);
     pDel = prep("DELETE FROM %s WHERE k=?1", azTab[t]);
@@ -1493,7 +1713,7 @@ static void phaseDelete(void){
     int64_t c[3];
     double t0;
     int rc;
-    if( !g.aUse[t] ) continue;
+    if( !tableRuns(t, w) ) continue;
     useTable(t, 1);
     zSql = sqlite3_mprintf("DELETE FROM %s WHERE k BETWEEN %lld AND %lld",
                            azTab[t], (long long)lo, (long long)hi);
@@ -1621,7 +1841,7 @@ static void phaseFootprint(void){
     sqlite3_stmt *p;
     int64_t rss0, anon0, rss1, anon1, free0, free1, c[3], aExp[3];
     double t0;
-    if( !g.aUse[t] ) continue;
+    if( !tableRuns(t, w) ) continue;
     useTable(t, 0);
     free0 = infoInt(0, "$.gpu_memory_free");
 #ifdef __GLIBC__
@@ -1680,8 +1900,9 @@ static void kvCreate(void){
   for(t=0; t<NTAB; t++){
     sqlite3_stmt *p;
     int64_t i;
-    /* An ordinary table has nothing to load: once is enough. */
-    if( !g.aUse[t] || t==T_SQLDEF || t==T_SQLIDX ) continue;
+    /* An ordinary table has nothing to load: once is enough; the floor
+    ** table has no kv rows. */
+    if( !g.aUse[t] || t==T_SQLDEF || t==T_SQLIDX || t==T_FLOOR ) continue;
     useTable(t, 0);
     fprintf(stderr, "[%-7s] %s(k INTEGER PRIMARY KEY, v INTEGER), %lld rows ... ",
             azKind[t], azKvTab[t], (long long)g.nRow);
@@ -1715,7 +1936,7 @@ static void kvReload(void){
     int64_t c[3], aExp[3], v;
     double t0;
     sqlite3_stmt *p;
-    if( !g.aUse[t] || t==T_SQLDEF || t==T_SQLIDX ) continue;
+    if( !g.aUse[t] || t==T_SQLDEF || t==T_SQLIDX || t==T_FLOOR ) continue;
     useTable(t, 0);
     snprintf(zSql, sizeof(zSql), "SELECT v FROM %s WHERE k=?1", azKvTab[t]);
     progressStart(t, "reopen, first SELECT v FROM %s WHERE k=?", azKvTab[t]);
@@ -1791,7 +2012,7 @@ static void phaseReload(void){
     int64_t c[3], cnt = 0;
     double t0;
     sqlite3_stmt *p;
-    if( !g.aUse[t] ) continue;
+    if( !tableRuns(t, w) ) continue;
     useTable(t, 0);       /* no warm-up: the first query is what is timed */
     snprintf(zSql, sizeof(zSql), "SELECT count(*) FROM %s", azTab[t]);
     progressStart(t, "reopen, first SELECT count(*)");
@@ -1825,7 +2046,7 @@ static void structureCheck(void){
   if( !g.bMain ) return;
   for(t=0; t<NTAB; t++){
     char zSql[128], *z;
-    if( !g.aUse[t] || isOrdinary(t) ) continue;
+    if( !g.aUse[t] || isOrdinary(t) || t==T_FLOOR ) continue;
     snprintf(zSql, sizeof(zSql), "SELECT gpuds_check('%s')", azTab[t]);
     z = queryText(zSql);
     fprintf(stderr, "[%-7s] gpuds_check: %s\n", azKind[t], z ? z : sqlite3_errmsg(g.db));
@@ -1856,7 +2077,7 @@ static double ratioOf(const Work *w, int t){ return ratioTo(w, t, T_SQLITE); }
 /* Table t's rate over the default-cache ordinary table's. */
 static double ratioDefault(const Work *w, int t){ return ratioTo(w, t, T_SQLDEF); }
 
-static const char *const azRatio[NTAB] = { "", "gfsl/sq", "hash/sq", "idx/sq", "dflt/sq" };
+static const char *const azRatio[NTAB] = { "", "gfsl/sq", "hash/sq", "idx/sq", "floor/sq", "dflt/sq" };
 
 /* The ratio columns of the main table: (table, reference) pairs, every
 ** table against sqlite, and the gpuds tables against sq-index when it ran.
@@ -1894,15 +2115,15 @@ static void printFootprint(void){
   printf("\nfootprint, B/row: %lld rows, loaded fresh after a reopen by the first query; "
          "ordinary tables read in full\n", (long long)g.nRow);
   printf("%-53s", "");
-  for(t=0; t<NTAB; t++) if( g.aUse[t] ) printf(" %10s", azLabel[t]);
-  for(t=1; t<NTAB; t++) if( g.aUse[t] && g.aUse[T_SQLITE] ) printf(" %10s", azRatio[t]);
+  for(t=0; t<NTAB; t++) if( g.aUse[t] && t!=T_FLOOR ) printf(" %10s", azLabel[t]);
+  for(t=1; t<NTAB; t++) if( g.aUse[t] && t!=T_FLOOR && g.aUse[T_SQLITE] ) printf(" %10s", azRatio[t]);
   printf("\n");
   for(r=0; azRow[r]; r++){
     printf("%-53s", azRow[r]);
     for(t=0; t<NTAB; t++){
       const Fp *f = &g.fp[t];
       int64_t x;
-      if( !g.aUse[t] ) continue;
+      if( !g.aUse[t] || t==T_FLOOR ) continue;
       x = r==0 ? f->rssB : r==1 ? f->anonB : r==2 ? f->gpuFreeB : r==3 ? f->devB
         : r==4 ? f->fileB : f->colB;
       printPerRow(f->bRan ? x : -1, g.nRow);
@@ -1910,7 +2131,7 @@ static void printFootprint(void){
     for(t=1; t<NTAB; t++){
       const Fp *s = &g.fp[T_SQLITE], *f = &g.fp[t];
       int64_t x, y;
-      if( !g.aUse[t] || !g.aUse[T_SQLITE] ) continue;
+      if( !g.aUse[t] || t==T_FLOOR || !g.aUse[T_SQLITE] ) continue;
       x = r==0 ? s->rssB : r==1 ? s->anonB : r==4 ? s->fileB : -1;
       y = r==0 ? f->rssB : r==1 ? f->anonB : r==4 ? f->fileB : -1;
       if( x<=0 || y<0 ) printf(" %10s", "-");
@@ -2010,6 +2231,11 @@ static void printTable(void){
   if( g.aUse[T_SQLDEF] && g.aUse[T_SQLITE] ){
     printf("dflt/sq: the default-cache ordinary table against the tuned one; a gpuds table against the\n"
            "default-cache table is its ratio / dflt/sq (\"ratio_default\" in the JSON).\n");
+  }
+  if( g.aUse[T_FLOOR] && g.aUse[T_SQLITE] ){
+    printf("floor: sqlbench's own virtual table over a plain array of the rows, writes dropped: SQLite's\n"
+           "own cost of the workload through the virtual-table interface; floor/sq bounds what any\n"
+           "virtual table can gain on it (\"-\": not run on the floor).\n");
   }
   printf("* = the --budget stopped the run early; the rate is over the queries run.\n");
   {
@@ -2249,8 +2475,8 @@ static void usage(void){
     "                 range_agg_1M desc column col_eq col_range_1pct col_range_10pct\n"
     "                 col_rows_1pct col_and col_key_and col_text_eq col_text_in col_text_range col_top_desc\n"
     "                 col_top_asc mix delete reload reload_kv footprint\n"
-    "  --tables LIST  which of sqlite,gfsl,gpuhash,sqlite_index to run (default\n"
-    "                 the first three)\n"
+    "  --tables LIST  which of sqlite,gfsl,gpuhash,sqlite_index,floor to run\n"
+    "                 (default all but sqlite_index)\n"
     "  --index-columns  add sqlite_index (\"sq-index\"): the ordinary table with an\n"
     "                 index on each of v, r, s, in every workload\n"
     "  --dump DIR     write DIR/rows.csv (the rows, key order) and, with the column\n"
@@ -2362,7 +2588,7 @@ int main(int argc, char **argv){
       for(j=0; j<n; j++){
         for(t=0; t<NTAB && strcmp(az[j], azKind[t]); t++){}
         if( t==NTAB || t==T_SQLDEF ){
-          die("unknown table kind \"%s\" (sqlite, gfsl, gpuhash, sqlite_index)", az[j]);
+          die("unknown table kind \"%s\" (sqlite, gfsl, gpuhash, sqlite_index, floor)", az[j]);
         }
         g.aUse[t] = 1;
         free(az[j]);
@@ -2481,6 +2707,7 @@ int main(int argc, char **argv){
   free(g.azPragma);
   for(t=0; t<NTAB; t++) free(g.fp[t].zBtrees);
   free(g.aOff); free(g.aPerm); free(g.aRw);
+  free(aFloorRow);
   free(g.zInfo); free(g.zInfoEnd); free(g.zBackend); free(g.zDevice);
   free(g.zVersion); free(g.zJournal); free(g.zDb);
   return 0;
