@@ -482,14 +482,14 @@ static int64_t floorFirstGe(int64_t k){
   if( k<=0 ) return 0;
   i = k/KEY_SPACING;
   if( i>=g.nRow ) return g.nRow;
-  return keyOf(i)>=k ? i : i+1;
+  return aFloorRow[i].k>=k ? i : i+1;
 }
 static int64_t floorLastLe(int64_t k){
   int64_t i;
   if( k<0 ) return -1;
   i = k/KEY_SPACING;
   if( i>=g.nRow ) return g.nRow-1;
-  return keyOf(i)<=k ? i : i-1;
+  return aFloorRow[i].k<=k ? i : i-1;
 }
 
 static int floorFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr,
@@ -501,7 +501,7 @@ static int floorFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   if( idxNum & FLOOR_EQ ){
     int64_t k = sqlite3_value_int64(argv[n++]);
     lo = floorFirstGe(k);
-    hi = lo<g.nRow && keyOf(lo)==k ? lo : lo-1;
+    hi = lo<g.nRow && aFloorRow[lo].k==k ? lo : lo-1;
   }
   if( idxNum & FLOOR_LO ){
     int64_t k = sqlite3_value_int64(argv[n++]);
