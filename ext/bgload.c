@@ -186,7 +186,6 @@ int gpudsBuildStart(GpudsTable *p, GpudsBuild **ppBuild){
   b->t.pOps = p->pOps;
   b->t.iFormat = p->iFormat;
   b->t.eEnc = p->eEnc;
-  b->t.bUtf8 = p->bUtf8;
   b->bHold = gpudsConfig()->eLazyLoad==GPUDS_LAZY_HOLD;
   if( !b->zFile || (pVfs && !b->zVfs) || !b->t.zName ){
     sqlite3_free(b->zFile); sqlite3_free(b->zVfs); sqlite3_free(b->t.zName);

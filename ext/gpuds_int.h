@@ -220,11 +220,10 @@ struct GpudsTable {
   char **azCol;               /* column names */
   unsigned char *aNotNull;    /* column declared NOT NULL */
   char *aAff;                 /* column affinity (schema.h GPUDS_AFF_xxx) */
-  int bUtf8;                  /* the connection's text encoding is UTF-8: a
-                              ** text value's bytes are read as they are
-                              ** (gpudsRowNew), no terminator added */
-  int eEnc;                   /* that encoding: SQLITE_UTF8, SQLITE_UTF16LE or
-                              ** SQLITE_UTF16BE (the order of text, row.c) */
+  int eEnc;                   /* the connection's text encoding: SQLITE_UTF8,
+                              ** SQLITE_UTF16LE or SQLITE_UTF16BE (the order
+                              ** of text, row.c; in UTF-8 a text value's bytes
+                              ** are read as they are: gpudsRowNew) */
   GpudsTable *pNextTable;     /* list of all tables (info.c) */
   const gpuds_store_ops *pOps;
   gpuds_store *pStore;        /* committed (and flushed) rows */

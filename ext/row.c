@@ -348,7 +348,7 @@ static uint64_t valsRow(GpudsLoader *L, const RowVal *aV, int nCol,
 /* The handle of a new record holding the values apVal[0..nCol-1] after the
 ** column affinities aAff[0..nCol-1], allocated from arena L (or by malloc()
 ** if L is NULL); 0 if out of memory.  Values are copied.  bUtf8: the
-** connection's encoding is UTF-8 (GpudsTable.bUtf8), so text values are
+** connection's encoding is UTF-8 (GpudsTable.eEnc), so text values are
 ** read without conversion or terminator. */
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff,
                      int bUtf8){

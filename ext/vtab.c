@@ -218,7 +218,6 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   p->aNotNull = sch.aNotNull;
   p->aAff = sch.aAff;
   p->eEnc = dbEncoding(db);
-  p->bUtf8 = p->eEnc==SQLITE_UTF8;
   sqlite3_free(sch.zDecl);
   p->zDb = sqlite3_mprintf("%s", argv[1]);
   p->zName = sqlite3_mprintf("%s", argv[2]);
@@ -812,7 +811,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   ** Small transactions keep malloc(), whose holes are reused: a long run of
   ** small updates must not pin arena blocks that are mostly dead. */
   hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
-                     p->nCol-1, &argv[3], &p->aAff[1], p->bUtf8);
+                     p->nCol-1, &argv[3], &p->aAff[1], p->eEnc==SQLITE_UTF8);
   if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
   if( gpudsRowTooBig(gpudsRowOf(hRow), &p->aAff[1],
                      sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1))
