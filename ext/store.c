@@ -121,6 +121,16 @@ void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir){
   if( pMir && p->pMirOps ) p->pMirOps->xDestroy(pMir);
 }
 
+/* True if every op of the batch is an upsert and the keys strictly
+** ascend: the batch is then an xBulkLoad (backend contract). */
+static int allUpsertsAscending(size_t n, const uint8_t *aOp, const int64_t *aKey){
+  size_t i;
+  for(i=0; i<n; i++){
+    if( aOp[i]!=GPUDS_OP_UPSERT || (i>0 && aKey[i]<=aKey[i-1]) ) return 0;
+  }
+  return n>0;
+}
+
 /* Apply a batch of distinct keys to the store and its mirror: both or
 ** neither.  aFound/aOld may be NULL, and aVal where the batch holds no
 ** upsert (as for xBatch). */
@@ -142,7 +152,14 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
   if( !aF || !aO || !aInv ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto batch_out; }
   rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aF, aO);
   if( rc ){ storeErr(p, p->pOps, p->pStore, rc, "applying a batch"); goto batch_out; }
-  rc = p->pMirOps->xBatch(p->pMirror, n, aOp, aKey, aVal, 0, 0);
+  if( allUpsertsAscending(n, aOp, aKey) ){
+    /* a flush of inserts (keys sorted by the write buffer): the same
+    ** result as the batch, and the mirror may merge them in one pass
+    ** instead of descending the tree once a key */
+    rc = p->pMirOps->xBulkLoad(p->pMirror, n, aKey, aVal);
+  }else{
+    rc = p->pMirOps->xBatch(p->pMirror, n, aOp, aKey, aVal, 0, 0);
+  }
   if( rc ){
     /* Undo the GPU batch: put back what each key held before. */
     size_t i;
