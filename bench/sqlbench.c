@@ -22,7 +22,7 @@
 **              table of sqlbench's own, a plain array of the rows that drops
 **              writes (see "floor table" below): SQLite's own cost of each
 **              workload through the virtual-table interface; the inserts,
-**              point, join, range and desc workloads only
+**              point, join, range, desc and delete workloads only
 **
 ** Page cache.  The reference is the ordinary table as a user who cares about
 ** speed runs it: a page cache that holds the database (PRAGMA cache_size =
@@ -363,7 +363,9 @@ static int hexPrefix(int64_t x, char *z){
 ** and dropped.  It takes = and ranges on the key and ORDER BY the key both
 ** ways, as gfsl does, and runs only the workloads whose rows it knows: the
 ** inserts (each row goes through SQLite's INSERT and xUpdate; the check
-** then reads the N rows it has anyway), point, join, range and desc (not
+** then reads the N rows it has anyway), point, join, range, desc and
+** delete (SQLite's scan of the range, its list of rowids and one xUpdate a
+** row; the rows stay, so its answer is the count of rows deleted) (not
 ** IN, whose bound is in_floor: a table may take the list at once through
 ** sqlite3_vtab_in(), as gpuds does).  Its rate over the ordinary table's
 ** bounds what any virtual table can gain there.  So that
@@ -557,7 +559,7 @@ static sqlite3_module floorModule = {
 /* True if table t runs workload w: every table in use, but the floor table
 ** only the workloads whose rows it knows (see above). */
 static int tableRuns(int t, const Work *w){
-  static const char *const azFloor[] = { "insert", "point", "range", "desc", "join", 0 };
+  static const char *const azFloor[] = { "insert", "point", "range", "desc", "join", "delete", 0 };
   int i;
   if( !g.aUse[t] ) return 0;
   if( t!=T_FLOOR ) return 1;
@@ -1741,6 +1743,19 @@ static void phaseDelete(void){
     progressEnd(w, a);
     fin(p);
     sqlite3_free(zSql);
+    if( t==T_FLOOR ){
+      /* Its rows stay (writes are dropped): only the count of rows the
+      ** statement deleted is its answer; the table's sums are not. */
+      int r = refTable(w);
+      if( r>=0 && r!=t && w->a[r].nRows!=a->nRows ){
+        fflush(stdout);
+        fprintf(stderr, "MISMATCH in %s: %s deletes %lld rows, %s %lld\n", w->zName,
+                azKind[t], (long long)a->nRows, azKind[r], (long long)w->a[r].nRows);
+        mismatchExit();
+      }
+      a->bCheck = 1;
+      continue;
+    }
     tableSums(t, &c[0]);
     {
       int64_t d[3];
