@@ -163,6 +163,8 @@ int gpudsFilterReset(GpudsFilter *p, int64_t nCap);
 int gpudsFilterAlloc(GpudsFilter *p, int64_t nCap);
 void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n);
 int gpudsFilterAddMany(GpudsFilter *p, const int64_t *aKey, int64_t n);
+int gpudsFilterAddIf(GpudsFilter *p, const int64_t *aKey, const uint64_t *aSel,
+                     int64_t n);
 void gpudsFilterFree(GpudsFilter *p);
 
 /* ----------------------------------------------------------- the table */

@@ -339,19 +339,16 @@ static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
     for(i=0; i<f->n; i++) nFound += f->aFound[i]!=0;
     if( nFound==0 && p->pOps->xCount(p->pStore)==(int64_t)nNew ){
       if( gpudsFilterReset(&p->filter, (int64_t)nNew*2) ) return;   /* none: slower, never wrong */
-      if( nNew==f->n ){
-        gpudsFilterAddMany(&p->filter, f->aKey, (int64_t)nNew);
-      }else{
-        for(i=0; i<f->n; i++) if( f->aNew[i] ) gpudsFilterAdd(&p->filter, f->aKey[i]);
-      }
+      gpudsFilterAddIf(&p->filter, f->aKey, f->aNew, (int64_t)f->n);
       return;
     }
     filterRebuild(p);
     return;
   }
+  /* the upserts' keys, their blocks prefetched (a random line each) */
+  if( nNew ) bFull = gpudsFilterAddIf(&p->filter, f->aKey, f->aNew, (int64_t)f->n);
   for(i=0; i<f->n; i++){
-    if( f->aNew[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
-    else if( f->aFound[i] ) p->filter.nStale++;
+    if( !f->aNew[i] && f->aFound[i] ) p->filter.nStale++;
   }
   if( bFull || p->filter.nStale > p->filter.nAdded/2 + FILTER_STALE_SLACK ){
     filterRebuild(p);

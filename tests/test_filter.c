@@ -2,8 +2,10 @@
 ** test_filter.c -- the key filter (ext/filter.c): no key that was added is
 ** ever answered "certainly absent", the false "maybe" rate stays near what
 ** its sizing promises, and "full" is reported once more keys were added
-** than it was sized for.  Sizes that give block counts that are not powers
-** of two, and the sizing a load uses (a quarter to spare).
+** than it was sized for, whether keys come by Fill, one by one or as a
+** selection of a batch (gpudsFilterAddIf).  Sizes that give block counts
+** that are not powers of two, and the sizing a load uses (a quarter to
+** spare).
 */
 #include "gpuds_int.h"
 #include "gpuds_mix.h"
@@ -31,7 +33,17 @@ static void testSize(int64_t n, int64_t nCap){
   CHECK(gpudsFilterAlloc(&f, nCap)==SQLITE_OK, "alloc %lld", (long long)nCap);
   CHECK(f.nCap>=nCap, "sized for %lld, asked %lld", (long long)f.nCap, (long long)nCap);
   gpudsFilterFill(&f, a, n/2);
-  for(i=n/2; i<n; i++) bFull |= gpudsFilterAdd(&f, a[i]);
+  {
+    /* the second half: two thirds through gpudsFilterAddIf (a batch's
+    ** upserts), the rest one by one */
+    int64_t m = n - n/2;
+    uint64_t *aSel = malloc((size_t)(m ? m : 1)*8);
+    for(i=0; i<m; i++) aSel[i] = (i%3!=0) ? (uint64_t)i+1 : 0;
+    bFull |= gpudsFilterAddIf(&f, a+n/2, aSel, m);
+    for(i=0; i<m; i++) if( !aSel[i] ) bFull |= gpudsFilterAdd(&f, a[n/2+i]);
+    free(aSel);
+  }
+  CHECK(f.nAdded==n, "n=%lld: %lld keys counted added", (long long)n, (long long)f.nAdded);
   CHECK(bFull==(n>f.nCap), "full %d after %lld keys, cap %lld", bFull, (long long)n, (long long)f.nCap);
   for(i=0; i<n; i++){
     if( !gpudsFilterMaybe(&f, a[i]) ){
