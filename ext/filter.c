@@ -54,17 +54,6 @@ int gpudsFilterMaybe(const GpudsFilter *p, int64_t k){
   return 1;
 }
 
-/* Start loading the cache line that gpudsFilterMaybe(p, k) reads, so that
-** its miss overlaps other work (the write buffer's probe of the same key):
-** a hint, no effect on any answer. */
-void gpudsFilterPrefetch(const GpudsFilter *p, int64_t k){
-  if( p->aBit ){
-#if defined(__GNUC__)
-    __builtin_prefetch(filterBlock(p, filterMix((uint64_t)k)));
-#endif
-  }
-}
-
 /* Add k.  Returns 1 when the filter now holds more keys than it was sized
 ** for (the caller should rebuild it larger), else 0. */
 int gpudsFilterAdd(GpudsFilter *p, int64_t k){

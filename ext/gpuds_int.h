@@ -157,7 +157,6 @@ typedef struct GpudsFilter {
 } GpudsFilter;
 
 int gpudsFilterMaybe(const GpudsFilter *p, int64_t k);
-void gpudsFilterPrefetch(const GpudsFilter *p, int64_t k);
 int gpudsFilterAdd(GpudsFilter *p, int64_t k);   /* 1 if the filter is full */
 int gpudsFilterReset(GpudsFilter *p, int64_t nCap);
 int gpudsFilterAlloc(GpudsFilter *p, int64_t nCap);

@@ -405,9 +405,6 @@ int gpudsKeyExists(GpudsTable *p, int64_t k, int *pbExists){
   int bHit = 0, rc;
   uint64_t v = 0;
   *pbExists = 0;
-  /* the filter's line loads while the write buffer is probed: a bulk
-  ** INSERT's two cache misses a row overlap */
-  gpudsFilterPrefetch(&p->filter, k);
   rc = gpudsWbufGet(p, k, &bHit, &v);
   if( rc ) return rc;
   if( bHit ){
