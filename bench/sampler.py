@@ -16,6 +16,7 @@ so compare such names between runs, not with the source.
 """
 import bisect
 import collections
+import signal
 import subprocess
 import sys
 
@@ -98,6 +99,7 @@ def top(sym, t0, t1, n):
 
 
 def main(argv):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # quiet under | head
     if len(argv) >= 3 and argv[1] == "resolve":
         resolve(argv[2])
     elif len(argv) >= 3 and argv[1] == "bins":
