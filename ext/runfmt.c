@@ -69,19 +69,28 @@ int gpudsRunExec(GpudsTable *p, const char *zFmt, ...){
   return rc;
 }
 
-/* True if the one value PRAGMA statement zSql (run on db) returns is the
-** text zValue, compared as SQLite compares names (any case); false where
-** it is not or cannot be read. */
-int gpudsPragmaIs(sqlite3 *db, const char *zSql, const char *zValue){
+/* The index i of the text azValue[i] (0 <= i < nValue) that the one value
+** PRAGMA statement zSql (run on db) returns, compared as SQLite compares
+** names (any case); -1 where it is none of them or cannot be read. */
+int gpudsPragmaPick(sqlite3 *db, const char *zSql, const char *const *azValue,
+                    int nValue){
   sqlite3_stmt *pStmt = 0;
-  int bIs = 0;
+  int iPick = -1, i;
   if( zSql && sqlite3_prepare_v2(db, zSql, -1, &pStmt, 0)==SQLITE_OK
    && sqlite3_step(pStmt)==SQLITE_ROW ){
     const char *z = (const char*)sqlite3_column_text(pStmt, 0);
-    bIs = z!=0 && sqlite3_stricmp(z, zValue)==0;
+    for(i=0; z && iPick<0 && i<nValue; i++){
+      if( sqlite3_stricmp(z, azValue[i])==0 ) iPick = i;
+    }
   }
   sqlite3_finalize(pStmt);
-  return bIs;
+  return iPick;
+}
+
+/* True if the one value PRAGMA statement zSql (run on db) returns is the
+** text zValue (gpudsPragmaPick). */
+int gpudsPragmaIs(sqlite3 *db, const char *zSql, const char *zValue){
+  return gpudsPragmaPick(db, zSql, &zValue, 1)==0;
 }
 
 /* Prepare a printf-formatted statement. */

@@ -112,6 +112,8 @@ typedef int (*MergeOut)(GpudsTable*, void*, int64_t, const unsigned char*, uint3
 uint64_t gpudsChunkSum(const unsigned char *aK, size_t nK,
                        const unsigned char *aV, size_t nV);
 int gpudsRunExec(GpudsTable *p, const char *zFmt, ...);
+int gpudsPragmaPick(sqlite3 *db, const char *zSql, const char *const *azValue,
+                    int nValue);
 int gpudsPragmaIs(sqlite3 *db, const char *zSql, const char *zValue);
 int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...);
 int gpudsRunListCap(GpudsTable *p, int64_t **paRun, int64_t **paN, int64_t **paCap,

@@ -139,10 +139,10 @@ static int sameSchema(const GpudsTable *p, int eKind, const GpudsSchema *sch){
 ** SQLITE_UTF16LE or SQLITE_UTF16BE; 0 if it cannot be read.  Every database
 ** of a connection has the main database's encoding. */
 static int dbEncoding(sqlite3 *db){
-  if( gpudsPragmaIs(db, "PRAGMA encoding", "UTF-8") ) return SQLITE_UTF8;
-  if( gpudsPragmaIs(db, "PRAGMA encoding", "UTF-16le") ) return SQLITE_UTF16LE;
-  if( gpudsPragmaIs(db, "PRAGMA encoding", "UTF-16be") ) return SQLITE_UTF16BE;
-  return 0;
+  static const char *const azName[] = { "UTF-8", "UTF-16le", "UTF-16be" };
+  static const int aEnc[] = { SQLITE_UTF8, SQLITE_UTF16LE, SQLITE_UTF16BE };
+  int i = gpudsPragmaPick(db, "PRAGMA encoding", azName, 3);
+  return i<0 ? 0 : aEnc[i];
 }
 
 /* xCreate and xConnect: parse the columns, declare the schema, create an
