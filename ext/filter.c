@@ -109,37 +109,6 @@ void gpudsFilterFill(GpudsFilter *p, const int64_t *aKey, int64_t n){
   gpudsFilterAddMany(p, aKey, n);
 }
 
-/* Add the keys aKey[i] for which aSel is NULL or aSel[i] is non-zero (as
-** gpudsFilterAdd each, keeping the bits already set), each key's block
-** prefetched a few keys ahead; the count of keys added into *pnAdd. */
-static void filterAddSome(GpudsFilter *p, const int64_t *aKey, const uint64_t *aSel,
-                          int64_t n, int64_t *pnAdd){
-  enum { AHEAD = 16 };
-  uint64_t aH[AHEAD], *aBlk[AHEAD];
-  int64_t i, m = 0, nAdd = 0;
-  /* m: keys taken so far; key number m goes to ring slot m % AHEAD */
-  for(i=0; i<n || nAdd<m; ){
-    if( i<n && m-nAdd<AHEAD ){
-      if( aSel==0 || aSel[i] ){           /* hash key i, prefetch its block */
-        int j = (int)(m % AHEAD);
-        aH[j] = filterMix((uint64_t)aKey[i]);
-        aBlk[j] = filterBlock(p, aH[j]);
-        __builtin_prefetch(aBlk[j], 1);
-        m++;
-      }
-      i++;
-    }else{                                /* add the oldest key taken */
-      int j = (int)(nAdd % AHEAD), k;
-      for(k=0; k<FILTER_K; k++){
-        uint64_t b = FILTER_BIT(aH[j], k);
-        aBlk[j][b>>6] |= 1ULL<<(b&63);
-      }
-      nAdd++;
-    }
-  }
-  *pnAdd = nAdd;
-}
-
 /* Add the n keys aKey[], each key's block prefetched a few keys ahead.
 ** Returns 1 when the filter now holds more keys than it was sized for,
 ** else 0. */
@@ -148,13 +117,36 @@ int gpudsFilterAddMany(GpudsFilter *p, const int64_t *aKey, int64_t n){
 }
 
 /* As gpudsFilterAddMany, for the keys aKey[i] whose aSel[i] is non-zero
-** (every key if aSel is NULL): a batch's upserts, aSel its new values. */
+** (every key if aSel is NULL): a batch's upserts, aSel its new values.
+** Selected keys pass through a ring of AHEAD: hashed and their block
+** prefetched when they enter, their bits set (as gpudsFilterAdd) when they
+** leave. */
 int gpudsFilterAddIf(GpudsFilter *p, const int64_t *aKey, const uint64_t *aSel,
                      int64_t n){
-  int64_t nAdd = 0;
+  enum { AHEAD = 16 };
+  uint64_t aH[AHEAD], *aBlk[AHEAD];
+  int64_t i = 0, nIn = 0, nOut = 0;     /* keys entered / left the ring */
   if( p->aBit==0 ) return 1;
-  filterAddSome(p, aKey, aSel, n, &nAdd);
-  p->nAdded += nAdd;
+  while( i<n || nOut<nIn ){
+    if( i<n && nIn-nOut<AHEAD ){
+      if( aSel==0 || aSel[i] ){
+        int j = (int)(nIn % AHEAD);
+        aH[j] = filterMix((uint64_t)aKey[i]);
+        aBlk[j] = filterBlock(p, aH[j]);
+        __builtin_prefetch(aBlk[j], 1);
+        nIn++;
+      }
+      i++;
+    }else{
+      int j = (int)(nOut % AHEAD), k;
+      for(k=0; k<FILTER_K; k++){
+        uint64_t b = FILTER_BIT(aH[j], k);
+        aBlk[j][b>>6] |= 1ULL<<(b&63);
+      }
+      nOut++;
+    }
+  }
+  p->nAdded += nOut;
   return p->nAdded > p->nCap;
 }
 
