@@ -25,9 +25,7 @@
 #include <string>
 #include <vector>
 
-extern "C" void gpudsCudaColsSetDeviceLimit(gpuds_cols *p, uint64_t limit);
-extern "C" void gpudsCudaColsSetFewMax(gpuds_cols *p, int64_t n);
-extern "C" int gpudsCudaColsIndexed(gpuds_cols *p);
+#include "cols.cuh"
 
 #include "check.h"
 static std::mt19937_64 gRng(20240612);

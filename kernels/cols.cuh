@@ -1,0 +1,19 @@
+// cols.cuh -- the CUDA column set's test hooks (kernels/cols/hooks.cuh).
+//
+// The SQLite side only sees gpudsCudaColsOps (gpuds_backend.h).  Tests
+// (tests/gpu/test_cols.cu) also steer the set through these.
+#pragma once
+
+#include <cstdint>
+#include "gpuds_backend.h"
+
+// Simulate a device holding only `limit` bytes for this set's allocations
+// (0: no limit).
+extern "C" void gpudsCudaColsSetDeviceLimit(gpuds_cols *pCols, uint64_t limit);
+
+// The one-pass path of filters (few()) returns at most n rows, else the
+// ordered path runs (0: never taken).
+extern "C" void gpudsCudaColsSetFewMax(gpuds_cols *pCols, int64_t n);
+
+// The number of columns whose equality index is built.
+extern "C" int gpudsCudaColsIndexed(gpuds_cols *pCols);
