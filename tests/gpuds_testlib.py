@@ -1,6 +1,7 @@
 """Pieces the SQL-level tests share: the extension's path, a tally of checks
 that prints "N passed, M failed", and a connection with gpuds loaded."""
 import os
+import re
 import sqlite3
 
 EXT = os.path.abspath(os.environ["GPUDS_EXT"]) if os.environ.get("GPUDS_EXT") else ""
@@ -24,6 +25,14 @@ class Tally:
         """Print the closing line; the exit status (1 if anything failed)."""
         print("%d passed, %d failed" % (self.passed, self.failed))
         return 1 if self.failed else 0
+
+
+def uses_column_set(plan):
+    """True when plan, the text of EXPLAIN QUERY PLAN, has a gfsl or gpuhash
+    table read through its column set (ext/plan.c, planText): "gfsl: GPU
+    column set: ...", "gpuhash (ordered mirror): host column set: ..."."""
+    return re.search(r"\b(gfsl|gpuhash|gpuhash \(ordered mirror\)): (GPU|host) column set: ",
+                     plan) is not None
 
 
 def connect(path, timeout=5.0):
