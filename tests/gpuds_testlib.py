@@ -27,6 +27,15 @@ class Tally:
         return 1 if self.failed else 0
 
 
+def project_version():
+    """The version set in CMakeLists.txt's project(), the one place it is
+    defined (gpuds_version() and the Python package report it)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "CMakeLists.txt")) as f:
+        m = re.search(r"^project\(gpuds VERSION ([0-9][0-9.]*)", f.read(), re.M)
+    return m.group(1) if m else None
+
+
 def uses_column_set(plan):
     """True when plan, the text of EXPLAIN QUERY PLAN, has a gfsl or gpuhash
     table read through its column set (ext/plan.c, planText): "gfsl: GPU

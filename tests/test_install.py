@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-from gpuds_testlib import EXT, Tally
+from gpuds_testlib import EXT, Tally, project_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T = Tally()
@@ -38,11 +38,6 @@ skipped = 0
 
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
-
-
-def project_version():
-    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
-        return re.search(r"^project\(gpuds VERSION ([0-9][0-9.]*)", f.read(), re.M).group(1)
 
 
 def cache_value(build, name):

@@ -25,21 +25,14 @@ import sqlite3
 import sys
 import tempfile
 
-from gpuds_testlib import EXT, Tally, connect, uses_column_set
+from gpuds_testlib import EXT, Tally, connect, project_version, uses_column_set
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T = Tally()
 check = T.check
 
 
 def plan(c, sql, params=()):
     return " | ".join(str(r[-1]) for r in c.execute("EXPLAIN QUERY PLAN " + sql, params))
-
-
-def project_version():
-    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
-        m = re.search(r"^project\(gpuds VERSION ([0-9][0-9.]*)", f.read(), re.M)
-    return m.group(1) if m else None
 
 
 def t_version():
