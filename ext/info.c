@@ -184,18 +184,18 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
   nBytes = jsonNumber(zStore, bCuda ? "device_bytes" : "bytes");
   sqlite3_str_appendf(s, "store: %s", bHash ? "hash table" : bCuda ? "skiplist (GFSL)" : "B+tree");
-  if( bCuda ){
-    sqlite3_str_appendf(s, " on the GPU, %s", zDev);
-  }else{
-    sqlite3_str_appendf(s, " on the host (%s)",
-        gpudsConfig()->bForceHost ? "GPUDS_BACKEND=host" : bGpu ? "no GPU store" : zDev);
-  }
+  sqlite3_str_appendall(s, bCuda ? " on the GPU" : " on the host");
   if( nBytes>=0 ){
     sqlite3_str_appendall(s, ", ");
     appendBytes(s, nBytes);
     sqlite3_str_appendall(s, bCuda ? " of GPU memory" : "");
   }
-  sqlite3_str_appendall(s, "\n");
+  if( bCuda ){
+    sqlite3_str_appendf(s, " (%s)\n", zDev);
+  }else{
+    sqlite3_str_appendf(s, "; the GPU is not used: %s\n",
+        !bGpu ? zDev : gpudsConfig()->bForceHost ? "GPUDS_BACKEND=host" : "no GPU store for it");
+  }
   if( p->pMirror ){
     zStore[0] = 0;
     p->pMirOps->xInfo(p->pMirror, zStore, INFO_STORE_MAX);

@@ -67,13 +67,16 @@ def t_info():
         check(lines[0] == "main.%s_t: %s table, 3000 committed rows, loaded" % (mod, mod),
               "%s: first line names the table, module, rows and state" % mod, text)
         store = "hash table" if mod == "gpuhash" else ("skiplist (GFSL)" if gpu else "B+tree")
-        where = (" on the GPU, %s, " % info["device"]) if gpu else " on the host ("
+        where = " on the GPU, " if gpu else " on the host, "
         check(lines[1].startswith("store: " + store + where), "%s: the store line" % mod, text)
-        if not gpu:
+        if gpu:
+            check(lines[1].endswith(" of GPU memory (%s)" % info["device"]), "%s: the GPU named" % mod, text)
+        else:
             why = "GPUDS_BACKEND=host" if os.environ.get("GPUDS_BACKEND") == "host" and \
                 info["device"] != "none" else info.get("why_no_gpu", "")
-            check(("(%s)" % why) in lines[1], "%s: a host store says why" % mod, (lines[1], why))
-        check(re.search(r", [0-9.]+ (B|KiB|MiB|GiB)", lines[1]) is not None,
+            check(lines[1].endswith("; the GPU is not used: " + why), "%s: a host store says why" % mod,
+                  (lines[1], why))
+        check(re.match(r"store: [^,]+, [0-9.]+ (B|KiB|MiB|GiB)", lines[1]) is not None,
               "%s: the store's size, readable" % mod, lines[1])
         check(("host mirror: B+tree" in text) == tab["host_mirror"],
               "%s: a mirror line where there is a mirror" % mod, (text, tab["host_mirror"]))
