@@ -5,7 +5,8 @@
 **   SELECT load_extension('./gpuds'); (any client)
 **
 ** registers the virtual-table modules gfsl (ordered, GPU-Friendly Skiplist)
-** and gpuhash (GPU hash table), and the SQL function gpuds_info().
+** and gpuhash (GPU hash table), and the SQL functions of info.c:
+** gpuds_info(), gpuds_check() and gpuds_version().
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT1

@@ -41,7 +41,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** malloc()'d block corrupts the heap. */
 
 #ifndef GPUDS_VERSION
-# define GPUDS_VERSION "0.0.0"
+# error "GPUDS_VERSION comes from the project version in CMakeLists.txt"
 #endif
 
 /* Rows written while the write buffer holds at least this many keys come

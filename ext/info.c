@@ -1,11 +1,15 @@
 /*
-** info.c -- the SQL function gpuds_info(): a JSON description of the
-** extension, the backend in use, the GPU and every gfsl/gpuhash table of the
-** calling connection.
+** info.c -- the SQL functions that describe gpuds:
+**   gpuds_info()       JSON for programs: the extension, the backend in use,
+**                      the GPU and every gfsl/gpuhash table of the connection
+**   gpuds_info('t')    a few lines for people about table t
+**   gpuds_check('t')   'ok' or the first problem found in table t
+**   gpuds_version()    the version, e.g. '0.1.0'
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include <string.h>
+#include <stdlib.h>
 #include <pthread.h>
 
 /* Bytes for one store's xInfo() text in gpuds_info(): its few fields take a
@@ -64,15 +68,18 @@ GpudsTable *gpudsTableFindExact(sqlite3 *db, const char *zDb, const char *zName)
   return p;
 }
 
-/* gpuds_check('table'): 'ok', or the first disagreement between the
-** structure and the shadow tables, or a failed structure invariant. */
-static void checkFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
+/* The gfsl or gpuhash table named by argument pArg of SQL function zFunc,
+** or NULL with an error set on ctx. */
+static GpudsTable *tableArg(sqlite3_context *ctx, const char *zFunc, sqlite3_value *pArg){
   sqlite3 *db = sqlite3_context_db_handle(ctx);
-  const char *zName = (const char*)sqlite3_value_text(argv[0]);
+  const char *zName = (const char*)sqlite3_value_text(pArg);
   GpudsTable *p;
-  char *zRes = 0;
-  int rc;
-  if( zName==0 ){ sqlite3_result_error(ctx, "gpuds_check: table name expected", -1); return; }
+  if( zName==0 ){
+    char *zErr = sqlite3_mprintf("%s: table name expected", zFunc);
+    sqlite3_result_error(ctx, zErr ? zErr : zFunc, -1);
+    sqlite3_free(zErr);
+    return 0;
+  }
   p = gpudsTableFind(db, zName);
   if( p==0 ){
     /* The table may exist but not be connected yet: touch it, by its whole
@@ -88,11 +95,20 @@ static void checkFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     p = gpudsTableFind(db, zName);
   }
   if( p==0 ){
-    char *zErr = sqlite3_mprintf("gpuds_check: no gfsl or gpuhash table named %s", zName);
-    sqlite3_result_error(ctx, zErr, -1);
+    char *zErr = sqlite3_mprintf("%s: no gfsl or gpuhash table named %s", zFunc, zName);
+    sqlite3_result_error(ctx, zErr ? zErr : zFunc, -1);
     sqlite3_free(zErr);
-    return;
   }
+  return p;
+}
+
+/* gpuds_check('table'): 'ok', or the first disagreement between the
+** structure and the shadow tables, or a failed structure invariant. */
+static void checkFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
+  GpudsTable *p = tableArg(ctx, "gpuds_check", argv[0]);
+  char *zRes = 0;
+  int rc;
+  if( p==0 ) return;
   rc = gpudsShadowCheck(p, &zRes);
   if( rc ){
     sqlite3_result_error(ctx, p->base.zErrMsg ? p->base.zErrMsg : "gpuds_check failed", -1);
@@ -120,7 +136,103 @@ static void jsonString(sqlite3_str *s, const char *z){
   sqlite3_str_appendchar(s, 1, '"');
 }
 
-/* gpuds_info(): JSON text. */
+/* The number after "zKey": in the JSON object text zJson, or -1. */
+static long long jsonNumber(const char *zJson, const char *zKey){
+  size_t n = strlen(zKey);
+  const char *z;
+  for(z=strchr(zJson, '"'); z; z=strchr(z+1, '"')){
+    if( strncmp(z+1, zKey, n)==0 && z[n+1]=='"' && z[n+2]==':' ){
+      return strtoll(z+n+3, 0, 10);
+    }
+  }
+  return -1;
+}
+
+/* Append n bytes to s as a person reads a size: "512 B", "17.7 KiB"... */
+static void appendBytes(sqlite3_str *s, long long n){
+  static const char *azUnit[] = { "KiB", "MiB", "GiB", "TiB" };
+  double x = (double)n;
+  int i = -1;
+  while( x>=1024.0 && i<3 ){ x /= 1024.0; i++; }
+  if( i<0 ) sqlite3_str_appendf(s, "%lld B", n);
+  else sqlite3_str_appendf(s, "%.1f %s", x, azUnit[i]);
+}
+
+/* gpuds_info('table'): table p described in a few lines of text for people
+** (gpuds_info() without an argument gives the same and more as JSON). */
+static void tableText(sqlite3_context *ctx, GpudsTable *p){
+  char *zStore = sqlite3_malloc(INFO_STORE_MAX);
+  char zDev[256];
+  int bGpu = gpudsCudaDevice(zDev, sizeof(zDev), 0, 0);
+  int bCuda = strcmp(p->pOps->zBackend, "cuda")==0;
+  int bHash = p->eKind==GPUDS_HASH;
+  const char *zCols = (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend;
+  sqlite3_str *s = sqlite3_str_new(0);
+  long long nBytes;
+  int n;
+  char *z;
+
+  if( zStore==0 ){ sqlite3_free(sqlite3_str_finish(s)); sqlite3_result_error_nomem(ctx); return; }
+  sqlite3_str_appendf(s, "%s.%s: %s table, ", p->zDb, p->zName, bHash ? "gpuhash" : "gfsl");
+  if( p->bLoaded || p->pBuild ){
+    sqlite3_str_appendf(s, "%lld committed rows, %s\n", (long long)gpudsShadowRows(p),
+        p->pBuild ? "being loaded in the background (key lookups answered from disk)" : "loaded");
+  }else{
+    sqlite3_str_appendall(s, "not loaded yet (its first statement loads it)\n");
+  }
+  zStore[0] = 0;
+  p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
+  nBytes = jsonNumber(zStore, bCuda ? "device_bytes" : "bytes");
+  sqlite3_str_appendf(s, "store: %s", bHash ? "hash table" : bCuda ? "skiplist (GFSL)" : "B+tree");
+  sqlite3_str_appendall(s, bCuda ? " on the GPU" : " on the host");
+  if( nBytes>=0 ){
+    sqlite3_str_appendall(s, ", ");
+    appendBytes(s, nBytes);
+    sqlite3_str_appendall(s, bCuda ? " of GPU memory" : "");
+  }
+  if( bCuda ){
+    sqlite3_str_appendf(s, " (%s)\n", zDev);
+  }else{
+    sqlite3_str_appendf(s, "; the GPU is not used: %s\n",
+        !bGpu ? zDev : gpudsConfig()->bForceHost ? "GPUDS_BACKEND=host" : "no GPU store for it");
+  }
+  if( p->pMirror ){
+    zStore[0] = 0;
+    p->pMirOps->xInfo(p->pMirror, zStore, INFO_STORE_MAX);
+    nBytes = jsonNumber(zStore, "bytes");
+    sqlite3_str_appendall(s, "host mirror: B+tree (point lookups and key order)");
+    if( nBytes>=0 ){ sqlite3_str_appendall(s, ", "); appendBytes(s, nBytes); }
+    sqlite3_str_appendall(s, "\n");
+  }
+  sqlite3_str_appendf(s, "column set (%s): ", strcmp(zCols, "cuda")==0 ? "GPU" : "host");
+  if( p->cs.pCols ){
+    sqlite3_str_appendf(s, "built over %lld rows, ", (long long)p->cs.nRows);
+    appendBytes(s, gpudsColsBytes(p));
+    sqlite3_str_appendf(s, "; queries: %lld; keys changed since the build: %lld\n",
+                        (long long)p->cs.nQuery, (long long)p->cs.nDirty);
+  }else{
+    sqlite3_str_appendall(s, "not built (the first filter or ORDER BY on a non-key column builds it)\n");
+  }
+  if( p->wb.nOver>0 ){
+    sqlite3_str_appendf(s, "this transaction: %lld keys written, not yet applied to the store\n",
+                        (long long)p->wb.nOver);
+  }
+  sqlite3_free(zStore);
+  n = sqlite3_str_length(s);
+  z = sqlite3_str_finish(s);
+  if( z==0 ){ sqlite3_result_error_nomem(ctx); return; }
+  if( n>0 && z[n-1]=='\n' ) z[--n] = 0;
+  sqlite3_result_text(ctx, z, n, sqlite3_free);
+}
+
+/* gpuds_version(): the version of this build, as CMakeLists.txt's project
+** version gives it. */
+static void versionFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
+  sqlite3_result_text(ctx, GPUDS_VERSION, -1, SQLITE_STATIC);
+  (void)argc; (void)argv;
+}
+
+/* gpuds_info(): JSON text; gpuds_info('table'): tableText. */
 static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   char zDev[256];
@@ -133,6 +245,12 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   int nTab = 0;
   char *zStore;
 
+  if( argc==1 ){
+    sqlite3_free(sqlite3_str_finish(s));
+    p = tableArg(ctx, "gpuds_info", argv[0]);
+    if( p ) tableText(ctx, p);
+    return;
+  }
   sqlite3_str_appendf(s, "{\"version\":\"%s\",", GPUDS_VERSION);
   sqlite3_str_appendf(s, "\"backend\":\"%s\",",
       (strcmp(pOrd->zBackend, "cuda")==0 || strcmp(pHash->zBackend, "cuda")==0)
@@ -194,13 +312,23 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   (void)argc; (void)argv;
 }
 
-/* Register gpuds_info() on db. */
+/* Register gpuds_info(), gpuds_info(table), gpuds_check(table) and
+** gpuds_version() on db. */
 int gpudsRegisterFunctions(sqlite3 *db){
   int rc = sqlite3_create_function(db, "gpuds_info", 0, SQLITE_UTF8, 0,
                                    infoFunc, 0, 0);
   if( rc==SQLITE_OK ){
+    rc = sqlite3_create_function(db, "gpuds_info", 1, SQLITE_UTF8, 0,
+                                 infoFunc, 0, 0);
+  }
+  if( rc==SQLITE_OK ){
     rc = sqlite3_create_function(db, "gpuds_check", 1, SQLITE_UTF8, 0,
                                  checkFunc, 0, 0);
+  }
+  if( rc==SQLITE_OK ){
+    rc = sqlite3_create_function(db, "gpuds_version", 0,
+                                 SQLITE_UTF8|SQLITE_DETERMINISTIC|SQLITE_INNOCUOUS, 0,
+                                 versionFunc, 0, 0);
   }
   return rc;
 }

@@ -8,9 +8,10 @@
 **   PLAN_GT/GE/LT/LE  a bound    PLAN_LIMIT, PLAN_OFFSET
 **   PLAN_DESC (bit 28)  produce keys in descending order
 **   PLAN_COLS (bit 29)  a column plan (colset.c): further arguments are
-**                       terms on non-key columns, listed between the last
-**                       '{' and '}' of idxStr, with an ORDER BY a column
-** idxStr repeats the plan in words for EXPLAIN QUERY PLAN.
+**                       terms on non-key columns, listed after the NUL
+**                       that ends idxStr's words (planText), with an
+**                       ORDER BY a column
+** idxStr says the plan in words for EXPLAIN QUERY PLAN.
 **
 ** Column terms on INTEGER, REAL and NUMERIC columns are omitted (exact:
 ** SQLite applies NUMERIC affinity to the other side whatever it is); on
@@ -137,6 +138,85 @@ static double colOpShare(char c){
   return 0.25;
 }
 
+/* What gpudsBestIndex chose, for planText. */
+typedef struct GpudsPlanShape {
+  int nArg; const int *aiArg; const int *aeArg;   /* key arguments */
+  int nColArg; const int *aiCol; const char *acCol; /* column terms */
+  int bCols;             /* a column plan */
+  int iOrderCol;         /* ORDER BY this non-key column, or -1 */
+  int bColsOnceBuilt;    /* a key plan only because no column set is built */
+} GpudsPlanShape;
+
+/* idxStr: the plan in words for EXPLAIN QUERY PLAN, e.g.
+**   gfsl: k>? ORDER BY k DESC LIMIT ?
+**   gpuhash: GPU column set: v=? AND s>? (checked again by SQLite) ORDER BY s DESC
+** and, for a column plan, after the words' terminating NUL (so that EXPLAIN
+** QUERY PLAN, which prints idxStr with %s, never shows it), the terms for
+** decodeCols: "{<column><letter>,...[;o<column><a|d>]}".  SQLite hands
+** xFilter the very buffer xBestIndex made (it frees it with sqlite3_free()
+** once the statement is finalized).  NULL if out of memory. */
+static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
+                      const GpudsPlanShape *x, int bOrdered){
+  static const char *azOp[] = { "", "=?", " IN (...) as one batch", ">?", ">=?", "<?", "<=?" };
+  static const char *azC = "eiaAuUnIlLgGNxXyYbBzZwWM";
+  static const char *azW[] = { "=?", " IS ?", "=?", " IS ?", " IS NULL", " IS NOT NULL",
+    "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?", " IN (...)",
+    "<?", "<=?", ">?", ">=?", "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?", " IN (...)" };
+  sqlite3_str *pStr = sqlite3_str_new(0);
+  const char *zKey = p->azCol[0];
+  int i, nWhere = 0, bLimit = 0, bOffset = 0;
+
+  sqlite3_str_appendf(pStr, "%s: ", p->eKind==GPUDS_ORDERED ? "gfsl"
+                      : (bOrdered ? "gpuhash (ordered mirror)" : "gpuhash"));
+  if( x->bCols ){
+    sqlite3_str_appendf(pStr, "%s column set: ",
+                        strcmp(p->pOps->zBackend, "host")==0 ? "host" : "GPU");
+  }
+  for(i=0; i<x->nArg; i++){
+    if( x->aeArg[i]==PLAN_LIMIT ){ bLimit = 1; continue; }
+    if( x->aeArg[i]==PLAN_OFFSET ){ bOffset = 1; continue; }
+    sqlite3_str_appendf(pStr, "%s%s%s", nWhere++ ? " AND " : "", zKey, azOp[x->aeArg[i]]);
+  }
+  for(i=0; i<x->nColArg; i++){
+    int iW = (int)(strchr(azC, x->acCol[i]) - azC);
+    sqlite3_str_appendf(pStr, "%s%s%s%s", nWhere++ ? " AND " : "",
+                        p->azCol[pInfo->aConstraint[x->aiCol[i]].iColumn], azW[iW],
+                        colLetterSuperset(x->acCol[i]) ? " (checked again by SQLite)" : "");
+  }
+  if( nWhere==0 ) sqlite3_str_appendall(pStr, x->bCols && x->iOrderCol>0 ? "every row" : "full scan");
+  if( x->bCols && x->iOrderCol>0 ){
+    sqlite3_str_appendf(pStr, " ORDER BY %s%s", p->azCol[x->iOrderCol],
+                        pInfo->aOrderBy[0].desc ? " DESC" : "");
+  }else if( pInfo->orderByConsumed ){
+    sqlite3_str_appendf(pStr, " ORDER BY %s%s", zKey,
+                        (pInfo->idxNum & PLAN_DESC) ? " DESC" : "");
+  }
+  if( bLimit ) sqlite3_str_appendall(pStr, bOffset ? " LIMIT ? OFFSET ?" : " LIMIT ?");
+  if( x->bCols && p->cs.pCols==0 ){
+    sqlite3_str_appendall(pStr, " (the column set is not built yet: the first run builds it)");
+  }
+  if( x->bColsOnceBuilt ){
+    sqlite3_str_appendall(pStr, " (a column-set plan once the column set is built)");
+  }
+  if( x->bCols ){
+    sqlite3_str_appendchar(pStr, 1, 0);
+    sqlite3_str_appendchar(pStr, 1, '{');
+    for(i=0; i<x->nColArg; i++){
+      sqlite3_str_appendf(pStr, "%s%d%c", i ? "," : "",
+                          pInfo->aConstraint[x->aiCol[i]].iColumn, x->acCol[i]);
+    }
+    if( x->iOrderCol>0 ){
+      sqlite3_str_appendf(pStr, ";o%d%c", x->iOrderCol, pInfo->aOrderBy[0].desc ? 'd' : 'a');
+    }
+    sqlite3_str_appendchar(pStr, 1, '}');
+  }
+  if( sqlite3_str_errcode(pStr) ){
+    sqlite3_free(sqlite3_str_finish(pStr));
+    return 0;
+  }
+  return sqlite3_str_finish(pStr);
+}
+
 /* Choose a plan.  Always succeeds (a full scan is always possible). */
 int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   int aiArg[PLAN_MAXARG];       /* constraint index for each argument */
@@ -145,8 +225,8 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   int iLimit = -1, iOffset = -1, bAllUsed = 1;
   int aiCol[PLAN_MAXCOLARG];    /* column terms: constraint index ... */
   char acCol[PLAN_MAXCOLARG];   /* ... and letter (colOpLetter) */
-  int nColArg = 0, iOrderCol = -1, bCols = 0;
-  double colRows = 0, colCost = 0;
+  int nColArg = 0, iOrderCol = -1, bCols = 0, bColsOnceBuilt = 0;
+  double colRows = 0, colCost = 0, colCostBuilt = 0, keyCostBuilt = 0;
   /* Reads in key order: gfsl, or gpuhash with its host mirror (a B+tree,
   ** store.c), whose ranges and scans then cost what gfsl's do.  Fixed at
   ** the table's creation, so the order and costs planned here are what
@@ -154,8 +234,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   int bOrdered = gpudsStoreOrdered(p);
   double nRow = (double)gpudsShadowRows(p) + (double)p->wb.nOver;
   double rows, cost;
-  sqlite3_str *pStr;
-  const char *zKey = p->azCol[0];
+  GpudsPlanShape shape;
 
   if( nRow<1 ) nRow = 1;
   /* Pass 1: the equality (or IN) on the key, preferring plain = over IN. */
@@ -241,6 +320,8 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       colRows = keyRows*share;
       if( colRows<1 ) colRows = 1;
       colCost = COLS_LAUNCH_COST + nRow/COLS_SCAN_DIV + colRows;
+      keyCostBuilt = keyCost;
+      colCostBuilt = colCost;
       if( p->cs.pCols==0 && nColArg==0 && iOrderCol<0
        && !(iLimit>=0 && pInfo->nOrderBy>0) ){
         /* no set yet, a plan on the key alone: the set would be built from
@@ -254,6 +335,9 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       }
       if( iOrderCol>0 && nColArg==0 ) keyCost += keyRows*log2(keyRows+1);  /* the sort saved */
       bCols = gpudsConfig()->eColPlans==GPUDS_COLPLAN_ALWAYS || colCost<keyCost;
+      /* the same statement planned once the set exists (the cost of
+      ** building it aside) would take the column set: the plan says so */
+      bColsOnceBuilt = !bCols && colCostBuilt<keyCostBuilt;
     }
     if( !bCols ){ nColArg = 0; iOrderCol = -1; }
     for(i=0; i<nColArg; i++){
@@ -313,52 +397,12 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   pInfo->estimatedRows = (sqlite3_int64)rows;
   pInfo->estimatedCost = cost;
 
-  /* idxStr: the plan in words. */
-  pStr = sqlite3_str_new(0);
-  sqlite3_str_appendf(pStr, "%s", p->eKind==GPUDS_ORDERED ? "gfsl"
-                      : (bOrdered ? "gpuhash ordered mirror" : "gpuhash"));
-  if( bCols ) sqlite3_str_appendf(pStr, " %s column set", strcmp(p->pOps->zBackend, "host")==0 ? "host" : "GPU");
-  else if( nArg==0 || (aeArg[0]==PLAN_LIMIT) ) sqlite3_str_appendf(pStr, " full scan");
-  for(i=0; i<nArg; i++){
-    static const char *azOp[] = { "", "=?", " IN (...) batch", ">?", ">=?", "<?", "<=?" };
-    if( aeArg[i]==PLAN_LIMIT ){ sqlite3_str_appendf(pStr, " limit"); continue; }
-    if( aeArg[i]==PLAN_OFFSET ){ sqlite3_str_appendf(pStr, " offset"); continue; }
-    sqlite3_str_appendf(pStr, "%s %s%s", i ? " AND" : "", zKey, azOp[aeArg[i]]);
-  }
-  for(i=0; i<nColArg; i++){
-    static const char *azC = "eiaAuUnIlLgGNxXyYbBzZwWM";
-    static const char *azW[] = { "=?", " IS ?", "=? (checked again)", " IS ? (checked again)",
-      " IS NULL", " IS NOT NULL", "!=?", " IS NOT ?", "<?", "<=?", ">?", ">=?", " IN (...)",
-      "<? (checked again)", "<=? (checked again)", ">? (checked again)", ">=? (checked again)",
-      "!=? (checked again)", " IS NOT ? (checked again)",
-      "<? (checked again)", "<=? (checked again)", ">? (checked again)", ">=? (checked again)",
-      " IN (...) (checked again)" };
-    int iW = (int)(strchr(azC, acCol[i]) - azC);
-    sqlite3_str_appendf(pStr, "%s %s%s", (i || (nArg && aeArg[0]!=PLAN_LIMIT)) ? " AND" : "",
-                        p->azCol[pInfo->aConstraint[aiCol[i]].iColumn], azW[iW]);
-  }
-  if( bCols && iOrderCol>0 ){
-    sqlite3_str_appendf(pStr, " ORDER BY %s%s", p->azCol[iOrderCol],
-                        pInfo->aOrderBy[0].desc ? " DESC" : "");
-  }else if( pInfo->orderByConsumed ){
-    sqlite3_str_appendf(pStr, " ORDER BY %s%s", zKey,
-                        (pInfo->idxNum & PLAN_DESC) ? " DESC" : "");
-  }
-  if( bCols ){
-    /* the machine-readable part, read back by gpudsPlanDecode */
-    sqlite3_str_appendf(pStr, " {");
-    for(i=0; i<nColArg; i++){
-      sqlite3_str_appendf(pStr, "%s%d%c", i ? "," : "",
-                          pInfo->aConstraint[aiCol[i]].iColumn, acCol[i]);
-    }
-    if( iOrderCol>0 ){
-      sqlite3_str_appendf(pStr, ";o%d%c", iOrderCol, pInfo->aOrderBy[0].desc ? 'd' : 'a');
-    }
-    sqlite3_str_appendf(pStr, "}");
-  }
-  pInfo->idxStr = sqlite3_str_finish(pStr);
+  shape.nArg = nArg; shape.aiArg = aiArg; shape.aeArg = aeArg;
+  shape.nColArg = nColArg; shape.aiCol = aiCol; shape.acCol = acCol;
+  shape.bCols = bCols; shape.iOrderCol = iOrderCol; shape.bColsOnceBuilt = bColsOnceBuilt;
+  pInfo->idxStr = planText(p, pInfo, &shape, bOrdered);
   pInfo->needToFreeIdxStr = 1;
-  return SQLITE_OK;
+  return pInfo->idxStr ? SQLITE_OK : SQLITE_NOMEM;
 }
 
 /* 2^63 as a double */
@@ -585,13 +629,14 @@ static int colInList(sqlite3_value *pArg, char aff, int eEnc, int bAny, GpudsCol
   return rc;
 }
 
-/* Decode a column plan: the terms listed after the last '{' of idxStr
-** ("<column><letter>,...[;o<column><a|d>]}"), their constants in argv. */
+/* Decode a column plan: the terms planText wrote after the NUL that ends
+** idxStr's words ("{<column><letter>,...[;o<column><a|d>]}"), their
+** constants in argv. */
 static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
                       sqlite3_value **argv, GpudsPlan *pPlan){
-  const char *z = idxStr ? strrchr(idxStr, '{') : 0;
+  const char *z = idxStr ? idxStr + strlen(idxStr) + 1 : 0;
   int n = 0, rc;
-  if( z==0 ) return SQLITE_INTERNAL;
+  if( z==0 || z[0]!='{' ) return SQLITE_INTERNAL;
   pPlan->bCols = 1;
   pPlan->aTerm = sqlite3_malloc64(sizeof(GpudsColTerm)*(argc>0 ? argc : 1));
   if( pPlan->aTerm==0 ) return SQLITE_NOMEM;

@@ -1,12 +1,15 @@
 -- gpuds demo: both modules, a bulk load, point / range / IN queries,
 -- filters and ORDER BY on other columns.
 -- Run from the repository root:  sqlite3 :memory: < sql/demo.sql
+.bail on
 .load ./build/gpuds
 .headers on
 .mode box
 
-SELECT json_extract(gpuds_info(), '$.backend') AS backend,
-       json_extract(gpuds_info(), '$.device')  AS device;
+SELECT gpuds_version() AS version,
+       json_extract(gpuds_info(), '$.backend') AS backend,
+       coalesce(json_extract(gpuds_info(), '$.why_no_gpu'),
+                json_extract(gpuds_info(), '$.device')) AS device_or_why_not;
 
 CREATE VIRTUAL TABLE events USING gfsl(ts INTEGER PRIMARY KEY, sensor TEXT, reading REAL, raw BLOB);
 CREATE VIRTUAL TABLE users  USING gpuhash(id INTEGER PRIMARY KEY, name TEXT, score INTEGER);
@@ -45,4 +48,8 @@ EXPLAIN QUERY PLAN SELECT * FROM events WHERE ts BETWEEN 1000 AND 2000 ORDER BY 
 EXPLAIN QUERY PLAN SELECT * FROM users WHERE id IN (SELECT id FROM visits);
 EXPLAIN QUERY PLAN SELECT ts FROM events WHERE reading > 99990 ORDER BY reading DESC LIMIT 3;
 
-SELECT gpuds_info() AS info;
+-- each table in a few lines (gpuds_info() without an argument: JSON)
+.mode list
+.headers off
+SELECT gpuds_info('events');
+SELECT gpuds_info('users');

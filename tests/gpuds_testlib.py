@@ -1,6 +1,7 @@
 """Pieces the SQL-level tests share: the extension's path, a tally of checks
 that prints "N passed, M failed", and a connection with gpuds loaded."""
 import os
+import re
 import sqlite3
 
 EXT = os.path.abspath(os.environ["GPUDS_EXT"]) if os.environ.get("GPUDS_EXT") else ""
@@ -24,6 +25,23 @@ class Tally:
         """Print the closing line; the exit status (1 if anything failed)."""
         print("%d passed, %d failed" % (self.passed, self.failed))
         return 1 if self.failed else 0
+
+
+def project_version():
+    """The version set in CMakeLists.txt's project(), the one place it is
+    defined (gpuds_version() and the Python package report it)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "CMakeLists.txt")) as f:
+        m = re.search(r"^project\(gpuds VERSION ([0-9][0-9.]*)", f.read(), re.M)
+    return m.group(1) if m else None
+
+
+def uses_column_set(plan):
+    """True when plan, the text of EXPLAIN QUERY PLAN, has a gfsl or gpuhash
+    table read through its column set (ext/plan.c, planText): "gfsl: GPU
+    column set: ...", "gpuhash (ordered mirror): host column set: ..."."""
+    return re.search(r"\b(gfsl|gpuhash|gpuhash \(ordered mirror\)): (GPU|host) column set: ",
+                     plan) is not None
 
 
 def connect(path, timeout=5.0):

@@ -90,12 +90,11 @@ def colplans(path, enc, what):
         plan = lambda q: " ".join(str(r[-1]) for r in c.execute("EXPLAIN QUERY PLAN " + q))
         order = plan("SELECT k FROM g ORDER BY t, k")
         rng = plan("SELECT k FROM g WHERE n < 'b'")
-        # (a gpuhash table without its mirror scans through the set: "{}")
-        T.check("column set" in order and ";o" in order,
+        T.check(lib.uses_column_set(order) and "ORDER BY t" in order,
                 what + ": ORDER BY a column on the set", order)
-        T.check("column set" in rng and "n<?" in rng, what + ": a range on the set", rng)
+        T.check(lib.uses_column_set(rng) and "n<?" in rng, what + ": a range on the set", rng)
         eq = plan("SELECT k FROM g WHERE t = 'a'")
-        T.check("column set" in eq, what + ": equality on the set", eq)
+        T.check(lib.uses_column_set(eq), what + ": equality on the set", eq)
         c.close()
     finally:
         del os.environ["GPUDS_COLUMN_PLANS"]
