@@ -1,28 +1,28 @@
 /*
 ** diskread.c -- key lookups answered from the runs in <name>_run, on the
 ** connection's own snapshot, while the table's store is built in the
-** background (bgload.c).  Format 4 only (varint keys: a chunk's first key
-** is its first bytes).
+** background (bgload.c).  Formats 4 and 5 only (varint keys: a chunk's
+** first key is its first bytes).
 **
-** The index: every chunk's row id and entry count (one SELECT of id and n,
-** which reads no blob), grouped by run, oldest first, and its first key (a
-** few bytes of its keys blob, sqlite3_blob_read).  Before any search
-** trusts it, it is checked as the loader checks what it reads: the
-** entries add up to t_meta's, the first keys ascend within each run, and
-** from format 5 the chunks' ids, counts and first keys add up to t_meta's
-** 'layout' digest (a chunk moved, repeated, dropped or renumbered would
-** otherwise send a binary search past the chunk that holds a key).  A
-** lookup asks the runs newest first: the last chunk whose first key is not
-** above the key, decoded whole (keys, entry offsets) and checked as the
-** loader checks it (sizes, its checksum, from format 5 seeded with its id,
-** keys, its first key the indexed one and its last below the next chunk's,
-** the entries' layout; the record found with gpudsRunRecord or
-** gpudsOvflRead), then the key in it.  The newest run holding the key decides: a record is the
-** answer, a deletion means no row.  The last DISK_CACHE chunks decoded
-** are kept.  The index describes one snapshot: shadow.c drops it
-** (gpudsDiskReset) whenever the database may have changed.  Blob handles
-** are closed before a lookup returns: an open one would keep the
-** connection's read transaction open.
+** The index: every chunk's row id and entry count (one SELECT of id, n and
+** the blobs' types, which reads no blob), grouped by run, oldest first,
+** and its first key (a few bytes of its keys blob, sqlite3_blob_read).
+** Before any search trusts it, it is checked as the loader checks what it
+** reads: the entries add up to t_meta's, the first keys ascend within each
+** run, and from format 5 the chunks' ids, counts and first keys add up to
+** t_meta's 'layout' digest (a chunk moved, repeated, dropped or renumbered
+** would otherwise send a binary search past the chunk that holds a key).
+** A lookup asks the runs newest first: the last chunk whose first key is
+** not above the key, decoded whole (keys, entry offsets) and checked as
+** the loader checks it (sizes, its checksum, from format 5 seeded with its
+** id, keys, its first key the indexed one and its last below the next
+** chunk's, the entries' layout; the record found with gpudsRunRecord or
+** gpudsOvflRead), then the key in it.  The newest run holding the key
+** decides: a record is the answer, a deletion means no row.  The last
+** DISK_CACHE chunks decoded are kept.  The index describes one snapshot:
+** shadow.c drops it (gpudsDiskReset) whenever the database may have
+** changed.  Blob handles are closed before a lookup returns: an open one
+** would keep the connection's read transaction open.
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
@@ -135,7 +135,10 @@ static int diskOpen(GpudsTable *p){
     int64_t iRow = sqlite3_column_int64(pStmt, 0), n = sqlite3_column_int64(pStmt, 1);
     int64_t iRun = iRow >> RUN_SHIFT;
     nAll += n;
-    if( !sqlite3_column_int(pStmt, 2) ){ rc = diskCorrupt(p, iRun, "keys or vals is not a blob"); break; }
+    if( !sqlite3_column_int(pStmt, 2) ){
+      rc = diskCorrupt(p, iRun, "keys or vals is not a blob");
+      break;
+    }
     if( n<0 ){ rc = diskCorrupt(p, iRun, "bad chunk sizes"); break; }
     if( n==0 ){                 /* the loader reads none: no writer makes one */
       uLayout += gpudsChunkLayout(iRow, 0, 0);
@@ -177,7 +180,9 @@ static int diskOpen(GpudsTable *p){
     for(i=0; rc==SQLITE_OK && i<r->nChunk; i++){
       DiskChunk *c = &d->aChunk[r->iFirst+i];
       rc = diskFirstKey(p, r->iRun, c);
-      if( rc==SQLITE_OK && i>0 && c->k0<=c[-1].k0 ) rc = diskCorrupt(p, r->iRun, "keys out of order");
+      if( rc==SQLITE_OK && i>0 && c->k0<=c[-1].k0 ){
+        rc = diskCorrupt(p, r->iRun, "keys out of order");
+      }
       uLayout += gpudsChunkLayout(c->iRow, c->n, c->k0);
     }
   }
@@ -202,7 +207,11 @@ static int diskDecode(GpudsTable *p, const DiskRun *r, int i, DiskDecoded **ppDe
   uint64_t h;
   int rc, j;
   for(j=0; j<DISK_CACHE; j++){
-    if( d->aDec[j].n>0 && d->aDec[j].iRow==c->iRow ){ *ppDec = &d->aDec[j]; d->aDec[j].iUse = ++d->iClock; return SQLITE_OK; }
+    if( d->aDec[j].n>0 && d->aDec[j].iRow==c->iRow ){
+      *ppDec = &d->aDec[j];
+      d->aDec[j].iUse = ++d->iClock;
+      return SQLITE_OK;
+    }
     if( d->aDec[j].iUse < s->iUse ) s = &d->aDec[j];
   }
   decodedClear(s);

@@ -26,6 +26,32 @@ class Tally:
         return 1 if self.failed else 0
 
 
+def run_cases(tally, cases, prefix, want, set_tmp):
+    """Run the functions cases (those whose names start with one of want,
+    if any) in a new temporary directory (given to set_tmp first, removed
+    after), each exception a failed check; the closing line and exit status
+    (tally.finish()), or 77 without GPUDS_EXT."""
+    import shutil
+    import tempfile
+    import traceback
+    if not EXT:
+        print("SKIPPED: GPUDS_EXT is not set")
+        return 77
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    set_tmp(tmp)
+    try:
+        for fn in cases:
+            if want and not any(fn.__name__.startswith(w) for w in want):
+                continue
+            try:
+                fn()
+            except Exception:
+                tally.check(False, "%s raised:" % fn.__name__, traceback.format_exc())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tally.finish()
+
+
 def connect(path, timeout=5.0):
     """A connection to path in autocommit mode with gpuds loaded."""
     c = sqlite3.connect(path, timeout=timeout, isolation_level=None)

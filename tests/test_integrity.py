@@ -21,15 +21,12 @@ The last line is "N passed, M failed"; exit 77 without GPUDS_EXT.
 """
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpuds_testlib import EXT, Tally, connect  # noqa: E402
+from gpuds_testlib import EXT, Tally, connect, run_cases  # noqa: E402
 
 MODULES = ("gfsl", "gpuhash")
 MODES = ("off", "always", "hold")
@@ -214,23 +211,10 @@ def disk_lookups():
 
 
 def main():
-    global TMP
-    if not EXT:
-        print("SKIPPED: GPUDS_EXT is not set")
-        return 77
-    TMP = tempfile.mkdtemp(prefix="gpuds_integrity_")
-    want = set(sys.argv[1:])
-    try:
-        for fn in CASES:
-            if want and fn.__name__ not in want:
-                continue
-            try:
-                fn()
-            except Exception:
-                check(False, "%s raised:" % fn.__name__, traceback.format_exc())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    return T.finish()
+    def set_tmp(t):
+        global TMP
+        TMP = t
+    return run_cases(T, CASES, "gpuds_integrity_", sys.argv[1:], set_tmp)
 
 
 if __name__ == "__main__":
