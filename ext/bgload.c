@@ -97,11 +97,12 @@ static void buildColumns(GpudsBuild *b){
 }
 
 /* The URI of file zFile opened with immutable=1 (sqlite3_malloc'd): the
-** characters a URI gives a meaning to escaped. */
+** characters a URI gives a meaning to escaped, and an absolute path behind
+** an empty authority (a path that begins with "//" is not one). */
 static char *buildUri(const char *zFile){
   sqlite3_str *s = sqlite3_str_new(0);
   const char *z;
-  sqlite3_str_appendall(s, "file:");
+  sqlite3_str_appendall(s, zFile[0]=='/' ? "file://" : "file:");
   for(z=zFile; *z; z++){
     if( *z=='%' || *z=='?' || *z=='#' ) sqlite3_str_appendf(s, "%%%02x", (unsigned char)*z);
     else sqlite3_str_appendchar(s, 1, *z);
