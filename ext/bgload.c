@@ -3,16 +3,28 @@
 ** that the first statements after opening need not wait for it.
 **
 ** The thread opens its own read-only connection to the database file,
-** begins a read transaction, reads t_meta's 'generation', 'id' and
-** 'format' and loads the runs of that snapshot with gpudsShadowLoad into a
-** private table object: a store, its host mirror and a key filter that
-** nothing else sees; then, its read transaction over, the table's column
-** set where it would be on the GPU (colbuild.c, GPUDS_COLUMNS_ON_LOAD).
-** The connection that started it installs them
-** (gpudsBuildFinish) only if its own snapshot shows the same generation,
-** id and format; otherwise they are dropped and the caller loads again.
-** A build that failed is dropped too: the caller's own load then finds and
-** reports the same damage, with the same message, as it always has.
+** begins a read transaction, reads t_meta and loads the runs of that
+** snapshot with gpudsShadowLoad into a private table object: a store, its
+** host mirror and a key filter that nothing else sees; then, its read
+** transaction over, the table's column set where it would be on the GPU
+** (colbuild.c, GPUDS_COLUMNS_ON_LOAD).  The connection that started it
+** installs them (gpudsBuildFinish) only if its own snapshot's t_meta
+** names the same commit (generation, id, stamp, format) and, from format
+** 5, the digests of what the build read are that t_meta's; otherwise they
+** are dropped and the caller loads again.  A build that failed is dropped
+** too: the caller's own load then finds and reports the same damage, with
+** the same message, as it always has.
+**
+** Where the database is not in WAL mode, a read transaction held for the
+** whole load would make every writer wait (or fail with SQLITE_BUSY), this
+** connection's own writes to other tables included.  There the build of a
+** format-5 table (GPUDS_BUILD_UNLOCKED) opens the file with the URI
+** parameter immutable=1: SQLite then takes no lock at all.  What it reads
+** while a writer commits may be torn (pages of two versions), or of a
+** later commit; the digests in t_meta cover every chunk's id, count,
+** first key and checksum, and every chunk is checked against its
+** checksum, so such a read fails or has digests other than the installing
+** connection's snapshot, and is not installed.
 **
 ** Thread safety: the private table is touched by the thread alone until it
 ** ends (pthread_join orders its writes before the installer's reads); the
@@ -31,6 +43,7 @@ struct GpudsBuild {
   char *zFile;            /* the database file */
   char *zVfs;             /* its VFS, or NULL for the default */
   int bHold;              /* GPUDS_LAZY_LOAD=hold: wait for bGo after the snapshot */
+  int bUnlocked;          /* read without locks (GPUDS_BUILD_UNLOCKED) */
   pthread_t tid;
   pthread_mutex_t mu;     /* guards the fields below */
   pthread_cond_t cv;
@@ -38,35 +51,8 @@ struct GpudsBuild {
   int bCancel;            /* the table goes: stop as soon as possible */
   int bDone;              /* the thread has ended */
   int rc;                 /* its outcome */
-  int64_t iGen, iId;      /* what its snapshot's t_meta says */
-  int iFormat;
+  GpudsMeta meta;         /* what its snapshot's t_meta says */
 };
-
-/* Read 'generation', 'id' and 'format' of the thread's snapshot (which the
-** first read begins).  Any doubt is an error: the installer's own load
-** then judges the table. */
-static int buildMeta(GpudsBuild *b){
-  GpudsTable *t = &b->t;
-  sqlite3_stmt *pStmt;
-  int nSeen = 0, rc;
-  int64_t iFormat = 0;
-  rc = gpudsRunPrepare(t, &pStmt, "SELECT key, value FROM main.'%q_meta'", t->zName);
-  if( rc ) return rc;
-  b->iId = 0;
-  while( sqlite3_step(pStmt)==SQLITE_ROW ){
-    const char *zKey = (const char*)sqlite3_column_text(pStmt, 0);
-    int64_t v = sqlite3_column_int64(pStmt, 1);
-    if( zKey==0 ) continue;
-    if( strcmp(zKey, "generation")==0 ){ b->iGen = v; nSeen++; }
-    else if( strcmp(zKey, "format")==0 ){ iFormat = v; nSeen++; }
-    else if( strcmp(zKey, "id")==0 ) b->iId = v;
-  }
-  rc = sqlite3_finalize(pStmt);
-  if( rc ) return rc;
-  if( nSeen!=2 || iFormat<SHADOW_FORMAT_MIN || iFormat>SHADOW_FORMAT ) return SQLITE_CORRUPT_VTAB;
-  b->iFormat = t->iFormat = (int)iFormat;
-  return SQLITE_OK;
-}
 
 /* GPUDS_LAZY_LOAD=hold: wait until a statement needs the build (or the
 ** table goes). */
@@ -110,24 +96,49 @@ static void buildColumns(GpudsBuild *b){
   }
 }
 
+/* The URI of file zFile opened with immutable=1 (sqlite3_malloc'd): the
+** characters a URI gives a meaning to escaped, and an absolute path behind
+** an empty authority (a path that begins with "//" is not one). */
+static char *buildUri(const char *zFile){
+  sqlite3_str *s = sqlite3_str_new(0);
+  const char *z;
+  sqlite3_str_appendall(s, zFile[0]=='/' ? "file://" : "file:");
+  for(z=zFile; *z; z++){
+    if( *z=='%' || *z=='?' || *z=='#' ) sqlite3_str_appendf(s, "%%%02x", (unsigned char)*z);
+    else sqlite3_str_appendchar(s, 1, *z);
+  }
+  sqlite3_str_appendall(s, "?immutable=1");
+  return sqlite3_str_finish(s);
+}
+
 /* The thread: snapshot, load, end the read transaction, the column set,
-** report.  Held (tests), it waits after taking its snapshot in a WAL
-** database, before it in others, where a held read lock would block every
-** writer. */
+** report.  Held (tests), it waits after taking its snapshot where that
+** holds no lock that blocks a writer (WAL, or a build without locks),
+** before it in others. */
 static void *buildMain(void *pArg){
   GpudsBuild *b = (GpudsBuild*)pArg;
   GpudsTable *t = &b->t;
   sqlite3 *db = 0;
-  int rc = sqlite3_open_v2(b->zFile, &db, SQLITE_OPEN_READONLY, b->zVfs);
+  int rc;
+  if( b->bUnlocked ){
+    char *zUri = buildUri(b->zFile);
+    rc = zUri ? sqlite3_open_v2(zUri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, b->zVfs)
+              : SQLITE_NOMEM;
+    sqlite3_free(zUri);
+  }else{
+    rc = sqlite3_open_v2(b->zFile, &db, SQLITE_OPEN_READONLY, b->zVfs);
+  }
   pthread_mutex_lock(&b->mu);
   t->db = db;                 /* gpudsBuildCancel may interrupt it now */
   if( b->bCancel ) rc = SQLITE_INTERRUPT;
   pthread_mutex_unlock(&b->mu);
-  if( rc==SQLITE_OK && b->bHold && !gpudsDbIsWal(db, "main") ) buildHold(b);
+  if( rc==SQLITE_OK && b->bHold && !b->bUnlocked && !gpudsDbIsWal(db, "main") ) buildHold(b);
   if( rc==SQLITE_OK ) rc = sqlite3_exec(db, "BEGIN", 0, 0, 0);
-  if( rc==SQLITE_OK ) rc = buildMeta(b);
+  /* Any doubt about t_meta is an error: the installer's own load then
+  ** judges the table. */
+  if( rc==SQLITE_OK ) rc = gpudsMetaRead(t, &b->meta);
   if( rc==SQLITE_OK && b->bHold ) buildHold(b);
-  if( rc==SQLITE_OK && !b->bCancel ) rc = gpudsShadowLoad(t, b->iGen);
+  if( rc==SQLITE_OK && !b->bCancel ) rc = gpudsShadowLoad(t, b->meta.iGeneration);
   pthread_mutex_lock(&b->mu);
   t->db = 0;
   pthread_mutex_unlock(&b->mu);
@@ -162,12 +173,14 @@ static void buildFree(GpudsBuild *b){
   sqlite3_free(b);
 }
 
-/* Start building table p's store on a thread.  SQLITE_OK with *ppBuild
-** set, or an error (nothing started, no message: the caller loads as
-** before) where the database has no file another connection could open
-** (":memory:", a temp database), SQLite is not thread-safe, or a thread
-** or memory cannot be had. */
-int gpudsBuildStart(GpudsTable *p, GpudsBuild **ppBuild){
+/* Start building table p's store on a thread, reading in a read
+** transaction of its own (eHow GPUDS_BUILD_SNAPSHOT) or without locks
+** (GPUDS_BUILD_UNLOCKED).  SQLITE_OK with *ppBuild set, or an error
+** (nothing started, no message: the caller loads as before) where the
+** database has no file another connection could open (":memory:", a temp
+** database), SQLite is not thread-safe, or a thread or memory cannot be
+** had. */
+int gpudsBuildStart(GpudsTable *p, int eHow, GpudsBuild **ppBuild){
   const char *zFile = sqlite3_db_filename(p->db, p->zDb);
   sqlite3_vfs *pVfs = 0;
   GpudsBuild *b;
@@ -187,6 +200,7 @@ int gpudsBuildStart(GpudsTable *p, GpudsBuild **ppBuild){
   b->t.iFormat = p->iFormat;
   b->t.eEnc = p->eEnc;
   b->bHold = gpudsConfig()->eLazyLoad==GPUDS_LAZY_HOLD;
+  b->bUnlocked = eHow==GPUDS_BUILD_UNLOCKED;
   if( !b->zFile || (pVfs && !b->zVfs) || !b->t.zName ){
     sqlite3_free(b->zFile); sqlite3_free(b->zVfs); sqlite3_free(b->t.zName);
     sqlite3_free(b);
@@ -220,13 +234,28 @@ int gpudsBuildDone(GpudsBuild *b){
   return bDone;
 }
 
+/* True if build b read the commit t_meta m describes, as far as t_meta
+** can tell: the same generation, id, stamp and format, and (format 5) the
+** entries and digests of the chunks it read are m's. */
+static int buildMatches(const GpudsBuild *b, const GpudsMeta *m){
+  const GpudsTable *t = &b->t;
+  const GpudsMeta *s = &b->meta;
+  if( s->iGeneration!=m->iGeneration || s->iId!=m->iId || s->iStamp!=m->iStamp
+   || s->iFormat!=m->iFormat ){
+    return 0;
+  }
+  if( m->iFormat<SHADOW_FORMAT_DIGEST ) return 1;
+  return t->nLoadEntries==m->nEntries && t->uLoadDigest==m->uDigest
+      && t->uLoadLayout==m->uLayout;
+}
+
 /* Wait for the build (releasing a held one) and free it.  If it succeeded
-** and loaded generation iGen of the table with id iId in p's format, its
-** store, mirror and filter replace p's (the old rows freed) and
-** *pbInstalled is set.  Returns the build's error, if it failed (its
-** message dropped: the caller's own load reports it), else SQLITE_OK. */
-int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, int64_t iGen, int64_t iId,
-                     int *pbInstalled){
+** and read the commit that t_meta m (the caller's snapshot) describes in
+** p's format (buildMatches), its store, mirror and filter replace p's (the
+** old rows freed) and *pbInstalled is set.  Returns the build's error, if
+** it failed (its message dropped: the caller's own load reports it), else
+** SQLITE_OK. */
+int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, const GpudsMeta *m, int *pbInstalled){
   GpudsTable *t = &b->t;
   int rc;
   *pbInstalled = 0;
@@ -236,7 +265,7 @@ int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, int64_t iGen, int64_t iId,
   pthread_mutex_unlock(&b->mu);
   pthread_join(b->tid, 0);
   rc = b->rc;
-  if( rc==SQLITE_OK && t->bLoaded && b->iGen==iGen && b->iId==iId && b->iFormat==p->iFormat ){
+  if( rc==SQLITE_OK && t->bLoaded && m->iFormat==p->iFormat && buildMatches(b, m) ){
     p->bMaxValid = 0;
     gpudsStoreFreeRows(p);
     gpudsStoreFree(p, p->pStore, p->pMirror);
@@ -248,6 +277,8 @@ int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, int64_t iGen, int64_t iId,
     p->iGeneration = t->iGeneration;
     p->nLoadRows = t->nLoadRows;
     p->nLoadEntries = t->nLoadEntries;
+    p->uLoadDigest = t->uLoadDigest;
+    p->uLoadLayout = t->uLoadLayout;
     p->bLoaded = 1;
     /* the column set built with the store (gpudsStoreFree dropped p's) */
     p->cs.pOps = t->cs.pOps;

@@ -250,11 +250,21 @@ struct GpudsTable {
   int bLoaded;                /* the store holds the shadow tables' contents */
   int64_t iGeneration;        /* commit count the store reflects */
   int64_t iTableId;           /* t_meta 'id' of the table the store holds */
+  int64_t iStamp;             /* t_meta 'stamp' of the commit it holds: with
+                              ** the generation and id, what tells two
+                              ** copies of the file apart (0: none yet) */
   int iFormat;                /* t_meta 'format' (shadow.c SHADOW_FORMAT) */
   int64_t iGenPending;        /* generation after the commit in progress */
+  int64_t iStampPending;      /* and its stamp, */
+  uint64_t uDigestPending;    /* its digests and entries (format 5) */
+  uint64_t uLayoutPending;
+  int64_t nEntriesPending;
+  sqlite3_stmt *pMetaWrite;   /* t_meta's UPDATE at a commit (format 5), kept */
   unsigned int iDataVersion;  /* SQLITE_FCNTL_DATA_VERSION when last checked */
   int64_t nLoadRows;          /* rows read by the last load */
   int64_t nLoadEntries;       /* sum of t_run.n seen by the last load */
+  uint64_t uLoadDigest;       /* format 5: the digests of the chunks the last */
+  uint64_t uLoadLayout;       /* load read (runfmt.h, GpudsDigest) */
   /* a load in the background (bgload.c) and reads of the runs on disk
   ** meanwhile (diskread.c): while pBuild is set, pStore is not the table's
   ** (bLoaded is 0) and only key lookups are answered, from the runs */
@@ -262,6 +272,9 @@ struct GpudsTable {
   struct GpudsDisk *pDisk;    /* the runs' chunk index and decoded chunks */
   int64_t nMetaRows;          /* t_meta 'rows' when last read */
   int64_t nMetaEntries;       /* t_meta 'entries' when last read (-1: absent) */
+  uint64_t uMetaDigest;       /* t_meta 'digest' and 'layout' when last read */
+  uint64_t uMetaLayout;       /* or, after a commit, written (format 5; also
+                              ** nMetaEntries then) */
 };
 
 /* Queries on non-key columns (colset.c) */
@@ -352,6 +365,7 @@ int gpudsShadowName(const char *zSuffix);
 int gpudsShadowCreate(GpudsTable *p);
 int gpudsShadowDestroy(GpudsTable *p);
 int gpudsShadowRename(GpudsTable *p, const char *zNew);
+void gpudsShadowClose(GpudsTable *p);
 int gpudsShadowSync(GpudsTable *p);
 int gpudsShadowExists(GpudsTable *p, int *pbExists);
 int gpudsShadowRefresh(GpudsTable *p);
@@ -367,11 +381,13 @@ GpudsTable *gpudsTableFindExact(sqlite3 *db, const char *zDb, const char *zName)
 /* The store built by a thread of its own (bgload.c): started where a load
 ** is due, installed (or dropped, if the table moved on) when finished. */
 typedef struct GpudsBuild GpudsBuild;
+typedef struct GpudsMeta GpudsMeta;     /* t_meta, read (runfmt.h) */
+#define GPUDS_BUILD_SNAPSHOT 1  /* the build reads in a read transaction */
+#define GPUDS_BUILD_UNLOCKED 2  /* ... without locks (immutable=1) */
 int gpudsDbIsWal(sqlite3 *db, const char *zDb);
-int gpudsBuildStart(GpudsTable *p, GpudsBuild **ppBuild);
+int gpudsBuildStart(GpudsTable *p, int eHow, GpudsBuild **ppBuild);
 int gpudsBuildDone(GpudsBuild *b);
-int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, int64_t iGen, int64_t iId,
-                     int *pbInstalled);
+int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, const GpudsMeta *m, int *pbInstalled);
 void gpudsBuildCancel(GpudsBuild *b);
 
 /* Key lookups answered from the runs on disk (diskread.c), while a build

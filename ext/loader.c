@@ -23,6 +23,8 @@ typedef struct LoadChunk {
   int64_t i0;             /* first entry of the chunk */
   int n;                  /* entries */
   int bDone;              /* aKey/aVal[i0..i0+n-1] hold keys and handles */
+  int64_t iRow;           /* its t_run id */
+  uint64_t uSum;          /* the checksum its vals end with (0 in format 1) */
 } LoadChunk;
 typedef struct LoadRows {
   int64_t *aKey;
@@ -244,6 +246,7 @@ typedef struct LoadBuf {
   int64_t i0;                     /* copies of aChunk[iChunk].i0 and .n: the */
   int nEnt;                       /* reader may move aChunk while b is placed */
   int64_t iRun;
+  uint64_t uSeed;                 /* of the chunk's checksum (gpudsChunkSeed) */
 } LoadBuf;
 typedef struct LoadPipe {
   int nCol;                       /* non-key columns */
@@ -275,7 +278,7 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
     size_t nv = b->nv - SHADOW_SUM;
     const unsigned char *pv = b->a + b->nk;
     memcpy(&h, pv + nv, SHADOW_SUM);
-    if( h!=gpudsChunkSum(b->a, b->nk, pv, nv) ){
+    if( h!=gpudsChunkSum(b->uSeed, b->a, b->nk, pv, nv) ){
       err.zWhy = "checksum mismatch";
       rc = SQLITE_CORRUPT_VTAB;
     }else{
@@ -286,7 +289,8 @@ static int loadPipePlace(LoadPipe *pp, LoadBuf *b, GpudsLoader *L, int bLock){
     uint64_t h;
     size_t nv = b->nv - SHADOW_SUM;
     memcpy(&h, b->a + nv, SHADOW_SUM);
-    if( h!=gpudsChunkSum((const unsigned char*)&b->r->aKey[b->i0], (size_t)b->nEnt*8, b->a, nv) ){
+    if( h!=gpudsChunkSum(b->uSeed, (const unsigned char*)&b->r->aKey[b->i0], (size_t)b->nEnt*8,
+                         b->a, nv) ){
       err.zWhy = "checksum mismatch";
       rc = SQLITE_CORRUPT_VTAB;
     }else{
@@ -427,8 +431,9 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, size_t nRowBytes, LoadBuf **pb){
 /* Hand buffer b, filled with the vals of chunk iChunk of r (run iRun), to a
 ** worker, or place it now if there is none. */
 static int loadPipeSubmit(LoadPipe *pp, LoadBuf *b, LoadRows *r, int iChunk,
-                          int64_t iRun, size_t nk, size_t nv){
+                          int64_t iRun, uint64_t uSeed, size_t nk, size_t nv){
   b->r = r; b->iChunk = iChunk; b->iRun = iRun; b->nk = nk; b->nv = nv;
+  b->uSeed = uSeed;
   b->i0 = r->aChunk[iChunk].i0; b->nEnt = r->aChunk[iChunk].n;
   if( pp->nWorker==0 ){
     b->eState = LOADBUF_BUSY;
@@ -490,8 +495,11 @@ static int loadBlob(GpudsTable *p, sqlite3_blob **pp, const char *zTab,
 
 /* Read every chunk of run iRun into r through the pipe: the chunk's sizes
 ** and types are checked from the row (without reading the blobs), then its
-** keys are read straight into r and its vals into a buffer of the pipe. */
-static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
+** keys are read straight into r and its vals into a buffer of the pipe.
+** A chunk of no entries is not read; its digest terms go to pDig now (those
+** of the others once they are placed: loadDigest). */
+static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r,
+                   GpudsDigest *pDig){
   sqlite3_stmt *pStmt;
   sqlite3_blob *pKeys = 0, *pVals = 0;
   char *zTab = sqlite3_mprintf("%s_run", p->zName);
@@ -529,7 +537,11 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
                           p->zName, (long long)iRun, "more entries than its chunks count");
       break;
     }
-    if( n==0 ) continue;
+    if( n==0 ){
+      /* no writer makes one: from format 5 its term spoils the digests */
+      gpudsDigestAdd(pDig, iRow, 0, 0, 0);
+      continue;
+    }
     if( r->nChunk==r->nChunkAlloc ){
       /* Workers set bDone in aChunk holding pp->mu: move it only under it. */
       int nNew = r->nChunkAlloc ? 2*r->nChunkAlloc : 64;
@@ -561,9 +573,15 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
     r->aChunk[r->nChunk].i0 = r->n;
     r->aChunk[r->nChunk].n = (int)n;
     r->aChunk[r->nChunk].bDone = 0;
+    r->aChunk[r->nChunk].iRow = iRow;
+    r->aChunk[r->nChunk].uSum = 0;
+    if( pp->bSum ){                         /* nv >= SHADOW_SUM: checked above */
+      memcpy(&r->aChunk[r->nChunk].uSum, b->a + (pp->bEnc ? nk : 0) + nv - SHADOW_SUM, SHADOW_SUM);
+    }
     r->nChunk++;
     r->n += n;
-    rc = loadPipeSubmit(pp, b, r, r->nChunk-1, iRun, pp->bEnc ? (size_t)nk : 0, (size_t)nv);
+    rc = loadPipeSubmit(pp, b, r, r->nChunk-1, iRun, gpudsChunkSeed(p->iFormat, iRow),
+                        pp->bEnc ? (size_t)nk : 0, (size_t)nv);
     if( rc ) rc = SQLITE_ERROR;             /* loadPipeJoin reports it */
   }
   sqlite3_blob_close(pKeys);
@@ -571,6 +589,16 @@ static int loadRun(GpudsTable *p, LoadPipe *pp, int64_t iRun, LoadRows *r){
   sqlite3_finalize(pStmt);
   sqlite3_free(zTab);
   return rc;
+}
+
+/* Add the digest terms of every chunk of r (all placed: its first key is
+** known) to d. */
+static void loadDigest(const LoadRows *r, GpudsDigest *d){
+  int c;
+  for(c=0; c<r->nChunk; c++){
+    const LoadChunk *pc = &r->aChunk[c];
+    gpudsDigestAdd(d, pc->iRow, pc->n, r->aKey[pc->i0], pc->uSum);
+  }
 }
 
 /* Merge the runs aR[0..nRun-1] (oldest first) into *pOut: each key once,
@@ -649,6 +677,7 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
   LoadPipe pipe;
   LoadWorkerArg aArg[LOAD_MAX_WORKERS];
   GpudsFilter f;
+  GpudsDigest dig = {0, 0, 0};
   gpuds_store *pNew = 0, *pNewMir = 0;
   memset(&out, 0, sizeof(out));
   memset(&f, 0, sizeof(f));
@@ -663,14 +692,14 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
   loadPipeOpen(&pipe, p->nCol-1, p->iFormat, nRow, aArg);
   if( rc==SQLITE_OK && nRun<=1 ){
     rc = loadRowsAlloc(&out, nRun ? aN[0] : 0);
-    if( rc==SQLITE_OK && nRun ) rc = loadRun(p, &pipe, aRun[0], &out);
+    if( rc==SQLITE_OK && nRun ) rc = loadRun(p, &pipe, aRun[0], &out, &dig);
   }else if( rc==SQLITE_OK ){
     aR = sqlite3_malloc64(sizeof(LoadRows)*nRun);
     if( aR==0 ) rc = SQLITE_NOMEM;
     else memset(aR, 0, sizeof(LoadRows)*nRun);
     for(i=0; i<nRun && rc==SQLITE_OK; i++){
       rc = loadRowsAlloc(&aR[i], aN[i]);
-      if( rc==SQLITE_OK ) rc = loadRun(p, &pipe, aRun[i], &aR[i]);
+      if( rc==SQLITE_OK ) rc = loadRun(p, &pipe, aRun[i], &aR[i], &dig);
     }
   }
   rc2 = loadPipeJoin(p, &pipe);             /* every chunk placed */
@@ -681,6 +710,7 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
                           p->zName, (long long)(nRun ? aRun[i] : 0), "keys out of order");
     }
   }
+  for(i=0; rc==SQLITE_OK && i<(aR ? nRun : 1); i++) loadDigest(aR ? &aR[i] : &out, &dig);
   if( rc==SQLITE_OK && aR ){
     for(i=0; i<nRun; i++){ sqlite3_free(aR[i].aChunk); aR[i].aChunk = 0; aR[i].nChunk = 0; }
     rc = loadMerge(aR, nRun, &out);
@@ -711,6 +741,8 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
     gpudsFilterFree(&p->filter);
     p->filter = f;
     p->iGeneration = iGen;
+    p->uLoadDigest = dig.uDigest;
+    p->uLoadLayout = dig.uLayout;
     p->bLoaded = 1;
     p->nLoadRows = out.n;
     out.n = 0;                              /* the rows are the store's now */

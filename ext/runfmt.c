@@ -14,21 +14,25 @@ SQLITE_EXTENSION_INIT3
 #include <stdarg.h>
 
 /* The checksum a format-2 chunk ends its vals with: a 64-bit hash of the
-** keys blob and of the vals entries before it.  It finds damage that leaves
-** every length and key order valid (a flipped byte inside a value); it is
-** no defence against deliberate forgery. */
-uint64_t gpudsChunkSum(const unsigned char *aK, size_t nK,
-                         const unsigned char *aV, size_t nV){
+** keys blob and of the vals entries before it, started from uSeed (0, or
+** from format 5 the chunk's id: gpudsChunkSeed).  It finds damage that
+** leaves every length and key order valid (a flipped byte inside a value),
+** and from format 5 a chunk moved to another id; it is no defence against
+** deliberate forgery. */
+uint64_t gpudsChunkSum(uint64_t uSeed, const unsigned char *aK, size_t nK,
+                       const unsigned char *aV, size_t nV){
   /* Four lanes, each a chain of (state ^ word) * odd: every step is a
-  ** bijection of the state, so a change to any one word always changes the
-  ** result; four independent chains keep the multiplier busy (the loader
-  ** checks every byte it reads). */
+  ** bijection of the state, so a change to any one word (or to the seed,
+  ** which starts lane 0) always changes the result; four independent
+  ** chains keep the multiplier busy (the loader checks every byte it
+  ** reads). */
   const unsigned char *aPart[2];
   size_t anPart[2], i;
   uint64_t h[4] = { 0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL,
                     0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL };
   const uint64_t P = 0x9e3779b97f4a7c15ULL;
   int j;
+  h[0] ^= uSeed;
   aPart[0] = aK; anPart[0] = nK; aPart[1] = aV; anPart[1] = nV;
   for(j=0; j<2; j++){
     const unsigned char *a = aPart[j];
@@ -43,6 +47,33 @@ uint64_t gpudsChunkSum(const unsigned char *aK, size_t nK,
     h[0] ^= (uint64_t)n << 1 | (uint64_t)j;      /* the lengths count too */
   }
   return gpudsMix64(gpudsMix64(h[0] ^ gpudsMix64(h[1])) ^ gpudsMix64(h[2] ^ gpudsMix64(h[3])));
+}
+
+/* The seed of the checksum of chunk iRow (its t_run id) in a table of
+** format iFormat: the id from format 5, else 0. */
+uint64_t gpudsChunkSeed(int iFormat, int64_t iRow){
+  return iFormat>=SHADOW_FORMAT_DIGEST ? (uint64_t)iRow : 0;
+}
+
+/* A chunk's term of t_meta's 'layout' (format 5): its id, entry count and
+** first key (0 for a chunk of no entries), hashed. */
+uint64_t gpudsChunkLayout(int64_t iRow, int64_t n, int64_t k0){
+  uint64_t h = gpudsMix64((uint64_t)iRow ^ 0x243f6a8885a308d3ULL);
+  h = gpudsMix64(h ^ (uint64_t)n);
+  return gpudsMix64(h ^ (uint64_t)k0);
+}
+
+/* A chunk's term of t_meta's 'digest' (format 5): its layout term and its
+** checksum (the one its vals end with), hashed. */
+uint64_t gpudsChunkDigest(int64_t iRow, int64_t n, int64_t k0, uint64_t uSum){
+  return gpudsMix64(gpudsChunkLayout(iRow, n, k0) ^ gpudsMix64(uSum ^ 0x13198a2e03707344ULL));
+}
+
+/* Add one chunk's terms to d. */
+void gpudsDigestAdd(GpudsDigest *d, int64_t iRow, int64_t n, int64_t k0, uint64_t uSum){
+  d->uDigest += gpudsChunkDigest(iRow, n, k0, uSum);
+  d->uLayout += gpudsChunkLayout(iRow, n, k0);
+  d->nEntries += n;
 }
 
 /* Run (ppStmt==0) or prepare a printf-formatted SQL statement; on error the
@@ -101,6 +132,60 @@ int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...)
   rc = shadowSql(p, ppStmt, zFmt, ap);
   va_end(ap);
   return rc;
+}
+
+/* Read and validate t_meta into *pMeta and p->iFormat: 'format' (one this
+** build reads), 'generation' and 'rows' (integers >= 0) each exactly once;
+** 'id', 'entries' (integers >= 0), 'stamp', 'digest' and 'layout'
+** (integers) at most once, and from format 5 each of the last four exactly
+** once.  A missing, repeated or ill-typed row is SQLITE_CORRUPT_VTAB; a
+** format this build does not know is SQLITE_ERROR naming it. */
+int gpudsMetaRead(GpudsTable *p, GpudsMeta *pMeta){
+  static const char *azKey[] = { "format", "generation", "rows", "id", "entries",
+                                 "stamp", "digest", "layout" };
+  enum { NKEY = 8, NSIGNED = 5 };     /* keys from NSIGNED on may be negative */
+  int64_t aVal[NKEY] = {0, 0, 0, 0, -1, 0, 0, 0};
+  int aSeen[NKEY] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const char *zBad = 0;
+  sqlite3_stmt *pStmt;
+  int rc, i, nNeed;
+  rc = gpudsRunPrepare(p, &pStmt, "SELECT key, value FROM %Q.'%q_meta'", p->zDb, p->zName);
+  if( rc ) return rc;
+  while( sqlite3_step(pStmt)==SQLITE_ROW ){
+    const char *zKey = (const char*)sqlite3_column_text(pStmt, 0);
+    for(i=0; i<NKEY && (zKey==0 || strcmp(zKey, azKey[i])!=0); i++){}
+    if( i==NKEY ) continue;                   /* not ours to judge */
+    if( aSeen[i]++ ){ zBad = "a key twice"; continue; }
+    if( sqlite3_column_type(pStmt, 1)!=SQLITE_INTEGER
+     || ((aVal[i] = sqlite3_column_int64(pStmt, 1))<0 && i<NSIGNED) ){
+      zBad = azKey[i];
+    }
+  }
+  rc = sqlite3_finalize(pStmt);
+  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  nNeed = aSeen[0] && aVal[0]>=SHADOW_FORMAT_DIGEST ? NKEY : 3;
+  for(i=0; zBad==0 && i<nNeed; i++){
+    if( !aSeen[i] && i!=3 ) zBad = azKey[i];  /* ('id' may lack in any format) */
+  }
+  if( zBad ){
+    return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged (%s%s)", p->zName,
+                          strcmp(zBad, "a key twice")==0 ? "" : "bad or missing ", zBad);
+  }
+  if( aVal[0]<SHADOW_FORMAT_MIN || aVal[0]>SHADOW_FORMAT ){
+    return gpudsVtabError(p, SQLITE_ERROR, "%s: storage format %lld is not one this "
+                          "gpuds reads (formats %d to %d)", p->zName, (long long)aVal[0],
+                          SHADOW_FORMAT_MIN, SHADOW_FORMAT);
+  }
+  p->iFormat = (int)aVal[0];
+  pMeta->iFormat = (int)aVal[0];
+  pMeta->iGeneration = aVal[1];
+  pMeta->nRows = aVal[2];
+  pMeta->iId = aVal[3];
+  pMeta->nEntries = aVal[4];
+  pMeta->iStamp = aVal[5];
+  pMeta->uDigest = (uint64_t)aVal[6];
+  pMeta->uLayout = (uint64_t)aVal[7];
+  return SQLITE_OK;
 }
 
 /* ------------------------------------------------- format 4: keys, records
@@ -209,7 +294,7 @@ int gpudsRunRecord(GpudsTable *p, const unsigned char *a, uint32_t n, unsigned c
 ** Every entry is bounds-checked before use: a damaged chunk is reported as
 ** SQLITE_CORRUPT_VTAB, never read past its end. */
 typedef struct RunReader {
-  sqlite3_stmt *pStmt;     /* SELECT n, keys, vals of the run's chunks */
+  sqlite3_stmt *pStmt;     /* SELECT n, keys, vals, id of the run's chunks */
   int64_t iRun;
   int n, i;                /* entries in the current chunk, next one */
   const int64_t *aKey;     /* the chunk's keys */
@@ -223,6 +308,9 @@ typedef struct RunReader {
   int bEnc;                /* format 4 */
   GpudsOvfl ovfl;          /* entry i's reference, if nCur==SHADOW_OVFL */
   int bEof;
+  int bAny;                /* a chunk with entries was read: kLast is set */
+  int64_t kLast;           /* the last key of that chunk */
+  GpudsDigest *pSeen;      /* digests of the chunks read (NULL: none kept) */
 } RunReader;
 
 /* Report a damaged chunk of run r. */
@@ -259,15 +347,22 @@ static int readerCheckEntry(GpudsTable *p, RunReader *r){
   return SQLITE_OK;
 }
 
-/* Advance to the next chunk; sets bEof at the end. */
+/* Advance to the next chunk; sets bEof at the end.  The chunk is checked
+** whole before its entries are (sizes, checksum, keys, their order after
+** the run's previous chunk) and its terms added to the digests. */
 static int readerChunk(GpudsTable *p, RunReader *r){
-  int rc = sqlite3_step(r->pStmt);
+  int rc;
+  if( r->n>0 ){ r->bAny = 1; r->kLast = r->aKey[r->n-1]; }
+  rc = sqlite3_step(r->pStmt);
   if( rc==SQLITE_DONE ){ r->bEof = 1; return SQLITE_OK; }
   if( rc!=SQLITE_ROW ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
   {
     int n = sqlite3_column_int(r->pStmt, 0);
+    int64_t iRow = sqlite3_column_int64(r->pStmt, 3);
     int nk, nv;
     const void *pk, *pv;
+    uint64_t h = 0;
+    r->n = 0;
     if( sqlite3_column_type(r->pStmt, 1)!=SQLITE_BLOB
      || sqlite3_column_type(r->pStmt, 2)!=SQLITE_BLOB ){
       return readerCorrupt(p, r, "keys or vals is not a blob");
@@ -277,12 +372,12 @@ static int readerChunk(GpudsTable *p, RunReader *r){
     pv = sqlite3_column_blob(r->pStmt, 2);
     nv = sqlite3_column_bytes(r->pStmt, 2);
     if( p->iFormat>=2 ){
-      uint64_t h;
       if( nv<SHADOW_SUM ) return readerCorrupt(p, r, "bad chunk sizes");
       nv -= SHADOW_SUM;
       memcpy(&h, (const unsigned char*)pv + nv, SHADOW_SUM);
       if( n<0 || (r->bEnc ? nk<n : nk!=n*8) ) return readerCorrupt(p, r, "bad chunk sizes");
-      if( h!=gpudsChunkSum((const unsigned char*)pk, (size_t)nk, (const unsigned char*)pv, (size_t)nv) ){
+      if( h!=gpudsChunkSum(gpudsChunkSeed(p->iFormat, iRow), (const unsigned char*)pk,
+                           (size_t)nk, (const unsigned char*)pv, (size_t)nv) ){
         return readerCorrupt(p, r, "checksum mismatch");
       }
     }
@@ -314,6 +409,8 @@ static int readerChunk(GpudsTable *p, RunReader *r){
     }else{
       r->aKey = (const int64_t*)pk;
     }
+    if( n>0 && r->bAny && r->aKey[0]<=r->kLast ) return readerCorrupt(p, r, "keys out of order");
+    if( r->pSeen ) gpudsDigestAdd(r->pSeen, iRow, n, n>0 ? r->aKey[0] : 0, h);
     r->aVal = (const unsigned char*)pv;
     r->n = n; r->i = 0; r->nVal = (size_t)nv; r->iOff = 0;
     if( n>0 ) return readerCheckEntry(p, r);
@@ -322,13 +419,14 @@ static int readerChunk(GpudsTable *p, RunReader *r){
 }
 
 /* Open a reader on run iRun, positioned on its first entry. */
-static int readerOpen(GpudsTable *p, int64_t iRun, RunReader *r){
+static int readerOpen(GpudsTable *p, int64_t iRun, RunReader *r, GpudsDigest *pSeen){
   int rc;
   memset(r, 0, sizeof(*r));
   r->iRun = iRun;
   r->bEnc = p->iFormat>=SHADOW_FORMAT_ENC;
+  r->pSeen = pSeen;
   rc = gpudsRunPrepare(p, &r->pStmt,
-      "SELECT n, keys, vals FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld ORDER BY id",
+      "SELECT n, keys, vals, id FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld ORDER BY id",
       p->zDb, p->zName, (long long)(iRun<<RUN_SHIFT),
       (long long)((iRun<<RUN_SHIFT) | ((1<<RUN_SHIFT)-1)));
   while( rc==SQLITE_OK && !r->bEof && r->i>=r->n ) rc = readerChunk(p, r);
@@ -422,14 +520,16 @@ int gpudsRunList(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun){
 ** (key, record, spilled record or tombstone), in key order; with
 ** MERGE_DROP_TOMB not for tombstones.  With MERGE_FREE_OVFL the pieces of
 ** every spilled record a newer run overrides are deleted (the merge's output
-** replaces its input runs: they would be referenced by nothing). */
+** replaces its input runs: they would be referenced by nothing).  If
+** pSeen is not NULL, the digests of every chunk read are added to it (a
+** merge that succeeds reads every chunk of its runs). */
 int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int mFlags,
-                     MergeOut xOut, void *pCtx){
+                  MergeOut xOut, void *pCtx, GpudsDigest *pSeen){
   RunReader *aR = sqlite3_malloc64(sizeof(RunReader)*(nRun ? nRun : 1));
   int rc = SQLITE_OK, i;
   if( aR==0 ) return SQLITE_NOMEM;
   memset(aR, 0, sizeof(RunReader)*(nRun ? nRun : 1));
-  for(i=0; i<nRun && rc==SQLITE_OK; i++) rc = readerOpen(p, aRun[i], &aR[i]);
+  for(i=0; i<nRun && rc==SQLITE_OK; i++) rc = readerOpen(p, aRun[i], &aR[i], pSeen);
   while( rc==SQLITE_OK ){
     int64_t kMin = 0;
     int iBest = -1;
@@ -511,7 +611,7 @@ int gpudsOvflRead(GpudsTable *p, int64_t iRun, const GpudsOvfl *o, int nCol,
   }
   if( rc==SQLITE_OK && zWhy==0 ){
     if( off!=o->nRec ) zWhy = "spilled record pieces of the wrong size";
-    else if( gpudsChunkSum(a, o->nRec, 0, 0)!=o->sum ) zWhy = "spilled record checksum mismatch";
+    else if( gpudsChunkSum(0, a, o->nRec, 0, 0)!=o->sum ) zWhy = "spilled record checksum mismatch";
     else{
       unsigned char *aRow = 0;
       rc = recToRow(p, a, o->nRec, &aRow);
@@ -585,14 +685,17 @@ int gpudsRunWriterOpen(GpudsTable *p, int64_t iRun, RunWriter *w){
 int gpudsRunWriterFlush(GpudsTable *p, RunWriter *w){
   int rc;
   const unsigned char *aK = w->bEnc ? w->aKeyEnc : (const unsigned char*)w->aKey;
+  int64_t iRow = (w->iRun<<RUN_SHIFT) | w->iChunk;
+  uint64_t h = 0;
   if( w->n==0 ) return SQLITE_OK;
   if( w->iChunk>=(1<<RUN_SHIFT) ) return gpudsVtabError(p, SQLITE_FULL, "run too large");
   if( w->bSum ){
-    uint64_t h = gpudsChunkSum(aK, w->nKeyEnc, w->aVal, w->nVal);
+    h = gpudsChunkSum(gpudsChunkSeed(p->iFormat, iRow), aK, w->nKeyEnc, w->aVal, w->nVal);
     memcpy(w->aVal + w->nVal, &h, SHADOW_SUM);   /* writerEntry kept room */
     w->nVal += SHADOW_SUM;
   }
-  rc = sqlite3_bind_int64(w->pIns, 1, (w->iRun<<RUN_SHIFT) | w->iChunk);
+  gpudsDigestAdd(&w->dig, iRow, w->n, w->aKey[0], h);
+  rc = sqlite3_bind_int64(w->pIns, 1, iRow);
   if( rc==SQLITE_OK ) rc = sqlite3_bind_int(w->pIns, 2, w->n);
   if( rc==SQLITE_OK ) rc = sqlite3_bind_blob64(w->pIns, 3, aK, (uint64_t)w->nKeyEnc, SQLITE_STATIC);
   if( rc==SQLITE_OK ){
@@ -701,7 +804,7 @@ static int writerSpill(GpudsTable *p, RunWriter *w, const unsigned char *aRec,
   o->iFirst = w->iOvflNext;
   o->nRec = nRec;
   o->nPiece = 0;
-  o->sum = gpudsChunkSum(aRec, nRec, 0, 0);
+  o->sum = gpudsChunkSum(0, aRec, nRec, 0, 0);
   while( off<nRec ){
     uint32_t n = (int64_t)(nRec-off) > nMax ? (uint32_t)nMax : nRec-off;
     rc = sqlite3_bind_int64(w->pOvflIns, 1, w->iOvflNext);

@@ -33,16 +33,28 @@
 **          even a blob, N >= 13 odd a text of (N-12)/2 bytes; 10 and 11
 **          invalid), then each column's bytes, big-endian, nothing after
 **          them.  Spilled records (<name>_ovfl) hold the same encoding.
+**
+** Format 5 (SHADOW_FORMAT_DIGEST) is format 4 with every chunk's checksum
+** seeded with its t_run id (a chunk moved to another id no longer
+** matches), and two digests in <name>_meta, each a sum (mod 2^64) over the
+** chunks: 'layout' of gpudsChunkLayout(id, n, first key), which a lookup
+** from disk checks from its chunk index before it trusts a binary search,
+** and 'digest' of gpudsChunkDigest(id, n, first key, checksum), which a
+** load checks over everything it read (two copies of the table that
+** differ in any chunk differ in it).  Each commit updates both
+** incrementally.
 */
 #ifndef GPUDS_RUNFMT_H
 #define GPUDS_RUNFMT_H
 
 #include "varint.h"
 
-#define SHADOW_FORMAT  4     /* written for new tables: varints, encoded records */
+#define SHADOW_FORMAT  5     /* written for new tables: varints, encoded records,
+                             ** id-seeded checksums, digests */
 #define SHADOW_FORMAT_MIN 1  /* oldest read and written: format 1, no checksums */
 #define SHADOW_FORMAT_OVFL 3 /* first format with <name>_ovfl */
 #define SHADOW_FORMAT_ENC 4  /* first format with varint keys, encoded records */
+#define SHADOW_FORMAT_DIGEST 5  /* first with id-seeded checksums and digests */
 #define SHADOW_SUM     8     /* bytes of a format-2 chunk's checksum */
 #define SHADOW_CHUNK   65536 /* keys per chunk at most */
 #define SHADOW_TOMB    0xffffffffu
@@ -53,6 +65,25 @@
                              ** (record header, id, n), kept free under the
                              ** length limit */
 #define RUN_SHIFT      20
+
+/* What <name>_meta says of a table (gpudsMetaRead). */
+struct GpudsMeta {
+  int iFormat;            /* 'format' */
+  int64_t iGeneration;    /* commits so far */
+  int64_t nRows;          /* rows after the last commit */
+  int64_t iId;            /* the table's identity (0: made before 'id' existed) */
+  int64_t nEntries;       /* sum of t_run.n, or -1 (made before 'entries') */
+  int64_t iStamp;         /* random, new with every commit (0: none yet) */
+  uint64_t uDigest;       /* format 5: sum of gpudsChunkDigest over the chunks */
+  uint64_t uLayout;       /* format 5: sum of gpudsChunkLayout over the chunks */
+};
+
+/* The digests of a set of chunks, summed as they are read or written. */
+typedef struct GpudsDigest {
+  uint64_t uDigest;       /* sum of gpudsChunkDigest */
+  uint64_t uLayout;       /* sum of gpudsChunkLayout */
+  int64_t nEntries;       /* sum of their entry counts */
+} GpudsDigest;
 
 /* Where a spilled record lies in <name>_ovfl. */
 typedef struct GpudsOvfl {
@@ -100,6 +131,7 @@ typedef struct RunWriter {
   size_t nKeyEnc;         /* bytes of the chunk's keys (n*8 before format 4) */
   unsigned char *aRec;    /* formats 1 to 3: one record in the legacy layout */
   size_t nRecAlloc;
+  GpudsDigest dig;        /* of the chunks written */
 } RunWriter;
 
 /* A merge's output: one key and its newest record: inline (aRec, nRec),
@@ -109,8 +141,13 @@ typedef int (*MergeOut)(GpudsTable*, void*, int64_t, const unsigned char*, uint3
 #define MERGE_DROP_TOMB 1    /* gpudsRunMerge: leave deletions out */
 #define MERGE_FREE_OVFL 2    /* delete the pieces of overridden spilled records */
 
-uint64_t gpudsChunkSum(const unsigned char *aK, size_t nK,
+uint64_t gpudsChunkSum(uint64_t uSeed, const unsigned char *aK, size_t nK,
                        const unsigned char *aV, size_t nV);
+uint64_t gpudsChunkSeed(int iFormat, int64_t iRow);
+uint64_t gpudsChunkLayout(int64_t iRow, int64_t n, int64_t k0);
+uint64_t gpudsChunkDigest(int64_t iRow, int64_t n, int64_t k0, uint64_t uSum);
+void gpudsDigestAdd(GpudsDigest *d, int64_t iRow, int64_t n, int64_t k0, uint64_t uSum);
+int gpudsMetaRead(GpudsTable *p, GpudsMeta *pMeta);
 int gpudsRunExec(GpudsTable *p, const char *zFmt, ...);
 int gpudsPragmaPick(sqlite3 *db, const char *zSql, const char *const *azValue,
                     int nValue);
@@ -120,7 +157,7 @@ int gpudsRunListCap(GpudsTable *p, int64_t **paRun, int64_t **paN, int64_t **paC
                     int *pnRun);
 int gpudsRunList(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun);
 int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int mFlags,
-                  MergeOut xOut, void *pCtx);
+                  MergeOut xOut, void *pCtx, GpudsDigest *pSeen);
 int64_t gpudsRunInlineMax(GpudsTable *p);
 int gpudsOvflParse(const unsigned char *a, GpudsOvfl *o);
 int gpudsOvflRead(GpudsTable *p, int64_t iRun, const GpudsOvfl *o, int nCol,

@@ -73,30 +73,43 @@ int gpudsShadowExists(GpudsTable *p, int *pbExists){
   return rc;
 }
 
+/* A random positive number (an 'id' or a 'stamp'). */
+static int64_t shadowRandom(void){
+  int64_t i = 0;
+  while( i==0 ){
+    sqlite3_randomness(sizeof(i), &i);
+    i &= INT64_MAX;
+  }
+  return i;
+}
+
 /* xCreate: create the (empty) shadow tables.  t_meta is made by CREATE
 ** TABLE ... AS SELECT, which, unlike an INSERT, leaves sqlite3_changes() as
 ** the user's last statement set it (an ordinary CREATE TABLE does too).
 ** 'id' is a random number naming this table for as long as it exists: a
 ** connection that holds a table object of the same name made for another
 ** table (dropped and created again by another connection) tells them
-** apart by it. */
+** apart by it.  'stamp' is a random number every commit replaces: two
+** copies of the database file that have taken different commits since
+** they were one differ in it, even at the same generation.  The digests
+** of no chunks are 0. */
 int gpudsShadowCreate(GpudsTable *p){
-  int64_t iId = 0;
+  int64_t iId = shadowRandom(), iStamp = shadowRandom();
   int rc;
-  while( iId==0 ){
-    sqlite3_randomness(sizeof(iId), &iId);
-    iId &= INT64_MAX;
-  }
   rc = gpudsRunExec(p,
     "CREATE TABLE %Q.'%q_meta' AS SELECT 'format' AS key, %d AS value"
     " UNION ALL SELECT 'generation', 0 UNION ALL SELECT 'rows', 0"
-    " UNION ALL SELECT 'id', %lld;"
+    " UNION ALL SELECT 'id', %lld UNION ALL SELECT 'entries', 0"
+    " UNION ALL SELECT 'stamp', %lld UNION ALL SELECT 'digest', 0"
+    " UNION ALL SELECT 'layout', 0;"
     "CREATE TABLE %Q.'%q_run'(id INTEGER PRIMARY KEY, n INTEGER, keys BLOB, vals BLOB);"
     "CREATE TABLE %Q.'%q_ovfl'(id INTEGER PRIMARY KEY, data BLOB);",
-    p->zDb, p->zName, SHADOW_FORMAT, (long long)iId, p->zDb, p->zName, p->zDb, p->zName);
+    p->zDb, p->zName, SHADOW_FORMAT, (long long)iId, (long long)iStamp,
+    p->zDb, p->zName, p->zDb, p->zName);
   if( rc==SQLITE_OK ){
     p->bLoaded = 1;     /* empty, and so is the store */
     p->iTableId = iId;
+    p->iStamp = iStamp;
     p->iFormat = SHADOW_FORMAT;
   }
   return rc;
@@ -104,6 +117,7 @@ int gpudsShadowCreate(GpudsTable *p){
 
 /* xDestroy: drop the shadow tables. */
 int gpudsShadowDestroy(GpudsTable *p){
+  gpudsShadowClose(p);
   return gpudsRunExec(p, "DROP TABLE IF EXISTS %Q.'%q_meta';"
                        "DROP TABLE IF EXISTS %Q.'%q_run';"
                        "DROP TABLE IF EXISTS %Q.'%q_ovfl';",
@@ -114,7 +128,9 @@ int gpudsShadowDestroy(GpudsTable *p){
 ** where it exists: tables of formats 1 and 2 have none). */
 int gpudsShadowRename(GpudsTable *p, const char *zNew){
   sqlite3_stmt *pStmt;
-  int bOvfl, rc = gpudsRunPrepare(p, &pStmt,
+  int bOvfl, rc;
+  gpudsShadowClose(p);
+  rc = gpudsRunPrepare(p, &pStmt,
       "SELECT 1 FROM %Q.sqlite_schema WHERE type='table' AND name='%q_ovfl'",
       p->zDb, p->zName);
   if( rc ) return rc;
@@ -131,60 +147,6 @@ int gpudsShadowRename(GpudsTable *p, const char *zNew){
   return rc;
 }
 
-/* What t_meta says of the table. */
-typedef struct ShadowMeta {
-  int64_t iGeneration;    /* commits so far */
-  int64_t nRows;          /* rows after the last commit */
-  int64_t iId;            /* the table's identity (0: made before 'id' existed) */
-  int64_t nEntries;       /* sum of t_run.n, or -1 (made before 'entries') */
-} ShadowMeta;
-
-/* Read and validate t_meta: 'format' (this build's), 'generation' and 'rows'
-** (integers >= 0) each exactly once, 'id' and 'entries' at most once.  A missing,
-** repeated or ill-typed row is SQLITE_CORRUPT_VTAB; a format this build
-** does not know is SQLITE_ERROR naming it. */
-static int metaRead(GpudsTable *p, ShadowMeta *pMeta){
-  static const char *azKey[] = { "format", "generation", "rows", "id", "entries" };
-  int64_t aVal[5] = {0, 0, 0, 0, -1};
-  int aSeen[5] = {0, 0, 0, 0, 0};
-  const char *zBad = 0;
-  sqlite3_stmt *pStmt;
-  int rc, i;
-  rc = gpudsRunPrepare(p, &pStmt, "SELECT key, value FROM %Q.'%q_meta'", p->zDb, p->zName);
-  if( rc ) return rc;
-  while( sqlite3_step(pStmt)==SQLITE_ROW ){
-    const char *zKey = (const char*)sqlite3_column_text(pStmt, 0);
-    for(i=0; i<5 && (zKey==0 || strcmp(zKey, azKey[i])!=0); i++){}
-    if( i==5 ) continue;                      /* not ours to judge */
-    if( aSeen[i]++ ){ zBad = "a key twice"; continue; }
-    if( sqlite3_column_type(pStmt, 1)!=SQLITE_INTEGER
-     || (aVal[i] = sqlite3_column_int64(pStmt, 1))<0 ){
-      zBad = azKey[i];
-    }
-  }
-  rc = sqlite3_finalize(pStmt);
-  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
-  if( zBad==0 ){
-    for(i=0; i<3 && aSeen[i]; i++){}
-    if( i<3 ) zBad = azKey[i];
-  }
-  if( zBad ){
-    return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged (%s%s)", p->zName,
-                          strcmp(zBad, "a key twice")==0 ? "" : "bad or missing ", zBad);
-  }
-  if( aVal[0]<SHADOW_FORMAT_MIN || aVal[0]>SHADOW_FORMAT ){
-    return gpudsVtabError(p, SQLITE_ERROR, "%s: storage format %lld is not one this "
-                          "gpuds reads (formats %d to %d)", p->zName, (long long)aVal[0],
-                          SHADOW_FORMAT_MIN, SHADOW_FORMAT);
-  }
-  p->iFormat = (int)aVal[0];
-  pMeta->iGeneration = aVal[1];
-  pMeta->nRows = aVal[2];
-  pMeta->iId = aVal[3];
-  pMeta->nEntries = aVal[4];
-  return SQLITE_OK;
-}
-
 static int outToWriter(GpudsTable *p, void *pCtx, int64_t k,
                        const unsigned char *aRec, uint32_t nRec, const GpudsOvfl *pOvfl){
   if( pOvfl ) return gpudsRunWriterAddOvfl(p, (RunWriter*)pCtx, k, pOvfl);  /* moved, not copied */
@@ -195,8 +157,10 @@ static int outToWriter(GpudsTable *p, void *pCtx, int64_t k,
 ** one before it (the merged size counted as the sum of the sizes, which
 ** bounds it), in ONE k-way merge of all of them: merging them pairwise
 ** rewrote the newest entries once per level of the cascade (a range DELETE
-** after many small commits: its deletions copied again at every level). */
-static int compactRuns(GpudsTable *p){
+** after many small commits: its deletions copied again at every level).
+** The digests of the chunks written are added to *pAdd, those of the
+** chunks merged away to *pDel. */
+static int compactRuns(GpudsTable *p, GpudsDigest *pAdd, GpudsDigest *pDel){
   int64_t *aRun = 0, *aN = 0, nSum;
   int nRun = 0, iFirst, rc;
   rc = gpudsRunList(p, &aRun, &aN, &nRun);
@@ -215,9 +179,12 @@ static int compactRuns(GpudsTable *p){
       if( rc==SQLITE_OK ){
         rc = gpudsRunMerge(p, &aRun[iFirst], nRun-iFirst,
                            MERGE_FREE_OVFL | (bOldest ? MERGE_DROP_TOMB : 0),
-                           outToWriter, &w);
+                           outToWriter, &w, pDel);
       }
       if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
+      pAdd->uDigest += w.dig.uDigest;
+      pAdd->uLayout += w.dig.uLayout;
+      pAdd->nEntries += w.dig.nEntries;
       if( rc==SQLITE_OK ){
         rc = gpudsRunExec(p, "DELETE FROM %Q.'%q_run' WHERE id BETWEEN %lld AND %lld",
                         p->zDb, p->zName, (long long)(aRun[iFirst]<<RUN_SHIFT),
@@ -265,7 +232,7 @@ static int collectCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   r->n += n;
   return SQLITE_OK;
 }
-static int shadowRewrite(GpudsTable *p){
+static int shadowRewrite(GpudsTable *p, GpudsDigest *pAdd){
   RunWriter w;
   RewriteAll all = {0, 0, 0, 0};
   int rc = gpudsRunExec(p, "DELETE FROM %Q.'%q_run'", p->zDb, p->zName);
@@ -282,6 +249,7 @@ static int shadowRewrite(GpudsTable *p){
     free(all.aV);
   }
   if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
+  *pAdd = w.dig;
   gpudsRunWriterClose(&w);
   return rc;
 }
@@ -293,7 +261,7 @@ static int shadowRewrite(GpudsTable *p){
 ** buffer has not persisted yet) as ONE new run: a merge of the batches,
 ** the newest value of each key winning, deletions kept. */
 static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch,
-                           int64_t nBatch){
+                           int64_t nBatch, GpudsDigest *pAdd){
   size_t *aPos = sqlite3_malloc64(nBatch*sizeof(size_t));
   RunWriter w;
   int rc = SQLITE_OK;
@@ -326,9 +294,82 @@ static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch
     }
   }
   if( rc==SQLITE_OK ) rc = gpudsRunWriterFlush(p, &w);
+  *pAdd = w.dig;
   gpudsRunWriterClose(&w);
   sqlite3_free(aPos);
   return rc;
+}
+
+/* Write t_meta for the commit in progress: the next generation, the rows,
+** the entries, a new stamp and, from format 5, the digests: what t_meta
+** holds (or nothing after a full rewrite, bAll) plus the chunks written
+** (add) less those merged away (del).  What t_meta holds is what this
+** connection last read of it (every refresh that finds the database
+** changed reads it, and a write transaction begins with one) or, after a
+** commit of its own, wrote; or, if an xSync of this transaction already
+** wrote it (a COMMIT that failed with SQLITE_BUSY, retried), that.  Format
+** 5 has every key once (t_meta was validated when read): one UPDATE, kept
+** prepared (a commit pays no parse for it); older tables may lack
+** 'entries' and 'stamp'. */
+static int shadowMetaWrite(GpudsTable *p, int bAll, const GpudsDigest *pAdd,
+                           const GpudsDigest *pDel){
+  int64_t iStamp = shadowRandom(), iGen = p->iGeneration + 1, nEnt = 0;
+  int64_t nRows = p->pOps->xCount(p->pStore);
+  uint64_t uDigest = 0, uLayout = 0;
+  int rc;
+  if( !bAll ){
+    int bPend = p->iGenPending!=0;
+    uDigest = bPend ? p->uDigestPending : p->uMetaDigest;
+    uLayout = bPend ? p->uLayoutPending : p->uMetaLayout;
+    nEnt = bPend ? p->nEntriesPending : p->nMetaEntries;
+  }
+  uDigest += pAdd->uDigest - pDel->uDigest;
+  uLayout += pAdd->uLayout - pDel->uLayout;
+  nEnt += pAdd->nEntries - pDel->nEntries;
+  if( p->iFormat>=SHADOW_FORMAT_DIGEST ){
+    sqlite3_stmt *pUp = p->pMetaWrite;
+    if( pUp==0 ){
+      rc = gpudsRunPrepare(p, &pUp, "UPDATE %Q.'%q_meta' SET value=CASE key"
+          " WHEN 'generation' THEN ?1 WHEN 'rows' THEN ?2 WHEN 'entries' THEN ?3"
+          " WHEN 'stamp' THEN ?4 WHEN 'digest' THEN ?5 ELSE ?6 END"
+          " WHERE key IN ('generation', 'rows', 'entries', 'stamp', 'digest', 'layout')",
+          p->zDb, p->zName);
+      if( rc ) return rc;
+      p->pMetaWrite = pUp;
+    }
+    sqlite3_bind_int64(pUp, 1, iGen);
+    sqlite3_bind_int64(pUp, 2, nRows);
+    sqlite3_bind_int64(pUp, 3, nEnt);
+    sqlite3_bind_int64(pUp, 4, iStamp);
+    sqlite3_bind_int64(pUp, 5, (int64_t)uDigest);
+    sqlite3_bind_int64(pUp, 6, (int64_t)uLayout);
+    sqlite3_step(pUp);
+    rc = sqlite3_reset(pUp);
+    if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  }else{
+    rc = gpudsRunExec(p, "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='generation';"
+                         "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='rows';"
+                         "DELETE FROM %Q.'%q_meta' WHERE key IN ('entries', 'stamp');"
+                         "INSERT INTO %Q.'%q_meta' SELECT 'entries', coalesce(sum(n), 0)"
+                         " FROM %Q.'%q_run' UNION ALL SELECT 'stamp', %lld;",
+                      p->zDb, p->zName, (long long)iGen, p->zDb, p->zName, (long long)nRows,
+                      p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName, (long long)iStamp);
+  }
+  if( rc==SQLITE_OK ){
+    p->iGenPending = iGen;
+    p->iStampPending = iStamp;
+    p->uDigestPending = uDigest;
+    p->uLayoutPending = uLayout;
+    p->nEntriesPending = nEnt;
+  }
+  return rc;
+}
+
+/* Let go of the statements the table keeps (it goes, or is renamed or
+** dropped: they name its shadow tables). */
+void gpudsShadowClose(GpudsTable *p){
+  sqlite3_finalize(p->pMetaWrite);
+  p->pMetaWrite = 0;
 }
 
 /* xSync, after the write buffer was flushed: bring the shadow tables to
@@ -340,6 +381,7 @@ static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch
 int gpudsShadowSync(GpudsTable *p){
   int64_t *aRun = 0, *aN = 0, iNext = 1, nBatch = 0;
   GpudsBatch *aBatch = 0;
+  GpudsDigest add = {0, 0, 0}, del = {0, 0, 0};
   int nRun = 0, rc = SQLITE_OK;
   int bAll = gpudsWbufSyncLost(p);
   if( !bAll ){
@@ -349,53 +391,61 @@ int gpudsShadowSync(GpudsTable *p){
     if( rc || nBatch==0 ) return rc;
   }
   if( bAll ){
-    rc = shadowRewrite(p);
+    rc = shadowRewrite(p, &add);
   }else{
     rc = gpudsRunList(p, &aRun, &aN, &nRun);
     if( rc==SQLITE_OK && nRun ) iNext = aRun[nRun-1] + 1;
     sqlite3_free(aRun); sqlite3_free(aN);
-    if( rc==SQLITE_OK ) rc = shadowAppendRun(p, iNext, aBatch, nBatch);
-    if( rc==SQLITE_OK ) rc = compactRuns(p);
+    if( rc==SQLITE_OK ) rc = shadowAppendRun(p, iNext, aBatch, nBatch, &add);
+    if( rc==SQLITE_OK ) rc = compactRuns(p, &add, &del);
   }
   sqlite3_free(aBatch);
-  if( rc==SQLITE_OK ){
-    rc = gpudsRunExec(p, "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='generation';"
-                       "UPDATE %Q.'%q_meta' SET value=%lld WHERE key='rows';"
-                       "DELETE FROM %Q.'%q_meta' WHERE key='entries';"
-                       "INSERT INTO %Q.'%q_meta' SELECT 'entries', coalesce(sum(n), 0)"
-                       " FROM %Q.'%q_run';",
-                    p->zDb, p->zName, (long long)(p->iGeneration+1),
-                    p->zDb, p->zName, (long long)p->pOps->xCount(p->pStore),
-                    p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName);
-    if( rc==SQLITE_OK ){
-      p->iGenPending = p->iGeneration + 1;
-      gpudsWbufSynced(p);
-    }
-  }
+  if( rc==SQLITE_OK ) rc = shadowMetaWrite(p, bAll, &add, &del);
+  if( rc==SQLITE_OK ) gpudsWbufSynced(p);
   return rc;
 }
 
-/* True if a load of table p (t_meta says m) may be left to a background
-** build (bgload.c) while key lookups read the runs (diskread.c): format 4
-** (the disk reads need its keys), a non-empty table, and GPUDS_LAZY_LOAD:
-** by default only a WAL database's table of GPUDS_LAZY_MIN_ENTRIES entries
-** or more.  In rollback-journal mode the build's read lock would make this
-** connection's own later writes to other tables fail with SQLITE_BUSY
-** until it ends (and every other writer's, as a load does today), so
-** only GPUDS_LAZY_LOAD=always asks for it there. */
-static int shadowLazy(GpudsTable *p, const ShadowMeta *m){
+/* Remember what t_meta says (m, just read). */
+static void shadowMetaNote(GpudsTable *p, const GpudsMeta *m){
+  p->nMetaRows = m->nRows;
+  p->nMetaEntries = m->nEntries;
+  p->uMetaDigest = m->uDigest;
+  p->uMetaLayout = m->uLayout;
+}
+
+/* How a load of table p (t_meta says m) may be left to a background build
+** (bgload.c) while key lookups read the runs (diskread.c): 0, it may not
+** (GPUDS_LAZY_LOAD=off, an empty table, or a format before 4, whose keys
+** the disk reads cannot search); GPUDS_BUILD_SNAPSHOT, the build reads in
+** a read transaction of its own (a WAL database, where that blocks no
+** writer, by default only for a table of GPUDS_LAZY_MIN_ENTRIES entries or
+** more; in rollback-journal mode only a format-4 table under
+** GPUDS_LAZY_LOAD=always or hold, since the build's read lock would make
+** every writer, this connection's included, wait or fail with SQLITE_BUSY
+** until it ends); GPUDS_BUILD_UNLOCKED, the build reads the file without
+** any lock and is installed only if the digests of what it read are its
+** snapshot's (format 5 in rollback-journal mode: no writer ever waits for
+** it). */
+static int shadowLazy(GpudsTable *p, const GpudsMeta *m){
   int eLazy = gpudsConfig()->eLazyLoad;
   int64_t nEnt = m->nEntries>=0 ? m->nEntries : m->nRows;
   if( eLazy==GPUDS_LAZY_OFF || p->iFormat<SHADOW_FORMAT_ENC || nEnt<=0 ) return 0;
-  if( eLazy!=GPUDS_LAZY_AUTO ) return 1;
-  if( nEnt<GPUDS_LAZY_MIN_ENTRIES ) return 0;
-  return gpudsDbIsWal(p->db, p->zDb);     /* no answer: load here */
+  if( eLazy==GPUDS_LAZY_AUTO && nEnt<GPUDS_LAZY_MIN_ENTRIES ) return 0;
+  if( gpudsDbIsWal(p->db, p->zDb) ) return GPUDS_BUILD_SNAPSHOT;
+  if( p->iFormat>=SHADOW_FORMAT_DIGEST ) return GPUDS_BUILD_UNLOCKED;
+  return eLazy==GPUDS_LAZY_AUTO ? 0 : GPUDS_BUILD_SNAPSHOT;
+}
+
+/* The chunks of t_run are not those whose digests t_meta holds. */
+static int shadowDigestError(GpudsTable *p){
+  return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run is damaged: its chunks do not "
+                        "match the digests in %s_meta", p->zName, p->zName);
 }
 
 /* The store holds the rows t_meta (m) says, or the shadow tables disagree
 ** with each other (a deleted or changed run, or a changed count):
 ** SQLITE_CORRUPT_VTAB, and the table is loaded again on the next try. */
-static int shadowRowsCheck(GpudsTable *p, const ShadowMeta *m){
+static int shadowRowsCheck(GpudsTable *p, const GpudsMeta *m){
   int64_t nHeld = p->pOps->xCount(p->pStore);
   if( nHeld==m->nRows ) return SQLITE_OK;
   p->bLoaded = 0;
@@ -405,21 +455,23 @@ static int shadowRowsCheck(GpudsTable *p, const ShadowMeta *m){
 }
 
 /* Bring the store to what t_meta (m, this connection's snapshot) says:
-** install a finished background build of that generation, or start one
+** install a finished background build of that commit, or start one
 ** (bLazy, where shadowLazy allows: the table is then pending), or load
 ** now (gpudsShadowLoad).  A build that failed is dropped and the load
 ** done here, which reports the damage as it always has.  After a load,
-** the entries and rows must be what t_meta says. */
-static int shadowLoad(GpudsTable *p, const ShadowMeta *m, int bLazy){
-  int rc = SQLITE_OK, bInstalled = 0;
+** the entries, the digests (format 5) and the rows must be what t_meta
+** says. */
+static int shadowLoad(GpudsTable *p, const GpudsMeta *m, int bLazy){
+  int rc = SQLITE_OK, bInstalled = 0, eHow;
   if( p->pBuild ){
-    int rcBuild = gpudsBuildFinish(p, p->pBuild, m->iGeneration, m->iId, &bInstalled);
+    int rcBuild = gpudsBuildFinish(p, p->pBuild, m, &bInstalled);
     p->pBuild = 0;
     gpudsDiskReset(p);
     if( rcBuild ) bLazy = 0;
   }
   if( !bInstalled ){
-    if( bLazy && shadowLazy(p, m) && gpudsBuildStart(p, &p->pBuild)==SQLITE_OK ){
+    if( bLazy && (eHow = shadowLazy(p, m))!=0
+     && gpudsBuildStart(p, eHow, &p->pBuild)==SQLITE_OK ){
       p->bLoaded = 0;             /* pending: pStore is not the table's */
       return SQLITE_OK;
     }
@@ -431,12 +483,22 @@ static int shadowLoad(GpudsTable *p, const ShadowMeta *m, int bLazy){
   if( p->nLoadEntries>=SHADOW_TRIM_ENTRIES || m->nEntries>=SHADOW_TRIM_ENTRIES ) gpudsMemTrim();
   /* A new table of this name and schema (dropped and created again by
   ** another connection) is loaded afresh like a new generation. */
-  if( rc==SQLITE_OK ) p->iTableId = m->iId;
+  if( rc==SQLITE_OK ){
+    p->iTableId = m->iId;
+    p->iStamp = m->iStamp;
+  }
   if( rc==SQLITE_OK && m->nEntries>=0 && p->nLoadEntries!=m->nEntries ){
     /* a chunk or run deleted, repeated or its count changed */
     rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run is damaged: its chunks hold "
                         "%lld entries, %s_meta says %lld", p->zName,
                         (long long)p->nLoadEntries, p->zName, (long long)m->nEntries);
+    p->bLoaded = 0;
+  }
+  if( rc==SQLITE_OK && m->iFormat>=SHADOW_FORMAT_DIGEST
+   && (p->uLoadDigest!=m->uDigest || p->uLoadLayout!=m->uLayout) ){
+    /* a chunk moved to another id, its first key or count changed, or the
+    ** digests themselves */
+    rc = shadowDigestError(p);
     p->bLoaded = 0;
   }
   return rc;
@@ -450,23 +512,33 @@ static int shadowLoad(GpudsTable *p, const ShadowMeta *m, int bLazy){
 ** statement needs the store (gpudsShadowReady). */
 int gpudsShadowRefresh(GpudsTable *p){
   int rc = SQLITE_OK, bDone;
-  ShadowMeta meta = {0, 0, 0, -1};
+  GpudsMeta meta;
   unsigned int iVersion = 0;
-  if( p->nCursor>0 || !gpudsWbufEmpty(p) ) return SQLITE_OK;
+  sqlite3_vfs *pVfs = 0;
   /* NULL names "main" and spares SQLite a search of the schema names (once
   ** per statement) */
-  if( sqlite3_file_control(p->db, strcmp(p->zDb, "main")==0 ? 0 : p->zDb,
-                           SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
+  const char *zDb = strcmp(p->zDb, "main")==0 ? 0 : p->zDb;
+  if( p->nCursor>0 || !gpudsWbufEmpty(p) ) return SQLITE_OK;
+  if( sqlite3_file_control(p->db, zDb, SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
+    iVersion = 0;
+  }
+  /* sqlite3_deserialize() replaces a database with a new in-memory one
+  ** (the memdb VFS) whose data version starts afresh, and SQLite runs the
+  ** statements prepared before it with this table's handle when the
+  ** schema cookie is the same (memdb.c reopens the database without
+  ** expiring them): the data version cannot tell, so t_meta is read for
+  ** every statement there. */
+  if( sqlite3_file_control(p->db, zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs)==SQLITE_OK
+   && pVfs && pVfs->zName && strcmp(pVfs->zName, "memdb")==0 ){
     iVersion = 0;
   }
   bDone = p->pBuild && gpudsBuildDone(p->pBuild);
   if( (p->bLoaded || p->pBuild) && !bDone && iVersion==p->iDataVersion && iVersion!=0 ){
     return SQLITE_OK;
   }
-  rc = metaRead(p, &meta);
+  rc = gpudsMetaRead(p, &meta);
   if( rc ) return rc;
-  p->nMetaRows = meta.nRows;
-  p->nMetaEntries = meta.nEntries;
+  shadowMetaNote(p, &meta);
   if( p->pBuild && (iVersion!=p->iDataVersion || iVersion==0) ){
     gpudsDiskReset(p);          /* the runs may have changed */
   }
@@ -474,7 +546,12 @@ int gpudsShadowRefresh(GpudsTable *p){
     p->iDataVersion = iVersion;   /* disk reads answer meanwhile */
     return SQLITE_OK;
   }
-  if( p->pBuild || !p->bLoaded || meta.iGeneration!=p->iGeneration || meta.iId!=p->iTableId ){
+  /* The generation, id and stamp name the commit the store holds: another
+  ** commit (by another connection, or in another copy of the file that
+  ** replaced this one: ATTACH, the backup API, sqlite3_deserialize) is
+  ** loaded afresh. */
+  if( p->pBuild || !p->bLoaded || meta.iGeneration!=p->iGeneration || meta.iId!=p->iTableId
+   || meta.iStamp!=p->iStamp ){
     rc = shadowLoad(p, &meta, 1);
   }
   if( rc==SQLITE_OK && p->bLoaded ) rc = shadowRowsCheck(p, &meta);
@@ -499,20 +576,26 @@ int64_t gpudsShadowRows(const GpudsTable *p){
 ** since it began or it failed.  Call after gpudsShadowRefresh in the same
 ** statement. */
 int gpudsShadowReady(GpudsTable *p){
-  ShadowMeta meta = {0, 0, 0, -1};
+  GpudsMeta meta;
   int rc;
   if( p->pBuild==0 ) return SQLITE_OK;
-  rc = metaRead(p, &meta);
+  rc = gpudsMetaRead(p, &meta);
   if( rc ) return rc;
+  shadowMetaNote(p, &meta);
   rc = shadowLoad(p, &meta, 0);
   if( rc==SQLITE_OK ) rc = shadowRowsCheck(p, &meta);
   return rc;
 }
 
-/* The transaction's shadow writes are committed: adopt the generation. */
+/* The transaction's shadow writes are committed: adopt the generation,
+** the stamp and the digests. */
 void gpudsShadowCommitted(GpudsTable *p){
   if( p->iGenPending ){
     p->iGeneration = p->iGenPending;
+    p->iStamp = p->iStampPending;
+    p->uMetaDigest = p->uDigestPending;
+    p->uMetaLayout = p->uLayoutPending;
+    if( p->iFormat>=SHADOW_FORMAT_DIGEST ) p->nMetaEntries = p->nEntriesPending;
     p->iGenPending = 0;
   }
 }
@@ -601,28 +684,57 @@ static int outToCheck(GpudsTable *p, void *pCtx, int64_t k,
   return SQLITE_OK;
 }
 
-/* Verify the structure against the shadow tables and its own invariants.
-** Returns SQLITE_OK with *pzResult "ok" or a description of the first
-** problem (sqlite3_malloc'd). */
+/* Verify the structure against the shadow tables and its own invariants,
+** on one snapshot: the one the calling statement reads if it has begun
+** one, else one taken here (a statement that names no table, such as
+** SELECT gpuds_check('t'), has none: the store is first brought to it, as
+** a read would be, and every read of the check sees it).  Returns
+** SQLITE_OK with *pzResult "ok" or a description of the first problem
+** (sqlite3_malloc'd); damage found while reading the shadow tables (a bad
+** chunk, chunks that do not match t_meta's entries or digests) is
+** SQLITE_CORRUPT_VTAB. */
 int gpudsShadowCheck(GpudsTable *p, char **pzResult){
-  int64_t *aRun = 0, *aN = 0, nStore;
-  int nRun = 0, rc;
+  int64_t *aRun = 0, *aN = 0, nStore, nEnt = 0;
+  int nRun = 0, rc, i;
+  sqlite3_stmt *pPin = 0;
+  GpudsDigest seen = {0, 0, 0};
+  GpudsMeta meta;
   CheckCtx c;
   memset(&c, 0, sizeof(c));
   *pzResult = 0;
-  rc = gpudsShadowRefresh(p);
+  rc = gpudsRunPrepare(p, &pPin, "SELECT 1 FROM %Q.'%q_meta'", p->zDb, p->zName);
+  if( rc==SQLITE_OK ){
+    rc = sqlite3_step(pPin);                  /* its read transaction: held */
+    rc = rc==SQLITE_ROW || rc==SQLITE_DONE ? SQLITE_OK
+       : gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  }
+  if( rc==SQLITE_OK ) rc = gpudsShadowRefresh(p);
   if( rc==SQLITE_OK ) rc = gpudsShadowReady(p);
-  if( rc ) return rc;
+  if( rc==SQLITE_OK ) rc = gpudsMetaRead(p, &meta);
+  if( rc ) goto check_out;
+  shadowMetaNote(p, &meta);
   if( gpudsStoreCheck(p)!=SQLITE_OK ){
     *pzResult = sqlite3_mprintf("%s: %s", p->zName, p->base.zErrMsg ? p->base.zErrMsg : "check failed");
-    return SQLITE_OK;
+    goto check_out;
   }
   rc = checkSkipKeys(p, &c);
   if( rc==SQLITE_OK ) rc = gpudsRunList(p, &aRun, &aN, &nRun);
-  if( rc==SQLITE_OK ) rc = gpudsRunMerge(p, aRun, nRun, MERGE_DROP_TOMB, outToCheck, &c);
+  if( rc==SQLITE_OK ) rc = gpudsRunMerge(p, aRun, nRun, MERGE_DROP_TOMB, outToCheck, &c, &seen);
+  for(i=0; i<nRun; i++) nEnt += aN[i];
   sqlite3_free(aRun); sqlite3_free(aN);
   free(c.aSkip);
-  if( rc ){ sqlite3_free(c.zFirst); return rc; }
+  /* t_meta as this transaction sees it: after its own commits' xSync the
+  ** shadow tables are the transaction's too */
+  if( rc==SQLITE_OK && meta.nEntries>=0 && nEnt!=meta.nEntries ){
+    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run is damaged: its chunks hold "
+                        "%lld entries, %s_meta says %lld", p->zName,
+                        (long long)nEnt, p->zName, (long long)meta.nEntries);
+  }
+  if( rc==SQLITE_OK && meta.iFormat>=SHADOW_FORMAT_DIGEST
+   && (seen.uDigest!=meta.uDigest || seen.uLayout!=meta.uLayout) ){
+    rc = shadowDigestError(p);
+  }
+  if( rc ) goto check_out;
   nStore = p->pOps->xCount(p->pStore);
   if( c.nBad ){
     *pzResult = sqlite3_mprintf("%s: %lld of %lld shadow rows disagree; first: %s",
@@ -633,6 +745,9 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
   }else{
     *pzResult = sqlite3_mprintf("ok");
   }
+  if( *pzResult==0 ) rc = SQLITE_NOMEM;
+check_out:
   sqlite3_free(c.zFirst);
-  return *pzResult ? SQLITE_OK : SQLITE_NOMEM;
+  sqlite3_finalize(pPin);
+  return rc;
 }

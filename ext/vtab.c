@@ -102,6 +102,7 @@ static void tableFree(GpudsTable *p){
   cursorFree((GpudsCursor*)p->pCurSpare);
   p->pCurSpare = 0;
   gpudsTableListRemove(p);
+  gpudsShadowClose(p);
   if( p->pBuild ) gpudsBuildCancel(p->pBuild);  /* its thread joined */
   p->pBuild = 0;
   gpudsDiskReset(p);

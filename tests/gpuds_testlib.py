@@ -44,6 +44,32 @@ def uses_column_set(plan):
                      plan) is not None
 
 
+def run_cases(tally, cases, prefix, want, set_tmp):
+    """Run the functions cases (those whose names start with one of want,
+    if any) in a new temporary directory (given to set_tmp first, removed
+    after), each exception a failed check; the closing line and exit status
+    (tally.finish()), or 77 without GPUDS_EXT."""
+    import shutil
+    import tempfile
+    import traceback
+    if not EXT:
+        print("SKIPPED: GPUDS_EXT is not set")
+        return 77
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    set_tmp(tmp)
+    try:
+        for fn in cases:
+            if want and not any(fn.__name__.startswith(w) for w in want):
+                continue
+            try:
+                fn()
+            except Exception:
+                tally.check(False, "%s raised:" % fn.__name__, traceback.format_exc())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tally.finish()
+
+
 def connect(path, timeout=5.0):
     """A connection to path in autocommit mode with gpuds loaded."""
     c = sqlite3.connect(path, timeout=timeout, isolation_level=None)
@@ -71,11 +97,16 @@ def _mix64(x):
     return x
 
 
-def chunk_sum(keys, vals):
+NEW_FORMAT = 5     # the storage format of a new table
+
+
+def chunk_sum(keys, vals, seed=0):
     """gpudsChunkSum (ext/runfmt.c) of a chunk's keys and vals bytes, as the
-    8 little-endian bytes a chunk ends with."""
+    8 little-endian bytes a chunk ends with; seed: the chunk's t_run id in
+    format 5 (chunk_seed), else 0."""
     P = 0x9e3779b97f4a7c15
-    h = [0x6a09e667f3bcc908, 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b, 0xa54ff53a5f1d36f1]
+    h = [0x6a09e667f3bcc908 ^ (seed & _M64), 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b,
+         0xa54ff53a5f1d36f1]
     for j, a in enumerate((bytes(keys), bytes(vals))):
         n = len(a)
         i = 0
@@ -90,6 +121,37 @@ def chunk_sum(keys, vals):
         h[0] ^= (n << 1 | j) & _M64
     r = _mix64(_mix64(h[0] ^ _mix64(h[1])) ^ _mix64(h[2] ^ _mix64(h[3])))
     return _struct.pack("<Q", r)
+
+
+def chunk_seed(fmt, rowid):
+    """The seed of the checksum of chunk rowid in a table of format fmt."""
+    return rowid if fmt >= 5 else 0
+
+
+def layout_term(rowid, n, k0):
+    """gpudsChunkLayout (ext/runfmt.c): a chunk's term of t_meta's 'layout'."""
+    h = _mix64((rowid ^ 0x243f6a8885a308d3) & _M64)
+    h = _mix64(h ^ (n & _M64))
+    return _mix64(h ^ (k0 & _M64))
+
+
+def digest_term(rowid, n, k0, csum):
+    """gpudsChunkDigest (ext/runfmt.c): a chunk's term of t_meta's 'digest'
+    (csum: the checksum its vals end with, as an integer)."""
+    return _mix64(layout_term(rowid, n, k0) ^ _mix64(csum ^ 0x13198a2e03707344))
+
+
+def run_digests(c, t="t"):
+    """(digest, layout) of table t's chunks as t_meta stores them (signed
+    64-bit integers), computed from t_run as ARCHITECTURE.md says."""
+    d = lay = 0
+    for rowid, n, k, v in c.execute("SELECT id, n, keys, vals FROM '%s_run'" % t):
+        k0 = keys_decode(k, 1)[0] if n > 0 else 0
+        csum = _struct.unpack("<Q", v[-8:])[0]
+        d = (d + digest_term(rowid, n, k0, csum)) & _M64
+        lay = (lay + layout_term(rowid, n, k0)) & _M64
+    signed = lambda x: x - (1 << 64) if x >= 1 << 63 else x
+    return signed(d), signed(lay)
 
 
 def varint_put(v):
@@ -259,11 +321,14 @@ def table_format(c, t="t"):
 
 
 def set_format(c, fmt, t="t"):
-    """Make the new, empty table t one of storage format fmt (2 or 3: as
-    tables written by earlier builds; format 2 has no t_ovfl); it is then
-    written in that format by connections that open the database after
-    this (one that has the table loaded keeps its format)."""
+    """Make the new, empty table t one of storage format fmt (2, 3 or 4: as
+    tables written by earlier builds, without the t_meta keys of later
+    formats; format 2 has no t_ovfl); it is then written in that format by
+    connections that open the database after this (one that has the table
+    loaded keeps its format)."""
     assert c.execute("SELECT count(*) FROM '%s_run'" % t).fetchone()[0] == 0
     c.execute("UPDATE '%s_meta' SET value=? WHERE key='format'" % t, (fmt,))
+    if fmt < 5:
+        c.execute("DELETE FROM '%s_meta' WHERE key IN ('stamp', 'digest', 'layout', 'entries')" % t)
     if fmt < 3:
         c.execute("DROP TABLE IF EXISTS '%s_ovfl'" % t)

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from gpuds_testlib import EXT, Tally, chunk_sum, connect, entries4, varint_put
+from gpuds_testlib import EXT, Tally, chunk_seed, chunk_sum, connect, entries4, table_format, varint_put
 
 SEEDS = int(os.environ.get("GPUDS_DAMAGE_SEEDS") or 12)
 PIECE_SEEDS = 6
@@ -177,7 +177,9 @@ def damages(rnd):
     # decoder can find it (truncated varints, bad serial types, lengths past
     # the end, keys out of order): SQLITE_CORRUPT_VTAB, never a crash.
     def seal(c, i, k, v):
-        c.execute("UPDATE t_run SET keys=?, vals=? WHERE id=?", (bytes(k), bytes(v) + chunk_sum(k, v), i))
+        seed = chunk_seed(table_format(c), i)
+        c.execute("UPDATE t_run SET keys=?, vals=? WHERE id=?",
+                  (bytes(k), bytes(v) + chunk_sum(k, v, seed), i))
 
     def sealed_flip(col):
         def f(c):

@@ -43,6 +43,17 @@ reproduces it.
 
 Each stream runs in a child process, so a crash of the extension is reported
 with the statements that led to it instead of killing the whole test.
+
+File replacement (--replace, run after the streams): a database file holds
+a gfsl table g, a gpuhash table h and an ordinary table r with the same
+rows; two copies of it take different random commits (the same number, so
+g and h are at the same generation in both, with other rows); each is then
+put in place of a database a connection has loaded: ATTACHed under the
+same schema name after a DETACH, copied onto it by the backup API (by the
+connection itself and by another one), and given to sqlite3_deserialize
+(twice, and back to the first image).  After each, g and h must read as r
+does (every row, point lookups, a count, gpuds_check), through statements
+prepared before the replacement too.
 """
 
 import os
@@ -54,6 +65,7 @@ import tempfile
 import time
 import json
 import re
+import shutil
 
 MIN = -9223372036854775808
 MAX = 9223372036854775807
@@ -1002,6 +1014,144 @@ def default_streams(scale, time_seed):
     ]
 
 
+# ------------------------------------------------------------ file replacement
+REPL_TABS = ("g", "h")
+
+
+def repl_build(path, ext, rng):
+    """g (gfsl), h (gpuhash) and r (ordinary): the same rows, three commits."""
+    c = sqlite3.connect(path, isolation_level=None)
+    load_ext(c, ext)
+    c.execute("CREATE VIRTUAL TABLE g USING gfsl(%s)" % COLS)
+    c.execute("CREATE VIRTUAL TABLE h USING gpuhash(%s)" % COLS)
+    c.execute("CREATE TABLE r(%s)" % COLS)
+    for _ in range(3):
+        repl_commit(c, rng, 120)
+    c.close()
+
+
+def repl_commit(c, rng, n):
+    """One transaction of n random writes, the same on g, h and r (each
+    written at least once, so the generations move together)."""
+    c.execute("BEGIN")
+    for i in range(n):
+        k = rng.randrange(-400, 400)
+        op = rng.random() if i else 0.0
+        row = (k, "a%d" % rng.randrange(1000), rng.random(), bytes([rng.randrange(256)]),
+               rng.choice([None, 7, "d", 2.5]))
+        span = rng.randrange(30)
+        for t in REPL_TABS + ("r",):
+            if op < 0.6:
+                c.execute("INSERT OR REPLACE INTO %s VALUES(?, ?, ?, ?, ?)" % t, row)
+            elif op < 0.8:
+                c.execute("UPDATE %s SET a = ?, d = ? WHERE k = ?" % t, (row[1], row[4], k))
+            else:
+                c.execute("DELETE FROM %s WHERE k BETWEEN ? AND ?" % t, (k, k + span))
+    c.execute("COMMIT")
+
+
+def repl_compare(c, schema, what, keys, fails):
+    """g and h of schema read as r does; the same SQL texts every time (the
+    statement cache keeps them prepared across a replacement)."""
+    full = FULL.replace("FROM t", "FROM %s.{t}" % schema)
+    want = c.execute(full.replace("{t}", "r")).fetchall()
+    for t in REPL_TABS:
+        tag = "%s: %s.%s" % (what, schema, t)
+        try:
+            got = c.execute(full.replace("{t}", t)).fetchall()
+            if got != want:
+                fails.append("%s: every row (%d rows, r has %d)" % (tag, len(got), len(want)))
+            for k in keys:
+                q = "SELECT k, a, b, c, d FROM %s.%%s WHERE k = ?" % schema
+                a, b = c.execute(q % t, (k,)).fetchall(), c.execute(q % "r", (k,)).fetchall()
+                if a != b:
+                    fails.append("%s: k = %d gives %r, r %r" % (tag, k, a, b))
+            q = "SELECT count(*), sum(k) FROM %s.%%s" % schema
+            a, b = c.execute(q % t).fetchall(), c.execute(q % "r").fetchall()
+            if a != b:
+                fails.append("%s: count %r, r %r" % (tag, a, b))
+            chk = c.execute("SELECT gpuds_check(?)", ("%s.%s" % (schema, t),)).fetchall()
+            if chk != [("ok",)]:
+                fails.append("%s: gpuds_check %r" % (tag, chk))
+        except sqlite3.Error as e:
+            fails.append("%s: %s" % (tag, e))
+
+
+def replace_main(args):
+    """The file replacement checks (see the docstring); 0 if all agree."""
+    ext, seed = args["ext"], args["seed"]
+    rng = random.Random(seed)
+    tmp = tempfile.mkdtemp(prefix="gpuds_repl_")
+    fails, checks = [], [0]
+    keys = [rng.randrange(-400, 400) for _ in range(25)]
+
+    def compare(c, schema, what):
+        checks[0] += 1
+        repl_compare(c, schema, what, keys, fails)
+
+    def path(name):
+        return os.path.join(tmp, name)
+
+    def copy(src, dst):
+        with open(src, "rb") as f, open(path(dst), "wb") as g:
+            g.write(f.read())
+        return path(dst)
+
+    def gpuds(p):
+        c = sqlite3.connect(p, isolation_level=None)
+        load_ext(c, ext)
+        return c
+
+    try:
+        repl_build(path("base.db"), ext, rng)
+        for name, nwrite in (("a.db", 60), ("b.db", 90)):
+            c = gpuds(copy(path("base.db"), name))
+            for _ in range(2):            # the same number of commits: same generations
+                repl_commit(c, rng, nwrite)
+            c.close()
+        img = {}
+        for name in ("a.db", "b.db"):
+            with open(path(name), "rb") as f:
+                img[name] = f.read()
+        # ATTACH under the same schema name, after a DETACH
+        c = gpuds(":memory:")
+        for name in ("a.db", "b.db", "a.db"):
+            c.execute("ATTACH ? AS aux", (path(name),))
+            compare(c, "aux", "ATTACH %s" % name)
+            c.execute("DETACH aux")
+        c.close()
+        # the backup API onto a loaded database: by its own connection, then
+        # by another connection onto its file
+        c = gpuds(copy(path("a.db"), "dest.db"))
+        compare(c, "main", "before a backup")
+        src = sqlite3.connect(path("b.db"))
+        src.backup(c)
+        src.close()
+        compare(c, "main", "the backup API copied b.db onto it")
+        src, dst = sqlite3.connect(path("a.db")), sqlite3.connect(path("dest.db"))
+        src.backup(dst)
+        src.close()
+        dst.close()
+        compare(c, "main", "another connection's backup copied a.db onto it")
+        c.close()
+        # sqlite3_deserialize, twice and back, into :memory: and a file's main
+        for start in (":memory:", "file"):
+            c = gpuds(":memory:" if start == ":memory:" else copy(path("base.db"), "deser.db"))
+            if start == "file":
+                compare(c, "main", "a file before deserialize")
+            for name in ("a.db", "b.db", "a.db"):
+                c.deserialize(img[name])
+                compare(c, "main", "%s, deserialized %s" % (start, name))
+            c.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for f in fails:
+        print("MISMATCH file replacement (seed=%d): %s" % (seed, f))
+    if not fails:
+        print("  file replacement seed=%d: %d comparisons agree" % (seed, checks[0]))
+    return 1 if fails else 0
+
+
 def parse_args(argv):
     a = {"engines": list(VTAB_ENGINES), "minimize": True}
     i = 0
@@ -1040,6 +1190,8 @@ def parse_args(argv):
             a["self_test"] = True
         elif x == "--child":
             a["child"] = True
+        elif x == "--replace":
+            a["replace"] = True
         elif x in ("-h", "--help"):
             print(__doc__)
             sys.exit(0)
@@ -1051,6 +1203,9 @@ def parse_args(argv):
 
 
 def child_argv(s, a, trace):
+    if s.get("replace"):
+        return [sys.executable, os.path.abspath(__file__), "--child", "--replace",
+                "--seed", str(s["seed"]), "--ext", a["ext"]]
     v = [sys.executable, os.path.abspath(__file__), "--child",
          "--seed", str(s["seed"]), "--mode", s["mode"], "--ops", str(s["ops"]),
          "--big", str(s["big"]), "--txn-weight", str(s["txn_weight"]),
@@ -1087,6 +1242,8 @@ def check_loadable(ext):
 
 def main(argv=None, require_backend=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    if a.get("child") and a.get("replace"):
+        return replace_main(a)
     if a.get("child"):
         a.setdefault("big", 0)
         a.setdefault("txn_weight", 1.0)
@@ -1131,6 +1288,8 @@ def main(argv=None, require_backend=None):
     sys.stdout.flush()
     passed = failed = 0
     t0 = time.time()
+    if seed is None and not a.get("self_test"):
+        streams.append(dict(replace=True, seed=time_seed, mode="file replacement"))
     for s in streams:
         fd, trace = tempfile.mkstemp(prefix="gpuds_diff_", suffix=".sql")
         os.close(fd)

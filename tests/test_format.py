@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""The storage format (ARCHITECTURE.md, "The storage format"): format 4
+"""The storage format (ARCHITECTURE.md, "The storage format"): format 5
 round trips of every kind of value (integers at every size boundary,
 reals, empty and long text and blobs, NULLs, many columns, keys at the
 ends of their range), checked against an ordinary twin table after
-reopening and byte by byte against the documented encoding; tables of
-formats 2 and 3 (as earlier builds wrote them) still loaded and written in
-their own format; an unknown format refused by name; and compaction
+reopening and byte by byte against the documented encoding (the chunk
+checksums seeded with their ids, t_meta's digests, a new stamp a commit);
+tables of formats 2, 3 and 4 (as earlier builds wrote them) still loaded
+and written in their own format; an unknown format refused by name; and compaction
 keeping the runs near the live size after updates and deletes.
 
 The last line is "N passed, M failed"; exit 77 without GPUDS_EXT.
@@ -17,8 +18,9 @@ import struct
 import sys
 import tempfile
 
-from gpuds_testlib import (EXT, Tally, connect, entries3, entries4, keys_decode, record3_decode,
-                           record4_decode, set_format, table_format, varint_get)
+from gpuds_testlib import (EXT, NEW_FORMAT, Tally, chunk_sum, connect, entries3, entries4,
+                           keys_decode, record3_decode, record4_decode, run_digests, set_format,
+                           table_format, varint_get)
 
 T = Tally()
 check = T.check
@@ -106,7 +108,8 @@ def case_round_trip():
     an ordinary table; the bytes on disk decoded by the documented format."""
     for mod in MODULES:
         tmp, p, c = twin(mod, "c0", "a.db")
-        check(table_format(c) == 4, "%s: a new table is format 4" % mod, table_format(c))
+        check(table_format(c) == NEW_FORMAT, "%s: a new table is format %d" % (mod, NEW_FORMAT),
+              table_format(c))
         vals = values()
         keys = KEYS + list(range(100, 100 + len(vals) - len(KEYS)))
         for i, (v,) in enumerate(vals):
@@ -154,6 +157,19 @@ def case_round_trip():
         c = connect(p)
         check(dump(c, "t") == dump(c, "r"), "%s: after updates, deletes and merges" % mod)
         check(c.execute("SELECT gpuds_check('t')").fetchone()[0] == "ok", "%s: gpuds_check after merges" % mod)
+        # format 5: each chunk's checksum seeded with its id; t_meta's
+        # digests are the documented sums over the chunks
+        bad = [i for i, k, v in c.execute("SELECT id, keys, vals FROM t_run")
+               if v[-8:] != chunk_sum(k, v[:-8], i)]
+        check(not bad, "%s: chunk checksums seeded with their ids" % mod, bad[:3])
+        meta = dict(c.execute("SELECT key, value FROM t_meta WHERE key IN ('digest', 'layout')"))
+        check((meta.get("digest"), meta.get("layout")) == run_digests(c),
+              "%s: t_meta's digests are the chunks'" % mod, (meta, run_digests(c)))
+        stamps = set()
+        for i in range(3):
+            c.execute("INSERT OR REPLACE INTO t VALUES(?, ?)", (10 ** 6 + i, i))
+            stamps.add(c.execute("SELECT value FROM t_meta WHERE key='stamp'").fetchone()[0])
+        check(len(stamps) == 3 and 0 not in stamps, "%s: every commit a new stamp" % mod, stamps)
         c.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -179,6 +195,41 @@ def case_many_columns():
         c = connect(p)                      # loaded from the shadow tables
         check(dump(c, "t", ncol) == dump(c, "r", ncol), "%s: 200 columns" % mod)
         check(c.execute("SELECT gpuds_check('t')").fetchone()[0] == "ok", "%s: 200 columns, gpuds_check" % mod)
+        c.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_format4():
+    """A table of format 4 (as earlier builds wrote it: no digests, checksums
+    not seeded) loads and is written in its own format, reopened, merged,
+    checked."""
+    for mod in MODULES:
+        tmp, p, c = twin(mod, "a, b TEXT", "f4.db")
+        set_format(c, 4)
+        c.close()
+        c = connect(p)
+        for rnd in range(6):
+            c.execute("BEGIN")
+            for i in range(200):
+                k = (i * 37 + rnd * 11) % 300
+                for t in ("t", "r"):
+                    if (i + rnd) % 7 == 0:
+                        c.execute("DELETE FROM %s WHERE k=?" % t, (k,))
+                    else:
+                        c.execute("INSERT OR REPLACE INTO %s VALUES(?,?,?)" % t, (k, i * rnd, "b%d" % i))
+            c.execute("COMMIT")
+        c.close()
+        c = connect(p)
+        tag = "format 4 %s" % mod
+        q = "SELECT k, quote(a), quote(b) FROM %s ORDER BY k"
+        check(c.execute(q % "t").fetchall() == c.execute(q % "r").fetchall(), tag + ": contents")
+        check(table_format(c) == 4, tag + ": still its format", table_format(c))
+        check(c.execute("SELECT gpuds_check('t')").fetchone()[0] == "ok", tag + ": gpuds_check")
+        bad = [i for i, k, v in c.execute("SELECT id, keys, vals FROM t_run")
+               if v[-8:] != chunk_sum(k, v[:-8])]
+        check(not bad, tag + ": checksums not seeded", bad[:3])
+        keys = [k for (k,) in c.execute("SELECT key FROM t_meta WHERE key IN ('digest', 'layout')")]
+        check(keys == [], tag + ": no digests", keys)
         c.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -239,7 +290,7 @@ def case_old_formats():
 
 def case_unknown_format():
     """A format this build does not know is refused by name."""
-    for fmt in (0, 5, 99):
+    for fmt in (0, NEW_FORMAT + 1, 99):
         for mod in MODULES:
             tmp = tempfile.mkdtemp(prefix="gpuds_fmt_")
             p = os.path.join(tmp, "u.db")
@@ -262,17 +313,17 @@ def case_unknown_format():
 
 def case_compaction():
     """After many commits of updates and deletes, the runs hold not much
-    more than the live rows would written afresh, in formats 3 and 4; and
-    format 4's runs are smaller than format 3's."""
+    more than the live rows would written afresh, in formats 3, 4 and 5;
+    and format 4's runs are smaller than format 3's."""
     sizes = {}
-    for fmt in (3, 4):
+    for fmt in (3, 4, NEW_FORMAT):
         for mod in MODULES:
             tmp = tempfile.mkdtemp(prefix="gpuds_fmt_")
             p = os.path.join(tmp, "c.db")
             c = connect(p)
             for t in ("t", "f"):
                 c.execute("CREATE VIRTUAL TABLE %s USING %s(k INTEGER PRIMARY KEY, v INTEGER, s TEXT)" % (t, mod))
-                if fmt != 4:
+                if fmt != NEW_FORMAT:
                     set_format(c, fmt, t)
             c.close()
             c = connect(p)
@@ -316,7 +367,8 @@ def main():
     if not EXT:
         print("SKIPPED: GPUDS_EXT is not set")
         return 77
-    for fn in (case_round_trip, case_many_columns, case_old_formats, case_unknown_format, case_compaction):
+    for fn in (case_round_trip, case_many_columns, case_format4, case_old_formats, case_unknown_format,
+               case_compaction):
         try:
             fn()
         except Exception:

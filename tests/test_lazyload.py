@@ -31,6 +31,17 @@ Sections
                                right; the failed build is reported by the
                                next statement needing the store, and again
                                after; a deleted chunk (entries != t_meta)
+  7 writers                    writers never wait for a build: with the
+                               builds held, another connection with no busy
+                               timeout commits to g, h and r, and this one
+                               (no busy timeout either) to another table;
+                               lookups see the commit, the stale builds are
+                               dropped; with builds running (=always),
+                               another connection's commits never get
+                               SQLITE_BUSY; unset, the first lookup is
+                               answered from disk in both journal modes
+                               (a rollback-journal database's build reads
+                               without locks)
   6 lifecycle                  close and DROP TABLE while a build is held;
                                :memory: loads at once; GPUDS_LAZY_LOAD=off
                                loads at once (a subprocess)
@@ -338,6 +349,76 @@ def section5(path, tmp):
     c.close()
 
 
+WRITER = r'''
+import json, os, sqlite3, sys, time
+sys.path.insert(0, os.path.dirname(sys.argv[2]))
+from gpuds_testlib import connect
+c = connect(sys.argv[1], timeout=0)
+t0 = time.time()
+c.execute("SELECT v FROM g WHERE k = 40").fetchall()
+first = time.time() - t0
+load = [t["load"] for t in json.loads(c.execute("SELECT gpuds_info()").fetchone()[0])["tables"]]
+o = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+busy = []
+for i in range(40):
+    try:
+        o.execute("INSERT INTO x VALUES(?)", (i,))
+    except sqlite3.OperationalError as e:
+        busy.append(str(e))
+    time.sleep(0.002)
+try:
+    c.execute("INSERT INTO x VALUES(-1)")
+except sqlite3.OperationalError as e:
+    busy.append("this connection: " + str(e))
+n = c.execute("SELECT count(*) FROM g").fetchone()[0]
+print(json.dumps([load, busy, n, first]))
+'''
+
+
+def section7(path, journal):
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("CREATE TABLE IF NOT EXISTS x(a)")
+    raw.close()
+    c = connect(path, timeout=0)
+    same(c, "SELECT k, v, w FROM %s WHERE k = ?", (40,), "point before the writers")
+    T.check(loads(c) == {"g": "background", "h": "background"}, "held before the writers", loads(c))
+    o = connect(path, timeout=0)
+    err = []
+    for sql in ["INSERT OR REPLACE INTO %s VALUES(42, 'writer', 1)" % t for t in TABS + ("r",)]:
+        try:
+            o.execute(sql)
+        except sqlite3.OperationalError as e:
+            err.append((sql, str(e)))
+    try:
+        c.execute("INSERT INTO x VALUES(1)")
+    except sqlite3.OperationalError as e:
+        err.append(("this connection", str(e)))
+    T.check(not err, "no writer waits for the held builds", err)
+    o.close()
+    same(c, "SELECT k, v, w FROM %s WHERE k = ?", (42,), "a lookup sees the writer's commit")
+    T.check(loads(c) == {"g": "background", "h": "background"}, "still held after the writers", loads(c))
+    everything(c, "the stale builds dropped, loaded again")
+    c.close()
+    n = sqlite3.connect(path).execute("SELECT count(*) FROM r").fetchone()[0]
+    for lazy in ("always", None):
+        e = dict(os.environ)
+        e.pop("GPUDS_LAZY_LOAD", None)
+        if lazy:
+            e["GPUDS_LAZY_LOAD"] = lazy
+        out = subprocess.run([sys.executable, "-c", WRITER, path, os.path.abspath(__file__)],
+                             capture_output=True, text=True, env=e)
+        try:
+            load, busy, got, first = json.loads(out.stdout)
+        except ValueError:
+            T.check(False, "writer child (%s)" % lazy, out.stdout + out.stderr)
+            continue
+        tag = "GPUDS_LAZY_LOAD=%s %s" % (lazy, journal)
+        T.check(load == ["background"], tag + ": the first lookup is answered "
+                "while the builds run", load)
+        T.check(not busy, tag + ": no SQLITE_BUSY while the builds run", busy[:3])
+        T.check(got == n, tag + ": then the table", (got, n))
+
+
 def section6(path):
     c = connect(path)
     same(c, "SELECT v FROM %s WHERE k = ?", (40,), "point, then close with the builds held")
@@ -404,6 +485,7 @@ def main():
             if journal == "wal":
                 section3(path)
             section4(path)
+            section7(path, journal)
             section5(path, tmp)
             section6(path)
     finally:

@@ -104,7 +104,7 @@ import threading
 import time
 import traceback
 
-from gpuds_testlib import (chunk_sum, entries4, keys_decode, keys_encode, record4_decode,
+from gpuds_testlib import (NEW_FORMAT, chunk_seed, chunk_sum, entries4, keys_decode, keys_encode, record4_decode,
                            set_format, table_format, varint_put)
 
 MIN = -9223372036854775808
@@ -1581,7 +1581,7 @@ def child_corrupt_read(a):
 def build_corrupt_db(path, module, fmt):
     c = connect(path)
     c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v INTEGER, w TEXT)" % module)
-    if fmt != 4:                                          # as an earlier build wrote it
+    if fmt != NEW_FORMAT:                                 # as an earlier build wrote it
         set_format(c, fmt)
         c.close()
         c = connect(path)
@@ -1691,7 +1691,8 @@ def corrupt_cases(fmt):
         k, v = bytearray(k), bytearray(v[:-8])
         k = fk(k) if fk else k
         v = fv(v) if fv else v
-        upd(c, "UPDATE t_run SET keys=?, vals=? WHERE id=?", (bytes(k), bytes(v) + chunk_sum(k, v), i))
+        upd(c, "UPDATE t_run SET keys=?, vals=? WHERE id=?",
+            (bytes(k), bytes(v) + chunk_sum(k, v, chunk_seed(fmt, i)), i))
 
     def rec_edit(j, fn):
         # fn(v, payload offset, record bytes) edits entry j's record in place
@@ -1753,7 +1754,8 @@ def corrupt_cases(fmt):
 
 
 def sec_corruption():
-    for module, fmt in (("gfsl", 4), ("gpuhash", 4), ("gfsl", 3), ("gpuhash", 3)):
+    for module, fmt in (("gfsl", 5), ("gpuhash", 5), ("gfsl", 4), ("gpuhash", 4),
+                        ("gfsl", 3), ("gpuhash", 3)):
         _sec_corruption(module, fmt)
 
 

@@ -11,13 +11,11 @@ is one), so the GPU machine runs the same cases on its stores.
 """
 import json
 import os
-import shutil
 import sqlite3
 import sys
-import tempfile
-import traceback
 
-from gpuds_testlib import EXT, Tally, connect, entries3, entries4, set_format, table_format
+from gpuds_testlib import (EXT, Tally, connect, entries3, entries4, run_cases, set_format,
+                           table_format)
 
 MODULES = ("gfsl", "gpuhash")
 TMP = None
@@ -765,23 +763,10 @@ def d06_multirow_updates_in_key_order():
 
 
 def main():
-    global TMP
-    if not EXT:
-        print("SKIPPED: GPUDS_EXT is not set")
-        return 77
-    TMP = tempfile.mkdtemp(prefix="gpuds_rel_")
-    want = set(sys.argv[1:])
-    try:
-        for fn in CASES:
-            if want and not any(fn.__name__.startswith(w) for w in want):
-                continue
-            try:
-                fn()
-            except Exception:
-                check(False, "%s raised:" % fn.__name__, traceback.format_exc())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    return T.finish()
+    def set_tmp(t):
+        global TMP
+        TMP = t
+    return run_cases(T, CASES, "gpuds_rel_", sys.argv[1:], set_tmp)
 
 
 if __name__ == "__main__":
