@@ -33,16 +33,23 @@
 **          even a blob, N >= 13 odd a text of (N-12)/2 bytes; 10 and 11
 **          invalid), then each column's bytes, big-endian, nothing after
 **          them.  Spilled records (<name>_ovfl) hold the same encoding.
+**          Text is UTF-8.
+**
+** Format 5 (SHADOW_FORMAT_TEXT) is format 4 with text in the database's
+** encoding, byte for byte as SQLite's own records hold it (in a UTF-8
+** database the two are the same).
 */
 #ifndef GPUDS_RUNFMT_H
 #define GPUDS_RUNFMT_H
 
 #include "varint.h"
 
-#define SHADOW_FORMAT  4     /* written for new tables: varints, encoded records */
+#define SHADOW_FORMAT  5     /* written for new tables */
 #define SHADOW_FORMAT_MIN 1  /* oldest read and written: format 1, no checksums */
 #define SHADOW_FORMAT_OVFL 3 /* first format with <name>_ovfl */
 #define SHADOW_FORMAT_ENC 4  /* first format with varint keys, encoded records */
+#define SHADOW_FORMAT_TEXT 5 /* first format whose records hold text in the
+                             ** database's encoding (before: UTF-8) */
 #define SHADOW_SUM     8     /* bytes of a format-2 chunk's checksum */
 #define SHADOW_CHUNK   65536 /* keys per chunk at most */
 #define SHADOW_TOMB    0xffffffffu
@@ -53,6 +60,17 @@
                              ** (record header, id, n), kept free under the
                              ** length limit */
 #define RUN_SHIFT      20
+
+/* How table p's records hold text (row.c's eText, gpuds_int.h): the one
+** place that decides it from the storage format.  From format
+** SHADOW_FORMAT_TEXT on, in the database's encoding, byte for byte as
+** SQLite's records hold it; before, as UTF-8 (what SQLite's conversion
+** made of it), which in a UTF-16 database orders as the UTF-16 SQLite
+** makes of it again.  Inline: every xColumn of text asks. */
+static inline int gpudsTableText(const GpudsTable *p){
+  if( p->iFormat>=SHADOW_FORMAT_TEXT || p->eEnc==SQLITE_UTF8 ) return p->eEnc;
+  return p->eEnc | GPUDS_TEXT_UTF8;
+}
 
 /* Where a spilled record lies in <name>_ovfl. */
 typedef struct GpudsOvfl {

@@ -224,6 +224,13 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   p->pOps = gpudsStoreOps(eKind);
   p->nFlushRows = gpudsConfig()->nFlushRows;
   if( !p->zDb || !p->zName ){ tableFree(p); sqlite3_free(pV); return SQLITE_NOMEM; }
+  if( p->eEnc==0 ){
+    /* records hold text in the database's encoding: unknown, no table */
+    *pzErr = sqlite3_mprintf("%s: cannot read the database's text encoding", argv[0]);
+    tableFree(p);
+    sqlite3_free(pV);
+    return SQLITE_ERROR;
+  }
   rc = gpudsStoreCreate(p, &p->pStore, &p->pMirror);
   if( rc ){
     *pzErr = sqlite3_mprintf("%s: %s", argv[0], p->base.zErrMsg ? p->base.zErrMsg : "cannot create the store");
@@ -378,7 +385,7 @@ static void cursorColsQuery(GpudsCursor *c, GpudsColQuery *q){
   q->aTerm = pl->aTerm; q->nTerm = pl->nTerm;
   q->iOrderCol = pl->iOrderCol;
   q->bDesc = pl->iOrderCol>=0 ? pl->bOrderDesc : pl->bDesc;
-  q->eEnc = tab(c->base.pVtab)->eEnc;
+  q->eText = gpudsTableText(tab(c->base.pVtab));
 }
 
 /* Run the cursor's column plan: nFirst > 0 asks for a prefix of that many
@@ -670,7 +677,8 @@ static int gpudsColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i){
     sqlite3_result_int64(ctx, c->iKey);
   }else{
     c->bReadRow = c->bPrefetch = 1;
-    gpudsRowResult(gpudsRowOf(c->hRow), i-1, ctx, &c->pos);
+    gpudsRowResult(gpudsRowOf(c->hRow), i-1, ctx, &c->pos,
+                   gpudsTableText(tab(c->base.pVtab)));
   }
   return SQLITE_OK;
 }
@@ -811,7 +819,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   ** Small transactions keep malloc(), whose holes are reused: a long run of
   ** small updates must not pin arena blocks that are mostly dead. */
   hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
-                     p->nCol-1, &argv[3], &p->aAff[1], p->eEnc==SQLITE_UTF8);
+                     p->nCol-1, &argv[3], &p->aAff[1], gpudsTableText(p));
   if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
   if( gpudsRowTooBig(gpudsRowOf(hRow), &p->aAff[1],
                      sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1))
