@@ -413,8 +413,17 @@ int gpudsMergeRun(GpudsMerge *m, const int64_t **paKey, const uint64_t **paRow,
 void gpudsMergeEnd(GpudsMerge *m);
 void gpudsMergeClose(GpudsMerge *m);
 
-/* Module registration (vtab.c) and gpuds_info() (info.c) */
-int gpudsRegisterModules(sqlite3 *db);
+/* Module registration (vtab.c) and gpuds_info() (info.c).  A module's
+** client data (pAux) is a GpudsModAux: its kind, and the connection it is
+** registered in (gpuds.c keeps them: a second load into the connection
+** registers nothing). */
+typedef struct GpudsModAux {
+  int eKind;                  /* GPUDS_ORDERED (gfsl) or GPUDS_HASH (gpuhash) */
+  sqlite3 *db;
+  struct GpudsModAux *pNext;  /* gpuds.c's list */
+} GpudsModAux;
+int gpudsRegisterModules(sqlite3 *db, GpudsModAux *pGfsl, GpudsModAux *pHash,
+                         void (*xDestroy)(void*));
 int gpudsRegisterFunctions(sqlite3 *db);
 void gpudsTableListAdd(GpudsTable *p);
 void gpudsTableListRemove(GpudsTable *p);

@@ -151,7 +151,7 @@ static int dbEncoding(sqlite3 *db){
 ** them on first use. */
 static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
                      sqlite3_vtab **ppVtab, char **pzErr, int bCreate){
-  int eKind = (int)(intptr_t)pAux;
+  int eKind = ((const GpudsModAux*)pAux)->eKind;
   GpudsSchema sch;
   GpudsTable *p = 0;
   GpudsVtab *pV;
@@ -992,15 +992,18 @@ static struct {
 } gpudsModule4 = { { 4, GPUDS_METHODS }, gpudsIntegrity };
 #endif
 
-/* Register the gfsl and gpuhash modules on db. */
-int gpudsRegisterModules(sqlite3 *db){
+/* Register the gfsl and gpuhash modules on db, with client data pGfsl and
+** pHash, each handed to xDestroy when its module goes (the connection
+** closes, the module is dropped or replaced), or now if not registered. */
+int gpudsRegisterModules(sqlite3 *db, GpudsModAux *pGfsl, GpudsModAux *pHash,
+                         void (*xDestroy)(void*)){
   const sqlite3_module *pMod = sqlite3_libversion_number()>=3044000
       ? (const sqlite3_module*)&gpudsModule4 : &gpudsModule;
-  int rc = sqlite3_create_module_v2(db, "gfsl", pMod,
-                                    (void*)(intptr_t)GPUDS_ORDERED, 0);
+  int rc = sqlite3_create_module_v2(db, "gfsl", pMod, pGfsl, xDestroy);
   if( rc==SQLITE_OK ){
-    rc = sqlite3_create_module_v2(db, "gpuhash", pMod,
-                                  (void*)(intptr_t)GPUDS_HASH, 0);
+    rc = sqlite3_create_module_v2(db, "gpuhash", pMod, pHash, xDestroy);
+  }else{
+    xDestroy(pHash);
   }
   return rc;
 }
