@@ -30,7 +30,7 @@ bool kernelsRun(char *zWhy, size_t nWhy){
   }
   if( d ) cudaFree(d);
   if( e==cudaErrorNoKernelImageForDevice || e==cudaErrorInvalidPtx
-   || e==cudaErrorUnsupportedPtxVersion ){
+   || e==cudaErrorUnsupportedPtxVersion || e==cudaErrorInvalidDeviceFunction ){
     snprintf(zWhy, nWhy, "this build has no code for it (built for %s): %s",
              GPUDS_CUDA_ARCHS, cudaGetErrorString(e));
     cudaGetLastError();
