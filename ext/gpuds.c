@@ -88,8 +88,15 @@ int sqlite3_gpuds_init(sqlite3 *db, char **pzErrMsg,
     return SQLITE_NOMEM;
   }
   rc = gpudsRegisterModules(db, pGfsl, pHash, regGone);
-  if( rc==SQLITE_OK ) rc = gpudsRegisterFunctions(db);
-  if( rc!=SQLITE_OK ){
+  if( rc==SQLITE_OK ){
+    rc = gpudsRegisterFunctions(db);
+    if( rc ){
+      *pzErrMsg = sqlite3_mprintf("gpuds: %s", sqlite3_errmsg(db));
+      /* SQLite unloads a library whose load failed: nothing of it may stay
+      ** registered (a module's xDestroy would be called into it at close) */
+      gpudsUnregisterModules(db);
+    }
+  }else{
     *pzErrMsg = sqlite3_mprintf("gpuds: %s", sqlite3_errmsg(db));
   }
   return rc;

@@ -424,6 +424,7 @@ typedef struct GpudsModAux {
 } GpudsModAux;
 int gpudsRegisterModules(sqlite3 *db, GpudsModAux *pGfsl, GpudsModAux *pHash,
                          void (*xDestroy)(void*));
+void gpudsUnregisterModules(sqlite3 *db);
 int gpudsRegisterFunctions(sqlite3 *db);
 void gpudsTableListAdd(GpudsTable *p);
 void gpudsTableListRemove(GpudsTable *p);

@@ -1002,8 +1002,16 @@ int gpudsRegisterModules(sqlite3 *db, GpudsModAux *pGfsl, GpudsModAux *pHash,
   int rc = sqlite3_create_module_v2(db, "gfsl", pMod, pGfsl, xDestroy);
   if( rc==SQLITE_OK ){
     rc = sqlite3_create_module_v2(db, "gpuhash", pMod, pHash, xDestroy);
+    if( rc ) gpudsUnregisterModules(db);
   }else{
     xDestroy(pHash);
   }
   return rc;
+}
+
+/* Remove both modules from db (their xDestroy runs now): a load that fails
+** leaves nothing of this library registered, since SQLite unloads it. */
+void gpudsUnregisterModules(sqlite3 *db){
+  sqlite3_create_module_v2(db, "gfsl", 0, 0, 0);
+  sqlite3_create_module_v2(db, "gpuhash", 0, 0, 0);
 }

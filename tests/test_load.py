@@ -88,6 +88,16 @@ def case_settings():
     T.check("column set" in r.get("plan", ""), "GPUDS_COLUMN_PLANS=always: a column plan", r)
 
 
+def load_error(c):
+    """Load gpuds into connection c: None, or the error's message."""
+    c.enable_load_extension(True)
+    try:
+        c.load_extension(lib.EXT)
+        return None
+    except sqlite3.Error as ex:
+        return str(ex)
+
+
 def plan(c):
     return " ".join(r[-1] for r in c.execute("EXPLAIN QUERY PLAN SELECT k FROM g WHERE v = 3"))
 
@@ -103,12 +113,7 @@ def case_refused_keeps_settings():
         before = plan(c)
         os.environ["GPUDS_COLUMN_PLANS"] = "never"
         c2 = sqlite3.connect(":memory:")
-        c2.enable_load_extension(True)
-        e = None
-        try:
-            c2.load_extension(lib.EXT)
-        except sqlite3.Error as ex:
-            e = str(ex)
+        e = load_error(c2)
         T.check(e and "GPUDS_COLUMN_PLANS=never" in e, "a bad value refused in-process", e)
         c.execute("CREATE VIRTUAL TABLE h USING gfsl(k INTEGER PRIMARY KEY, v)")
         T.check("column set" in before and plan(c) == before, "the settings in force unchanged",
@@ -130,12 +135,7 @@ def case_load_twice():
         c.executemany("INSERT INTO g VALUES(?, ?)", [(i, i * i) for i in range(100)])
         cur = c.execute("SELECT k, v FROM g ORDER BY k")
         first = cur.fetchmany(10)
-        c.enable_load_extension(True)
-        e = None
-        try:
-            c.load_extension(lib.EXT)
-        except sqlite3.Error as ex:
-            e = str(ex)
+        e = load_error(c)
         T.check(e is None, "%s: a second load with a statement open" % mod, e)
         rest = cur.fetchall()
         T.check(first + rest == [(i, i * i) for i in range(100)], "%s: the open statement goes on" % mod)
@@ -148,11 +148,7 @@ def case_load_twice():
         T.check(d.execute("SELECT * FROM g").fetchall() == [(1, "d")], "%s: a new connection's load" % mod)
         d.close()
         cur.fetchall()
-        try:
-            c.load_extension(lib.EXT)           # no statement open now
-            e = None
-        except sqlite3.Error as ex:
-            e = str(ex)
+        e = load_error(c)                       # no statement open now
         T.check(e is None, "%s: a third load" % mod, e)
         c.execute("CREATE VIRTUAL TABLE h USING %s(k INTEGER PRIMARY KEY, v)" % mod)
         c.execute("INSERT INTO h SELECT * FROM g")

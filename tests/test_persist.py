@@ -1581,7 +1581,7 @@ def child_corrupt_read(a):
 def build_corrupt_db(path, module, fmt):
     c = connect(path)
     c.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v INTEGER, w TEXT)" % module)
-    if fmt != 4:                                          # as an earlier build wrote it
+    if fmt != 5:                                          # as an earlier build wrote it
         set_format(c, fmt)
         c.close()
         c = connect(path)
@@ -1753,7 +1753,7 @@ def corrupt_cases(fmt):
 
 
 def sec_corruption():
-    for module, fmt in (("gfsl", 4), ("gpuhash", 4), ("gfsl", 3), ("gpuhash", 3)):
+    for module, fmt in (("gfsl", 5), ("gpuhash", 5), ("gfsl", 3), ("gpuhash", 3)):
         _sec_corruption(module, fmt)
 
 
