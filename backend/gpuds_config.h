@@ -4,10 +4,12 @@
 **
 ** The environment is read by gpudsConfigLoad(), which the extension's entry
 ** point calls each time it is loaded into a connection, so a process that
-** sets a variable before loading the extension gets it.  gpudsConfig() loads
-** once on first use where nothing loaded it (unit tests, benchmarks that use
-** the stores without SQLite).  README.md lists every variable with its
-** default.
+** sets a variable before loading the extension gets it; a value a variable
+** does not take fails the load, naming the variable and what it takes.
+** gpudsConfig() loads once on first use where nothing loaded it (unit
+** tests, benchmarks that use the stores without SQLite; a bad value then
+** leaves every setting at its default).  README.md lists every variable
+** with its default.
 */
 #ifndef GPUDS_CONFIG_H
 #define GPUDS_CONFIG_H
@@ -79,8 +81,10 @@ typedef struct gpuds_config {
   int eColsOnLoad;       /* GPUDS_COLUMNS_ON_LOAD, GPUDS_COLSLOAD_xxx */
 } gpuds_config;
 
-/* Read the environment into the process's configuration. */
-void gpudsConfigLoad(void);
+/* Read the environment into the process's configuration: 0, or 1 if a
+** variable holds a value it does not take (the configuration is then left
+** as it was) with the message in zErr[0..nErr) (zErr may be NULL). */
+int gpudsConfigLoad(char *zErr, size_t nErr);
 
 /* The configuration; loaded on first use if gpudsConfigLoad() was never
 ** called.  Never NULL. */

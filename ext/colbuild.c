@@ -11,6 +11,7 @@
 ** the store (store.c) and the rows (row.c) only.
 */
 #include "gpuds_int.h"
+#include "runfmt.h"
 SQLITE_EXTENSION_INIT3
 #include <string.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ typedef struct BuildCtx {
   uint64_t *aRow;
   uint8_t *aTag;            /* nCol*n, column-major */
   uint64_t *aVal;
-  int eEnc;                 /* the table's text encoding (row.c) */
+  int eText;                /* how the table's records hold text (row.c) */
 } BuildCtx;
 
 /* gpudsStoreEach callback: append a page of entries (decoded later). */
@@ -58,7 +59,7 @@ static void *decodeRun(void *pArg){
     const GpudsRow *pRow = gpudsRowOf(b->aRow[i]);
     for(c=0; c<b->nCol; c++){
       size_t o = (size_t)c*(size_t)b->n + (size_t)i;
-      gpudsRowColVal(pRow, c, b->eEnc, &b->aTag[o], &b->aVal[o]);
+      gpudsRowColVal(pRow, c, b->eText, &b->aTag[o], &b->aVal[o]);
     }
   }
   return 0;
@@ -109,7 +110,7 @@ int gpudsColsBuild(GpudsTable *p){
   gpudsStoreColsDrop(p);
   memset(&b, 0, sizeof(b));
   b.nCol = p->nCol-1;
-  b.eEnc = p->eEnc;
+  b.eText = gpudsTableText(p);
   b.nAlloc = nStore>0 ? nStore : 1;
   b.aKey = malloc((size_t)b.nAlloc*8);
   b.aRow = malloc((size_t)b.nAlloc*8);

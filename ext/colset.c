@@ -69,11 +69,11 @@ static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
 ** number against text, text that may read as a number: SQLite decides
 ** with the affinity it knows) counts as yes: SQLite checks those terms
 ** itself. */
-static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t, int eEnc){
+static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t, int eText){
   uint8_t tag;
   uint64_t val;
   int o = 0;
-  gpudsRowColVal(pRow, t->t.iCol, eEnc, &tag, &val);
+  gpudsRowColVal(pRow, t->t.iCol, eText, &tag, &val);
   if( t->t.op==GPUDS_CMP_IN ){
     int i;
     if( tag!=GPUDS_TAG_TEXT && tag!=GPUDS_TAG_BLOB ){
@@ -81,13 +81,13 @@ static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t, int eEnc){
     }
     if( tag==GPUDS_TAG_TEXT && (t->t.tag & GPUDS_IN_TEXT) ) return 1;
     for(i=0; i<t->nInOther; i++){
-      if( gpudsRowColCmp(pRow, t->t.iCol, &t->aInOther[i], eEnc)==GPUDS_ORD_EQ ) return 1;
+      if( gpudsRowColCmp(pRow, t->t.iCol, &t->aInOther[i], eText)==GPUDS_ORD_EQ ) return 1;
     }
     return 0;
   }
   if( gpudsColAffMaybe(t->t.op, tag, val, t->v.tag, t->v.val) ) return 1;   /* SQLite decides */
   if( tag!=GPUDS_TAG_NULL && t->v.tag!=GPUDS_TAG_NULL ){
-    o = gpudsRowColCmp(pRow, t->t.iCol, &t->v, eEnc);
+    o = gpudsRowColCmp(pRow, t->t.iCol, &t->v, eText);
   }
   return gpudsColApply(t->t.op, tag, t->v.tag, o)!=0;
 }
@@ -97,24 +97,24 @@ static int rowHolds(const GpudsRow *pRow, const GpudsColQuery *q, int bRefineOnl
   int i;
   for(i=0; i<q->nTerm; i++){
     if( bRefineOnly && !q->aTerm[i].bRefine ) continue;
-    if( !termHolds(pRow, &q->aTerm[i], q->eEnc) ) return 0;
+    if( !termHolds(pRow, &q->aTerm[i], q->eText) ) return 0;
   }
   return 1;
 }
 
 /* The order a query asks for, exactly: < 0 if (ka, ra) comes first. */
-typedef struct OrderCtx { int iCol; int bDesc; int eEnc; } OrderCtx;
+typedef struct OrderCtx { int iCol; int bDesc; int eText; } OrderCtx;
 
 /* The order query q asks for. */
 static OrderCtx orderOf(const GpudsColQuery *q){
   OrderCtx o;
-  o.iCol = q->iOrderCol; o.bDesc = q->bDesc; o.eEnc = q->eEnc;
+  o.iCol = q->iOrderCol; o.bDesc = q->bDesc; o.eText = q->eText;
   return o;
 }
 static int orderCmp(const OrderCtx *o, int64_t ka, uint64_t ra, int64_t kb, uint64_t rb){
   int c = 0;
   if( o->iCol>=0 ){
-    c = gpudsRowColCmpRows(gpudsRowOf(ra), gpudsRowOf(rb), o->iCol, o->eEnc);
+    c = gpudsRowColCmpRows(gpudsRowOf(ra), gpudsRowOf(rb), o->iCol, o->eText);
     if( o->bDesc ) c = -c;
     if( c ) return c;
     return ka<kb ? -1 : ka>kb;

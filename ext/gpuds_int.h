@@ -83,9 +83,24 @@ typedef struct GpudsRowPos {
 /* Spare arena blocks for loaders: a list whose links row.c keeps. */
 typedef struct GpudsBlocks { void *pHead; int n; } GpudsBlocks;
 typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; GpudsBlocks spare; } GpudsLoader;
+/* How a table's records hold text (the eText arguments of row.c; which
+** one a table's storage format gives: gpudsTableText, runfmt.h):
+** SQLITE_UTF8, SQLITE_UTF16LE or SQLITE_UTF16BE, text in that encoding,
+** the database's, byte for byte as SQLite's own records hold it, so that
+** BINARY order is the order of its bytes; or GPUDS_TEXT_UTF8 |
+** SQLITE_UTF16LE or SQLITE_UTF16BE, text held as UTF-8 in a UTF-16
+** database (the tables of older formats), ordered as the UTF-16 that SQLite
+** makes of it. */
+#define GPUDS_TEXT_UTF8 0x10
+/* The encoding of the text in records of eText. */
+static inline int gpudsTextRecEnc(int eText){
+  return (eText & GPUDS_TEXT_UTF8) || eText==0 ? SQLITE_UTF8 : eText;
+}
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff,
-                     int bUtf8);
-void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos);
+                     int eText);
+int gpudsValueText(sqlite3_value *v, int eText, const unsigned char **pz, uint32_t *pn);
+void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos,
+                    int eText);
 size_t gpudsRowBytes(const GpudsRow *p);
 int gpudsRealToInt(double r, sqlite3_int64 *pi);
 GpudsRow *gpudsRowFromLegacy(const unsigned char *a, uint32_t n, int nCol, int *pbBad);
@@ -139,11 +154,11 @@ typedef struct GpudsValue {
   const unsigned char *z;   /* text/blob bytes, else NULL */
   uint32_t n;
 } GpudsValue;
-uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eEnc);
-void gpudsRowColVal(const GpudsRow *p, int iCol, int eEnc, uint8_t *pTag, uint64_t *pVal);
-void gpudsRowColValue(const GpudsRow *p, int iCol, int eEnc, GpudsValue *v);
-int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eEnc);
-int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol, int eEnc);
+uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eText);
+void gpudsRowColVal(const GpudsRow *p, int iCol, int eText, uint8_t *pTag, uint64_t *pVal);
+void gpudsRowColValue(const GpudsRow *p, int iCol, int eText, GpudsValue *v);
+int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eText);
+int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol, int eText);
 
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
@@ -223,9 +238,9 @@ struct GpudsTable {
   unsigned char *aNotNull;    /* column declared NOT NULL */
   char *aAff;                 /* column affinity (schema.h GPUDS_AFF_xxx) */
   int eEnc;                   /* the connection's text encoding: SQLITE_UTF8,
-                              ** SQLITE_UTF16LE or SQLITE_UTF16BE (the order
-                              ** of text, row.c; in UTF-8 a text value's bytes
-                              ** are read as they are: gpudsRowNew) */
+                              ** SQLITE_UTF16LE or SQLITE_UTF16BE (with the
+                              ** format, how records hold text:
+                              ** gpudsTableText, runfmt.h) */
   GpudsTable *pNextTable;     /* list of all tables (info.c) */
   const gpuds_store_ops *pOps;
   gpuds_store *pStore;        /* committed (and flushed) rows */
@@ -297,7 +312,8 @@ typedef struct GpudsColQuery {
   int64_t nFirst;             /* > 0: rows wanted first (a LIMIT hint) */
   int64_t nMost;              /* > 0: past this many matches the set returns
                               ** none (gpudsColsRun's *pn is -1) */
-  int eEnc;                   /* the table's encoding (GpudsTable.eEnc) */
+  int eText;                  /* how the table's records hold text
+                              ** (gpudsTableText) */
 } GpudsColQuery;
 int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
                  int64_t **paKey, uint64_t **paRow, int *pbPartial);
@@ -413,8 +429,18 @@ int gpudsMergeRun(GpudsMerge *m, const int64_t **paKey, const uint64_t **paRow,
 void gpudsMergeEnd(GpudsMerge *m);
 void gpudsMergeClose(GpudsMerge *m);
 
-/* Module registration (vtab.c) and gpuds_info() (info.c) */
-int gpudsRegisterModules(sqlite3 *db);
+/* Module registration (vtab.c) and gpuds_info() (info.c).  A module's
+** client data (pAux) is a GpudsModAux: its kind, and the connection it is
+** registered in (gpuds.c keeps them: a second load into the connection
+** registers nothing). */
+typedef struct GpudsModAux {
+  int eKind;                  /* GPUDS_ORDERED (gfsl) or GPUDS_HASH (gpuhash) */
+  sqlite3 *db;
+  struct GpudsModAux *pNext;  /* gpuds.c's list */
+} GpudsModAux;
+int gpudsRegisterModules(sqlite3 *db, GpudsModAux *pGfsl, GpudsModAux *pHash,
+                         void (*xDestroy)(void*));
+void gpudsUnregisterModules(sqlite3 *db);
 int gpudsRegisterFunctions(sqlite3 *db);
 void gpudsTableListAdd(GpudsTable *p);
 void gpudsTableListRemove(GpudsTable *p);

@@ -324,6 +324,9 @@ int gpudsRegisterFunctions(sqlite3 *db){
   if( rc==SQLITE_OK ){
     rc = sqlite3_create_function(db, "gpuds_check", 1, SQLITE_UTF8, 0,
                                  checkFunc, 0, 0);
+    if( rc ){                 /* a failed load leaves nothing of this library */
+      sqlite3_create_function(db, "gpuds_info", 0, SQLITE_UTF8, 0, 0, 0, 0);
+    }
   }
   if( rc==SQLITE_OK ){
     rc = sqlite3_create_function(db, "gpuds_version", 0,

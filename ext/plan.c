@@ -18,8 +18,7 @@
 ** other columns every term but IS [NOT] NULL is a superset SQLite checks
 ** again (colOpLetter).  Text is compared and ordered as SQLite's BINARY
 ** collation does in the database's encoding (its UTF-16 bytes in a UTF-16
-** database: row.c), in the set and in the exact checks; where the
-** encoding cannot be read, no plan compares or orders text.
+** database: row.c), in the set and in the exact checks.
 ** Every key constraint the plan takes is omitted (the plan is exact, with
 ** SQLite's comparison rules for non-integer values); LIMIT and OFFSET are
 ** taken as a hint for the size of the first page only (not omitted, and the
@@ -28,6 +27,7 @@
 ** it still filters by a term it did not pass (WHERE d = k).
 */
 #include "gpuds_int.h"
+#include "runfmt.h"
 SQLITE_EXTENSION_INIT3
 #include "plan.h"
 #include "schema.h"
@@ -99,11 +99,10 @@ static int isNumericAff(char a){
 ** affinities the outcome depends on the affinity of the other side, which
 ** xBestIndex cannot see: those terms are taken as supersets that SQLite
 ** checks again (not omitted): 'a' =, 'A' IS, 'b' !=, 'B' IS NOT, ranges
-** 'x'...'Y' on TEXT columns and 'z'...'W' on untyped ones.  bRange: the
-** database's encoding is known, so the set orders text as SQLite's BINARY
-** collation does there; otherwise no range is taken (a numeric column may
-** hold text, and the other side may be text). */
-static char colOpLetter(int op, char aff, int bRange){
+** 'x'...'Y' on TEXT columns and 'z'...'W' on untyped ones.  The set
+** orders text as SQLite's BINARY collation does in the database's
+** encoding (row.c). */
+static char colOpLetter(int op, char aff){
   int bNum = isNumericAff(aff);
   int bText = aff==GPUDS_AFF_TEXT;
   switch( op ){
@@ -113,10 +112,10 @@ static char colOpLetter(int op, char aff, int bRange){
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 'U';
     case SQLITE_INDEX_CONSTRAINT_NE:        return bNum ? 'n' : 'b';
     case SQLITE_INDEX_CONSTRAINT_ISNOT:     return bNum ? 'I' : 'B';
-    case SQLITE_INDEX_CONSTRAINT_LT:        return !bRange ? 0 : bNum ? 'l' : bText ? 'x' : 'z';
-    case SQLITE_INDEX_CONSTRAINT_LE:        return !bRange ? 0 : bNum ? 'L' : bText ? 'X' : 'Z';
-    case SQLITE_INDEX_CONSTRAINT_GT:        return !bRange ? 0 : bNum ? 'g' : bText ? 'y' : 'w';
-    case SQLITE_INDEX_CONSTRAINT_GE:        return !bRange ? 0 : bNum ? 'G' : bText ? 'Y' : 'W';
+    case SQLITE_INDEX_CONSTRAINT_LT:        return bNum ? 'l' : bText ? 'x' : 'z';
+    case SQLITE_INDEX_CONSTRAINT_LE:        return bNum ? 'L' : bText ? 'X' : 'Z';
+    case SQLITE_INDEX_CONSTRAINT_GT:        return bNum ? 'g' : bText ? 'y' : 'w';
+    case SQLITE_INDEX_CONSTRAINT_GE:        return bNum ? 'G' : bText ? 'Y' : 'W';
   }
   return 0;
 }
@@ -286,7 +285,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       char cOp;
       const char *zColl;
       if( !c->usable || isKeyColumn(c->iColumn) || c->iColumn>=p->nCol ) continue;
-      cOp = colOpLetter(c->op, p->aAff[c->iColumn], p->eEnc!=0);
+      cOp = colOpLetter(c->op, p->aAff[c->iColumn]);
       if( haveVtabIn() && sqlite3_vtab_in(pInfo, i, -1) ){
         /* An IN list, all values at once, one query: exact on a numeric
         ** column ('N'), a superset SQLite checks again on others ('M').
@@ -302,7 +301,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       acCol[nColArg++] = cOp;
       share *= colOpShare(cOp);
     }
-    if( p->eEnc!=0 && pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
+    if( pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
      && pInfo->aOrderBy[0].iColumn<p->nCol
      && (pInfo->nOrderBy==1
          || (pInfo->nOrderBy==2 && isKeyColumn(pInfo->aOrderBy[1].iColumn)
@@ -508,11 +507,28 @@ int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
   return bRet;
 }
 
+/* *v (holding no copy) := a copy of the text of value pArg (a number's
+** as TEXT affinity makes it) as records of eText hold it, and its 8
+** bytes. */
+static int constText(sqlite3_value *pArg, int eText, GpudsValue *v){
+  const unsigned char *z = 0;
+  uint32_t n = 0;
+  unsigned char *zCopy;
+  if( gpudsValueText(pArg, eText, &z, &n) ) return SQLITE_NOMEM;
+  zCopy = sqlite3_malloc64(n>0 ? n : 1);
+  if( zCopy==0 ) return SQLITE_NOMEM;
+  if( n>0 ) memcpy(zCopy, z, n);
+  v->tag = GPUDS_TAG_TEXT;
+  v->z = zCopy; v->n = n;
+  v->val = gpudsRowTextBytes(zCopy, n, eText);
+  return SQLITE_OK;
+}
+
 /* The constant of a term on a column of affinity aff: SQLite applies
 ** NUMERIC affinity to it when the column's is numeric (colOpLetter takes
-** no other comparison as exact).  Text and blob bytes are copied; a text's
-** 8 bytes are those of the database's encoding eEnc (row.c). */
-static int colConst(sqlite3_value *pArg, char aff, int eEnc, GpudsValue *v){
+** no other comparison as exact).  Text and blob bytes are copied, text as
+** the table's records hold it (eText, row.c). */
+static int colConst(sqlite3_value *pArg, char aff, int eText, GpudsValue *v){
   sqlite3_value *pDup = 0;
   int eType = sqlite3_value_type(pArg), rc = SQLITE_OK;
   memset(v, 0, sizeof(*v));
@@ -525,17 +541,18 @@ static int colConst(sqlite3_value *pArg, char aff, int eEnc, GpudsValue *v){
       v->tag = GPUDS_TAG_INT; v->val = (uint64_t)sqlite3_value_int64(pArg); break;
     case SQLITE_FLOAT:
       v->tag = GPUDS_TAG_REAL; v->val = gpudsColReal(sqlite3_value_double(pArg)); break;
-    case SQLITE_TEXT: case SQLITE_BLOB: {
-      const unsigned char *z = eType==SQLITE_TEXT ? sqlite3_value_text(pArg)
-                                                  : sqlite3_value_blob(pArg);
+    case SQLITE_TEXT:
+      rc = constText(pArg, eText, v);
+      break;
+    case SQLITE_BLOB: {
+      const unsigned char *z = sqlite3_value_blob(pArg);
       int n = sqlite3_value_bytes(pArg);
       unsigned char *zCopy = sqlite3_malloc64(n>0 ? n : 1);
       if( zCopy==0 || (z==0 && n>0) ){ sqlite3_free(zCopy); rc = SQLITE_NOMEM; break; }
       if( n>0 ) memcpy(zCopy, z, n);
-      v->tag = eType==SQLITE_TEXT ? GPUDS_TAG_TEXT : GPUDS_TAG_BLOB;
+      v->tag = GPUDS_TAG_BLOB;
       v->z = zCopy; v->n = (uint32_t)n;
-      v->val = eType==SQLITE_TEXT ? gpudsRowTextBytes(zCopy, v->n, eEnc)
-                                  : gpudsColBytes(zCopy, v->n);
+      v->val = gpudsColBytes(zCopy, v->n);
       break;
     }
     default:
@@ -546,19 +563,12 @@ static int colConst(sqlite3_value *pArg, char aff, int eEnc, GpudsValue *v){
 }
 
 /* *v (a number, holding no copy) := SQLite's text of the number pArg, as
-** TEXT affinity makes it (sqlite3_value_text on a copy), in encoding eEnc. */
-static int colConstText(sqlite3_value *pArg, int eEnc, GpudsValue *v){
+** TEXT affinity makes it (on a copy of pArg), as records of eText hold it. */
+static int colConstText(sqlite3_value *pArg, int eText, GpudsValue *v){
   sqlite3_value *pDup = sqlite3_value_dup(pArg);
-  const unsigned char *z = pDup ? sqlite3_value_text(pDup) : 0;
-  int n = pDup ? sqlite3_value_bytes(pDup) : 0;
-  unsigned char *zCopy = z ? sqlite3_malloc64(n>0 ? n : 1) : 0;
-  if( zCopy==0 ){ sqlite3_value_free(pDup); return SQLITE_NOMEM; }
-  if( n>0 ) memcpy(zCopy, z, n);
+  int rc = pDup ? constText(pDup, eText, v) : SQLITE_NOMEM;
   sqlite3_value_free(pDup);
-  v->tag = GPUDS_TAG_TEXT;
-  v->z = zCopy; v->n = (uint32_t)n;
-  v->val = gpudsRowTextBytes(zCopy, v->n, eEnc);
-  return SQLITE_OK;
+  return rc;
 }
 
 /* Order two values (tag, val pairs) for the IN list. */
@@ -574,7 +584,7 @@ static int cmpInVal(const void *a, const void *b){
 ** SQLite checks again (a column of another affinity, where the IN
 ** operator's affinity may convert numbers to text or text to numbers:
 ** GPUDS_IN_xxx).  NULLs match nothing. */
-static int colInList(sqlite3_value *pArg, char aff, int eEnc, int bAny, GpudsColTerm *t){
+static int colInList(sqlite3_value *pArg, char aff, int eText, int bAny, GpudsColTerm *t){
   sqlite3_value *pVal = 0;
   GpudsValue *a = 0;
   int64_t n = 0, nAlloc = 0, nOtherAlloc = 0, i;
@@ -583,7 +593,7 @@ static int colInList(sqlite3_value *pArg, char aff, int eEnc, int bAny, GpudsCol
   for(rc = sqlite3_vtab_in_first(pArg, &pVal); rc==SQLITE_OK && pVal;
       rc = sqlite3_vtab_in_next(pArg, &pVal)){
     GpudsValue v;
-    int rc2 = colConst(pVal, aff, eEnc, &v);
+    int rc2 = colConst(pVal, aff, eText, &v);
     if( rc2 ){ rc = rc2; break; }
     if( bAny && v.tag==GPUDS_TAG_TEXT && gpudsColNumText(v.val) ) flags |= GPUDS_IN_NUM;
     if( bAny && (v.tag==GPUDS_TAG_INT || v.tag==GPUDS_TAG_REAL) ) flags |= GPUDS_IN_TEXT;
@@ -654,14 +664,14 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
     t = &pPlan->aTerm[n];
     if( c=='N' || c=='M' ){
       pPlan->nTerm = ++n;      /* owns the list from here */
-      rc = colInList(argv[n-1], p->aAff[iCol], p->eEnc, c=='M', t);
+      rc = colInList(argv[n-1], p->aAff[iCol], gpudsTableText(p), c=='M', t);
       if( rc ) return rc;
       t->t.iCol = iCol-1;
       t->t.op = GPUDS_CMP_IN;
       if( *z==',' ) z++;
       continue;
     }
-    rc = colConst(argv[n], p->aAff[iCol], p->eEnc, &t->v);
+    rc = colConst(argv[n], p->aAff[iCol], gpudsTableText(p), &t->v);
     pPlan->nTerm = ++n;        /* owns t->v.z from here */
     if( rc ) return rc;
     switch( c ){
@@ -697,7 +707,7 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
       ** affinity makes of it where the other side has none; where it has a
       ** numeric one, only text that reads as a number can be less, which
       ** the set keeps as "maybe" */
-      rc = colConstText(argv[n-1], p->eEnc, &t->v);
+      rc = colConstText(argv[n-1], gpudsTableText(p), &t->v);
       if( rc ) return rc;
     }   /* (> and >= a number: every text and blob, as the values compare) */
     t->t.iCol = iCol-1;

@@ -256,12 +256,13 @@ int gpudsRealToInt(double r, sqlite3_int64 *pi){
 }
 
 /* Apply affinity cAff to v the way SQLite does when storing into an
-** ordinary table column of that affinity: the value in *a, and in *ppDup
-** an owned copy (or NULL) that a text->number conversion used, to be freed
-** once *a is no longer needed.  *a is written in place (no copy of it
-** follows: one was a store-forwarding stall a column). */
-static void applyAffinity(sqlite3_value *v, char cAff, int bUtf8, RowVal *a,
-                          sqlite3_value **ppDup){
+** ordinary table column of that affinity: the value in *a (text as records
+** of eText hold it: gpudsValueText), and in *ppDup an owned copy (or NULL)
+** that a text->number conversion used, to be freed once *a is no longer
+** needed.  *a is written in place (no copy of it follows: one was a
+** store-forwarding stall a column).  SQLITE_OK, or SQLITE_NOMEM. */
+static int applyAffinity(sqlite3_value *v, char cAff, int eText, RowVal *a,
+                         sqlite3_value **ppDup){
   memset(a, 0, sizeof(*a));
   *ppDup = 0;
   a->eType = sqlite3_value_type(v);
@@ -280,18 +281,18 @@ static void applyAffinity(sqlite3_value *v, char cAff, int bUtf8, RowVal *a,
       if( a->eType==SQLITE_INTEGER ){
         a->eType = SQLITE_FLOAT;
         a->r = (double)sqlite3_value_int64(v);
-        return;
+        return SQLITE_OK;
       }
       if( a->eType==SQLITE_FLOAT && sqlite3_value_double(v)==0.0 ){
         /* An ordinary table stores an integral real of a REAL column as an
         ** integer, so -0.0 reads back as 0.0. */
         a->r = 0.0;
-        return;
+        return SQLITE_OK;
       }
     }else if( a->eType==SQLITE_FLOAT ){
       sqlite3_int64 i;
       if( gpudsRealToInt(sqlite3_value_double(v), &i) ){
-        a->eType = SQLITE_INTEGER; a->i = i; return;
+        a->eType = SQLITE_INTEGER; a->i = i; return SQLITE_OK;
       }
     }
   }
@@ -299,21 +300,61 @@ static void applyAffinity(sqlite3_value *v, char cAff, int bUtf8, RowVal *a,
     case SQLITE_INTEGER: a->i = sqlite3_value_int64(v); break;
     case SQLITE_FLOAT:   a->r = sqlite3_value_double(v); break;
     case SQLITE_TEXT:
-      /* In a UTF-8 database a text value holds UTF-8 (SQLite converts text
-      ** to the database's encoding as it enters a register): its bytes are
-      ** the record's.  sqlite3_value_blob() returns them as they are, where
-      ** sqlite3_value_text() must first NUL-terminate a value that is not
-      ** (a parameter bound with its length, a column read from a page):
-      ** a malloc(), a copy and a free() per value.  The value's type stays
-      ** TEXT.  A value that is a number converted for TEXT affinity has no
-      ** bytes yet: sqlite3_value_blob() converts it as sqlite3_value_text()
-      ** would. */
-      a->z = bUtf8 ? sqlite3_value_blob(v) : sqlite3_value_text(v);
-      a->n = (uint32_t)sqlite3_value_bytes(v);
-      break;
+      if( eText==SQLITE_UTF8 ){
+        /* In a UTF-8 database a text value's bytes are the record's
+        ** (gpudsValueText).  sqlite3_value_blob() returns them as they
+        ** are, where sqlite3_value_text() must first NUL-terminate a
+        ** value that is not (a parameter bound with its length, a column
+        ** read from a page): a malloc(), a copy and a free() per value.
+        ** The value's type stays TEXT.  A value that is a number converted
+        ** for TEXT affinity has no bytes yet: sqlite3_value_blob()
+        ** converts it as sqlite3_value_text() would. */
+        a->z = sqlite3_value_blob(v);
+        a->n = (uint32_t)sqlite3_value_bytes(v);
+        break;
+      }
+      return gpudsValueText(v, eText, &a->z, &a->n);
     case SQLITE_BLOB:
       a->z = sqlite3_value_blob(v); a->n = (uint32_t)sqlite3_value_bytes(v); break;
   }
+  return SQLITE_OK;
+}
+
+/* The bytes of value v as text (a number as SQLite's text of it, which
+** TEXT affinity makes) as the records of eText (gpuds_int.h) hold them:
+** *pz (v's own, valid while v is unchanged) and *pn.  SQLITE_OK, or
+** SQLITE_NOMEM.  A text value in a register holds the database's encoding
+** (SQLite converts text as it enters one), so where the records hold that
+** encoding its bytes are theirs, byte for byte (a lone surrogate or a byte
+** order mark included).  A UTF-16 value is asked for in its encoding,
+** which converts nothing where it is in it already and makes the text of
+** a number; sqlite3_value_bytes() after sqlite3_value_blob() is then its
+** byte count in that encoding in every SQLite version
+** (sqlite3_value_bytes16() converts a UTF-16be value to the machine's
+** order in some).  Records that hold UTF-8 in a UTF-16 database take
+** sqlite3_value_text()'s conversion. */
+int gpudsValueText(sqlite3_value *v, int eText, const unsigned char **pz, uint32_t *pn){
+  int eRec = gpudsTextRecEnc(eText);
+  const unsigned char *z;
+  if( eRec==SQLITE_UTF8 ){
+    z = sqlite3_value_text(v);
+  }else{
+    int bText = sqlite3_value_type(v)==SQLITE_TEXT;
+    z = eRec==SQLITE_UTF16LE ? sqlite3_value_text16le(v) : sqlite3_value_text16be(v);
+    if( z==0 ) return SQLITE_NOMEM;
+    if( !bText ){
+      /* a number's text: no NUL inside (sqlite3_value_blob() would mark
+      ** the number a blob too) */
+      uint32_t n = 0;
+      while( z[n] || z[n+1] ) n += 2;
+      *pz = z; *pn = n;
+      return SQLITE_OK;
+    }
+    z = sqlite3_value_blob(v);
+  }
+  *pn = (uint32_t)sqlite3_value_bytes(v);
+  *pz = z;
+  return (z==0 && *pn>0) ? SQLITE_NOMEM : SQLITE_OK;
 }
 
 static char *loaderAlloc(GpudsLoader *L, size_t nByte);
@@ -347,11 +388,10 @@ static uint64_t valsRow(GpudsLoader *L, const RowVal *aV, int nCol,
 
 /* The handle of a new record holding the values apVal[0..nCol-1] after the
 ** column affinities aAff[0..nCol-1], allocated from arena L (or by malloc()
-** if L is NULL); 0 if out of memory.  Values are copied.  bUtf8: the
-** connection's encoding is UTF-8 (GpudsTable.eEnc), so text values are
-** read without conversion or terminator. */
+** if L is NULL); 0 if out of memory.  Values are copied, text as the
+** records of eText hold it (gpudsValueText). */
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff,
-                     int bUtf8){
+                     int eText){
   RowVal vStatic[16], *aV = vStatic;
   sqlite3_value *dStatic[16], **aDup = dStatic;
   uint64_t h = 0;
@@ -362,9 +402,12 @@ uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char
     if( aV==0 ) return 0;
     aDup = (sqlite3_value**)&aV[nCol];
   }
-  for(i=0; i<nCol; i++) applyAffinity(apVal[i], aAff[i], bUtf8, &aV[i], &aDup[i]);
-  if( valsMeasure(aV, nCol, &nRec, &nHdr) ) h = valsRow(L, aV, nCol, nRec, nHdr);
-  for(i=0; i<nCol; i++) sqlite3_value_free(aDup[i]);
+  for(i=0; i<nCol; i++){
+    if( applyAffinity(apVal[i], aAff[i], eText, &aV[i], &aDup[i]) ) break;
+  }
+  if( i==nCol && valsMeasure(aV, nCol, &nRec, &nHdr) ) h = valsRow(L, aV, nCol, nRec, nHdr);
+  if( i<nCol ) i++;                         /* the failed column's copy too */
+  while( i>0 ) sqlite3_value_free(aDup[--i]);
   if( aV!=vStatic ) sqlite3_free(aV);
   return h;
 }
@@ -727,7 +770,8 @@ static int plainIntBytes(int64_t v){
 ** column as OP_MakeRecord (vdbe.c) encodes it, header included; a REAL
 ** column's integral value is stored as an integer there.  That is what an
 ** ordinary table compares with SQLITE_LIMIT_LENGTH ("string or blob too
-** big").  Text is counted in UTF-8. */
+** big").  Text is counted as the record holds it (in a UTF-16 database
+** the tables of older formats hold UTF-8, which this counts). */
 int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff){
   int64_t nHdr = 1, nData = 0;
   GpudsRowPos pos;
@@ -891,14 +935,46 @@ static int textCopy(char *zBuf, const unsigned char *z, uint32_t n){
   return bZero==0;
 }
 
-/* Set the result of ctx to column iCol (0-based, non-key) of record p.
+/* Set the result of ctx to the UTF-16 text z[0..n) in encoding eRec (the
+** database's), byte for byte.  SQLite reads two first bytes FF FE or FE FF
+** of a UTF-16 result as a byte order mark, drops them and takes the rest
+** in the order they name (sqlite3VdbeMemHandleBom), where an ordinary
+** table returns the character U+FEFF or U+FFFE they are: such text is
+** given behind a mark of its own encoding, which SQLite drops. */
+static void resultText16(sqlite3_context *ctx, const unsigned char *z, uint32_t n, int eRec){
+  unsigned char aBom[2];
+  unsigned char *zBom;
+  aBom[0] = eRec==SQLITE_UTF16LE ? 0xff : 0xfe;
+  aBom[1] = eRec==SQLITE_UTF16LE ? 0xfe : 0xff;
+  if( n<2 || !((z[0]==0xff && z[1]==0xfe) || (z[0]==0xfe && z[1]==0xff)) ){
+    if( eRec==SQLITE_UTF16LE ){
+      sqlite3_result_text16le(ctx, z, (int)n, SQLITE_TRANSIENT);
+    }else{
+      sqlite3_result_text16be(ctx, z, (int)n, SQLITE_TRANSIENT);
+    }
+    return;
+  }
+  zBom = sqlite3_malloc64((uint64_t)n + 2);
+  if( zBom==0 ){ sqlite3_result_error_nomem(ctx); return; }
+  memcpy(zBom, aBom, 2);
+  memcpy(zBom+2, z, n);
+  if( eRec==SQLITE_UTF16LE ){
+    sqlite3_result_text16le(ctx, zBom, (int)n+2, sqlite3_free);
+  }else{
+    sqlite3_result_text16be(ctx, zBom, (int)n+2, sqlite3_free);
+  }
+}
+
+/* Set the result of ctx to column iCol (0-based, non-key) of record p, a
+** record of a table whose records hold text as eText says (gpuds_int.h).
 ** pos (may be NULL) is where the last call on p stood: reading a row's
 ** columns in order walks its serial types once.  A position holds no
 ** memory; a cursor resets it (pRow = NULL) whenever its row may have been
 ** freed, since a new record can take the same address.  This is xColumn's
 ** path, once per column of every row returned: the walk and the decoding
 ** are inlined into it. */
-void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos){
+void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos,
+                    int eText){
   GpudsRowPos tmp;
   RowVal v;
   if( p==0 ){
@@ -912,7 +988,10 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowP
     case SQLITE_FLOAT:   sqlite3_result_double(ctx, v.r); break;
     case SQLITE_TEXT: {
       char zBuf[ROW_TEXT_STACK];
-      if( v.n<ROW_TEXT_STACK && textCopy(zBuf, v.z, v.n) ){
+      int eRec = gpudsTextRecEnc(eText);
+      if( eRec!=SQLITE_UTF8 ){
+        resultText16(ctx, v.z, v.n, eRec);
+      }else if( v.n<ROW_TEXT_STACK && textCopy(zBuf, v.z, v.n) ){
         /* Given with a NUL after it and its length unsaid, SQLite copies
         ** the text once, terminated, into a buffer it reuses from row to
         ** row, and need not copy it again to read it as text (as it would
@@ -931,12 +1010,13 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowP
 }
 
 /* ---- text in the database's encoding ------------------------------------
-** Rows hold text as UTF-8.  SQLite's BINARY collation compares the bytes of
-** the database's encoding: in a UTF-16 database the bytes of the UTF-16
-** that SQLite makes of that UTF-8 (sqlite3VdbeMemTranslate), another order
-** beyond ASCII.  So a column set's 8 bytes of a text and the exact
-** comparisons below follow the encoding (eEnc: SQLITE_UTF8, SQLITE_UTF16LE
-** or SQLITE_UTF16BE). */
+** SQLite's BINARY collation compares the bytes of the database's encoding.
+** Records that hold text in that encoding (eText a plain encoding,
+** gpuds_int.h) order it by its bytes, as blobs.  Records that hold UTF-8
+** in a UTF-16 database (GPUDS_TEXT_UTF8: tables of older formats) order it
+** by the bytes of the UTF-16 that SQLite makes of it
+** (sqlite3VdbeMemTranslate), another order beyond ASCII, walked below.  A
+** column set's 8 bytes of a text and the exact comparisons follow eText. */
 
 /* A walk over the UTF-16 code units of UTF-8 text z[0..n), as SQLite
 ** translates it (READ_UTF8: malformed sequences and surrogates read as
@@ -975,9 +1055,10 @@ static int utf16Next(Utf16Walk *w, uint32_t *pu){
   return 1;
 }
 
-/* True if eEnc is a UTF-16 encoding (text ordered by its UTF-16 bytes). */
-static int isUtf16(int eEnc){
-  return eEnc==SQLITE_UTF16LE || eEnc==SQLITE_UTF16BE;
+/* True if records of eText hold UTF-8 ordered as the UTF-16 SQLite makes
+** of it. */
+static int textWalk(int eText){
+  return (eText & GPUDS_TEXT_UTF8)!=0;
 }
 
 /* Code unit u as its two bytes in encoding eEnc read big-endian (so that
@@ -986,14 +1067,14 @@ static uint32_t utf16Order(uint32_t u, int eEnc){
   return eEnc==SQLITE_UTF16LE ? ((u & 0xff)<<8) | (u>>8) : u;
 }
 
-/* The 8 bytes a column set holds for UTF-8 text z[0..n) in a database of
-** encoding eEnc: gpudsColBytes() of its bytes in that encoding (the first 4
-** and a hash of all). */
-uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eEnc){
+/* The 8 bytes a column set holds for text z[0..n) as records of eText
+** hold it: gpudsColBytes() of its bytes in the database's encoding (the
+** first 4 and a hash of all). */
+uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eText){
   Utf16Walk w;
   uint32_t pre = 0, h = 2166136261u, u;
-  int k = 0;
-  if( !isUtf16(eEnc) ) return gpudsColBytes(z, n);
+  int k = 0, eEnc = eText & ~GPUDS_TEXT_UTF8;
+  if( !textWalk(eText) ) return gpudsColBytes(z, n);
   w.z = z; w.n = n; w.i = 0; w.uLow = 0;
   while( utf16Next(&w, &u) ){
     uint32_t o = utf16Order(u, eEnc);
@@ -1021,9 +1102,9 @@ static int utf16Cmp(const unsigned char *a, uint32_t na, const unsigned char *b,
 }
 
 /* Column iCol (0-based, non-key) of record p as a column set holds it
-** (gpuds_colval.h) in a database of encoding eEnc: its tag and 8 bytes.  A
-** missing record or column is NULL. */
-void gpudsRowColVal(const GpudsRow *p, int iCol, int eEnc, uint8_t *pTag, uint64_t *pVal){
+** (gpuds_colval.h), text as records of eText hold it: its tag and 8
+** bytes.  A missing record or column is NULL. */
+void gpudsRowColVal(const GpudsRow *p, int iCol, int eText, uint8_t *pTag, uint64_t *pVal){
   RowVal v;
   *pTag = GPUDS_TAG_NULL; *pVal = 0;
   if( p==0 ) return;
@@ -1031,44 +1112,48 @@ void gpudsRowColVal(const GpudsRow *p, int iCol, int eEnc, uint8_t *pTag, uint64
   switch( v.eType ){
     case SQLITE_INTEGER: *pTag = GPUDS_TAG_INT; memcpy(pVal, &v.i, 8); break;
     case SQLITE_FLOAT:   *pTag = GPUDS_TAG_REAL; memcpy(pVal, &v.r, 8); break;
-    case SQLITE_TEXT:    *pTag = GPUDS_TAG_TEXT; *pVal = gpudsRowTextBytes(v.z, v.n, eEnc); break;
+    case SQLITE_TEXT:    *pTag = GPUDS_TAG_TEXT; *pVal = gpudsRowTextBytes(v.z, v.n, eText); break;
     case SQLITE_BLOB:    *pTag = GPUDS_TAG_BLOB; *pVal = gpudsColBytes(v.z, v.n); break;
   }
 }
 
-/* Compare two blob values (or two UTF-8 texts) by BINARY collation. */
+/* Compare two blob values (or two texts held in the database's encoding)
+** by BINARY collation. */
 static int bytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb){
   int r = (na && nb) ? memcmp(a, b, na<nb ? na : nb) : 0;
   if( r ) return r<0 ? GPUDS_ORD_LT : GPUDS_ORD_GT;
   return na<nb ? GPUDS_ORD_LT : na>nb ? GPUDS_ORD_GT : GPUDS_ORD_EQ;
 }
 
-/* Column iCol of record p against value v exactly, as SQLite compares two
-** values with BINARY collation in a database of encoding eEnc (no affinity
-** applied): GPUDS_ORD_LT, _EQ or _GT.  A NULL orders first. */
-int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eEnc){
+/* Column iCol of record p against value v (its text as records of eText
+** hold it) exactly, as SQLite compares two values with BINARY collation
+** (no affinity applied): GPUDS_ORD_LT, _EQ or _GT.  A NULL orders first. */
+int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eText){
   GpudsValue a;
   int ca, cb;
-  gpudsRowColValue(p, iCol, eEnc, &a);
+  gpudsRowColValue(p, iCol, eText, &a);
   ca = gpudsColClass(a.tag); cb = gpudsColClass(v->tag);
   if( ca!=cb ) return ca<cb ? GPUDS_ORD_LT : GPUDS_ORD_GT;
   if( ca==0 ) return GPUDS_ORD_EQ;
   if( ca==1 ) return gpudsColCompare(a.tag, a.val, v->tag, v->val);
-  if( ca==2 && isUtf16(eEnc) ) return utf16Cmp(a.z, a.n, v->z, v->n, eEnc);
+  if( ca==2 && textWalk(eText) ){
+    return utf16Cmp(a.z, a.n, v->z, v->n, eText & ~GPUDS_TEXT_UTF8);
+  }
   return bytesCmp(a.z, a.n, v->z, v->n);
 }
 
 /* Column iCol of records a and b compared exactly (NULL first, numbers,
-** text and blobs by BINARY collation in encoding eEnc): < 0, 0, > 0. */
-int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol, int eEnc){
+** text and blobs by BINARY collation; text as records of eText hold it):
+** < 0, 0, > 0. */
+int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol, int eText){
   GpudsValue v;
-  gpudsRowColValue(b, iCol, eEnc, &v);
-  return gpudsRowColCmp(a, iCol, &v, eEnc);
+  gpudsRowColValue(b, iCol, eText, &v);
+  return gpudsRowColCmp(a, iCol, &v, eText);
 }
 
-/* Column iCol of record p as a GpudsValue in a database of encoding eEnc
-** (text and blobs point into the record). */
-void gpudsRowColValue(const GpudsRow *p, int iCol, int eEnc, GpudsValue *v){
+/* Column iCol of record p as a GpudsValue, text as records of eText hold
+** it (text and blobs point into the record). */
+void gpudsRowColValue(const GpudsRow *p, int iCol, int eText, GpudsValue *v){
   RowVal r;
   v->tag = GPUDS_TAG_NULL; v->val = 0; v->z = 0; v->n = 0;
   if( p==0 ) return;
@@ -1076,7 +1161,7 @@ void gpudsRowColValue(const GpudsRow *p, int iCol, int eEnc, GpudsValue *v){
   switch( r.eType ){
     case SQLITE_INTEGER: v->tag = GPUDS_TAG_INT; memcpy(&v->val, &r.i, 8); break;
     case SQLITE_FLOAT:   v->tag = GPUDS_TAG_REAL; memcpy(&v->val, &r.r, 8); break;
-    case SQLITE_TEXT:    v->tag = GPUDS_TAG_TEXT; v->val = gpudsRowTextBytes(r.z, r.n, eEnc); break;
+    case SQLITE_TEXT:    v->tag = GPUDS_TAG_TEXT; v->val = gpudsRowTextBytes(r.z, r.n, eText); break;
     case SQLITE_BLOB:    v->tag = GPUDS_TAG_BLOB; v->val = gpudsColBytes(r.z, r.n); break;
   }
   if( v->tag==GPUDS_TAG_TEXT || v->tag==GPUDS_TAG_BLOB ){ v->z = r.z; v->n = r.n; }

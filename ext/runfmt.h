@@ -33,16 +33,20 @@
 **          even a blob, N >= 13 odd a text of (N-12)/2 bytes; 10 and 11
 **          invalid), then each column's bytes, big-endian, nothing after
 **          them.  Spilled records (<name>_ovfl) hold the same encoding.
+**          Text is UTF-8.
 **
-** Format 5 (SHADOW_FORMAT_DIGEST) is format 4 with every chunk's checksum
-** seeded with its t_run id (a chunk moved to another id no longer
-** matches), and two digests in <name>_meta, each a sum (mod 2^64) over the
-** chunks: 'layout' of gpudsChunkLayout(id, n, first key), which a lookup
-** from disk checks from its chunk index before it trusts a binary search,
-** and 'digest' of gpudsChunkDigest(id, n, first key, checksum), which a
-** load checks over everything it read (two copies of the table that
-** differ in any chunk differ in it).  Each commit updates both
-** incrementally.
+** Format 5 is format 4 with two changes:
+**   - text in the database's encoding (SHADOW_FORMAT_TEXT), byte for byte
+**     as SQLite's own records hold it (in a UTF-8 database the two are the
+**     same);
+**   - every chunk's checksum seeded with its t_run id (SHADOW_FORMAT_DIGEST:
+**     a chunk moved to another id no longer matches), and two digests in
+**     <name>_meta, each a sum (mod 2^64) over the chunks: 'layout' of
+**     gpudsChunkLayout(id, n, first key), which a lookup from disk checks
+**     from its chunk index before it trusts a binary search, and 'digest'
+**     of gpudsChunkDigest(id, n, first key, checksum), which a load checks
+**     over everything it read (two copies of the table that differ in any
+**     chunk differ in it).  Each commit updates both incrementally.
 */
 #ifndef GPUDS_RUNFMT_H
 #define GPUDS_RUNFMT_H
@@ -50,11 +54,14 @@
 #include "varint.h"
 
 #define SHADOW_FORMAT  5     /* written for new tables: varints, encoded records,
-                             ** id-seeded checksums, digests */
+                             ** id-seeded checksums, digests, text as the
+                             ** database encodes it */
 #define SHADOW_FORMAT_MIN 1  /* oldest read and written: format 1, no checksums */
 #define SHADOW_FORMAT_OVFL 3 /* first format with <name>_ovfl */
 #define SHADOW_FORMAT_ENC 4  /* first format with varint keys, encoded records */
 #define SHADOW_FORMAT_DIGEST 5  /* first with id-seeded checksums and digests */
+#define SHADOW_FORMAT_TEXT 5 /* first format whose records hold text in the
+                             ** database's encoding (before: UTF-8) */
 #define SHADOW_SUM     8     /* bytes of a format-2 chunk's checksum */
 #define SHADOW_CHUNK   65536 /* keys per chunk at most */
 #define SHADOW_TOMB    0xffffffffu
@@ -84,6 +91,17 @@ typedef struct GpudsDigest {
   uint64_t uLayout;       /* sum of gpudsChunkLayout */
   int64_t nEntries;       /* sum of their entry counts */
 } GpudsDigest;
+
+/* How table p's records hold text (row.c's eText, gpuds_int.h): the one
+** place that decides it from the storage format.  From format
+** SHADOW_FORMAT_TEXT on, in the database's encoding, byte for byte as
+** SQLite's records hold it; before, as UTF-8 (what SQLite's conversion
+** made of it), which in a UTF-16 database orders as the UTF-16 SQLite
+** makes of it again.  Inline: every xColumn of text asks. */
+static inline int gpudsTableText(const GpudsTable *p){
+  if( p->iFormat>=SHADOW_FORMAT_TEXT || p->eEnc==SQLITE_UTF8 ) return p->eEnc;
+  return p->eEnc | GPUDS_TEXT_UTF8;
+}
 
 /* Where a spilled record lies in <name>_ovfl. */
 typedef struct GpudsOvfl {

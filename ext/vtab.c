@@ -152,7 +152,7 @@ static int dbEncoding(sqlite3 *db){
 ** them on first use. */
 static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
                      sqlite3_vtab **ppVtab, char **pzErr, int bCreate){
-  int eKind = (int)(intptr_t)pAux;
+  int eKind = ((const GpudsModAux*)pAux)->eKind;
   GpudsSchema sch;
   GpudsTable *p = 0;
   GpudsVtab *pV;
@@ -225,6 +225,13 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   p->pOps = gpudsStoreOps(eKind);
   p->nFlushRows = gpudsConfig()->nFlushRows;
   if( !p->zDb || !p->zName ){ tableFree(p); sqlite3_free(pV); return SQLITE_NOMEM; }
+  if( p->eEnc==0 ){
+    /* records hold text in the database's encoding: unknown, no table */
+    *pzErr = sqlite3_mprintf("%s: cannot read the database's text encoding", argv[0]);
+    tableFree(p);
+    sqlite3_free(pV);
+    return SQLITE_ERROR;
+  }
   rc = gpudsStoreCreate(p, &p->pStore, &p->pMirror);
   if( rc ){
     *pzErr = sqlite3_mprintf("%s: %s", argv[0], p->base.zErrMsg ? p->base.zErrMsg : "cannot create the store");
@@ -379,7 +386,7 @@ static void cursorColsQuery(GpudsCursor *c, GpudsColQuery *q){
   q->aTerm = pl->aTerm; q->nTerm = pl->nTerm;
   q->iOrderCol = pl->iOrderCol;
   q->bDesc = pl->iOrderCol>=0 ? pl->bOrderDesc : pl->bDesc;
-  q->eEnc = tab(c->base.pVtab)->eEnc;
+  q->eText = gpudsTableText(tab(c->base.pVtab));
 }
 
 /* Run the cursor's column plan: nFirst > 0 asks for a prefix of that many
@@ -671,7 +678,8 @@ static int gpudsColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i){
     sqlite3_result_int64(ctx, c->iKey);
   }else{
     c->bReadRow = c->bPrefetch = 1;
-    gpudsRowResult(gpudsRowOf(c->hRow), i-1, ctx, &c->pos);
+    gpudsRowResult(gpudsRowOf(c->hRow), i-1, ctx, &c->pos,
+                   gpudsTableText(tab(c->base.pVtab)));
   }
   return SQLITE_OK;
 }
@@ -812,7 +820,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
   ** Small transactions keep malloc(), whose holes are reused: a long run of
   ** small updates must not pin arena blocks that are mostly dead. */
   hRow = gpudsRowNew(p->wb.nOver>=GPUDS_ARENA_ROWS ? &p->wArena : 0,
-                     p->nCol-1, &argv[3], &p->aAff[1], p->eEnc==SQLITE_UTF8);
+                     p->nCol-1, &argv[3], &p->aAff[1], gpudsTableText(p));
   if( hRow==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
   if( gpudsRowTooBig(gpudsRowOf(hRow), &p->aAff[1],
                      sqlite3_limit(p->db, SQLITE_LIMIT_LENGTH, -1))
@@ -985,15 +993,26 @@ static struct {
 } gpudsModule4 = { { 4, GPUDS_METHODS }, gpudsIntegrity };
 #endif
 
-/* Register the gfsl and gpuhash modules on db. */
-int gpudsRegisterModules(sqlite3 *db){
+/* Register the gfsl and gpuhash modules on db, with client data pGfsl and
+** pHash, each handed to xDestroy when its module goes (the connection
+** closes, the module is dropped or replaced), or now if not registered. */
+int gpudsRegisterModules(sqlite3 *db, GpudsModAux *pGfsl, GpudsModAux *pHash,
+                         void (*xDestroy)(void*)){
   const sqlite3_module *pMod = sqlite3_libversion_number()>=3044000
       ? (const sqlite3_module*)&gpudsModule4 : &gpudsModule;
-  int rc = sqlite3_create_module_v2(db, "gfsl", pMod,
-                                    (void*)(intptr_t)GPUDS_ORDERED, 0);
+  int rc = sqlite3_create_module_v2(db, "gfsl", pMod, pGfsl, xDestroy);
   if( rc==SQLITE_OK ){
-    rc = sqlite3_create_module_v2(db, "gpuhash", pMod,
-                                  (void*)(intptr_t)GPUDS_HASH, 0);
+    rc = sqlite3_create_module_v2(db, "gpuhash", pMod, pHash, xDestroy);
+    if( rc ) gpudsUnregisterModules(db);
+  }else{
+    xDestroy(pHash);
   }
   return rc;
+}
+
+/* Remove both modules from db (their xDestroy runs now): a load that fails
+** leaves nothing of this library registered, since SQLite unloads it. */
+void gpudsUnregisterModules(sqlite3 *db){
+  sqlite3_create_module_v2(db, "gfsl", 0, 0, 0);
+  sqlite3_create_module_v2(db, "gpuhash", 0, 0, 0);
 }

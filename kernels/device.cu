@@ -6,7 +6,12 @@
 #include <mutex>
 #include <cstdio>
 #include <cstring>
+#include <dlfcn.h>
 #include <unistd.h>
+
+#ifndef GPUDS_CUDA_ARCHS
+# define GPUDS_CUDA_ARCHS "?"
+#endif
 
 namespace {
 // Writes a known word: the probe that this binary's kernels run here.
@@ -24,6 +29,13 @@ bool kernelsRun(char *zWhy, size_t nWhy){
     if( e==cudaSuccess ) e = cudaMemcpy(&h, d, sizeof(unsigned), cudaMemcpyDeviceToHost);
   }
   if( d ) cudaFree(d);
+  if( e==cudaErrorNoKernelImageForDevice || e==cudaErrorInvalidPtx
+   || e==cudaErrorUnsupportedPtxVersion || e==cudaErrorInvalidDeviceFunction ){
+    snprintf(zWhy, nWhy, "this build has no code for it (built for %s): %s",
+             GPUDS_CUDA_ARCHS, cudaGetErrorString(e));
+    cudaGetLastError();
+    return false;
+  }
   if( e!=cudaSuccess ){
     snprintf(zWhy, nWhy, "%s", cudaGetErrorString(e));
     cudaGetLastError();
@@ -41,6 +53,45 @@ int g_ok = 0;             // 1 when device 0 is usable
 pid_t g_pid = 0;          // the process that probed it
 char g_name[256];         // device name, or why none is usable
 
+// A CUDA version number (1000*major + 10*minor) as "major.minor".
+void cudaVersion(int v, char *z, size_t n){
+  snprintf(z, n, "%d.%d", v/1000, (v%1000)/10);
+}
+
+// Why no device is usable where cudaGetDeviceCount() gave e (cudaSuccess:
+// a count of 0), in z[0..n): the CUDA runtime says "driver version is
+// insufficient" where there is no driver at all, so look for one: no
+// libcuda.so.1, a driver older than this build's runtime, a driver that
+// finds no device, or else what CUDA says.
+void noDevice(cudaError_t e, char *z, size_t n){
+  void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  int drv = 0, rt = 0;
+  char zDrv[16], zRt[16];
+  if( h==nullptr ){
+    const char *zDl = dlerror();
+    snprintf(z, n, "no NVIDIA driver: libcuda.so.1 not found (%.150s)",
+             zDl ? zDl : "dlopen failed");
+    return;
+  }
+  // (left loaded: the runtime holds it too where it found it)
+  typedef int (*DriverVersionFn)(int*);
+  DriverVersionFn xVersion = (DriverVersionFn)dlsym(h, "cuDriverGetVersion");
+  if( xVersion==nullptr || xVersion(&drv)!=0 ) drv = 0;
+  if( cudaRuntimeGetVersion(&rt)!=cudaSuccess ){ cudaGetLastError(); rt = 0; }
+  cudaVersion(drv, zDrv, sizeof(zDrv));
+  cudaVersion(rt, zRt, sizeof(zRt));
+  if( e==cudaErrorInsufficientDriver && drv>0 && drv<rt ){
+    snprintf(z, n, "NVIDIA driver too old: it supports CUDA %s, this build needs %s",
+             zDrv, zRt);
+  }else if( e==cudaSuccess || e==cudaErrorNoDevice ){
+    snprintf(z, n, "no NVIDIA GPU: the driver (CUDA %s) finds no device%s", zDrv,
+             access("/dev/nvidia0", F_OK)==0 ? "" : " (no /dev/nvidia0)");
+  }else{
+    snprintf(z, n, "no usable CUDA device: %.120s (driver CUDA %s, this build %s)",
+             cudaGetErrorString(e), drv ? zDrv : "unknown", zRt);
+  }
+}
+
 // Probe device 0: a driver, a device of compute capability >= 7.0, a
 // context that can be created, and a kernel of this binary that runs (the
 // binary may hold no code for this device's architecture).
@@ -48,9 +99,8 @@ void probe(){
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if( e!=cudaSuccess || n==0 ){
-    snprintf(g_name, sizeof(g_name), "no CUDA device (%s)",
-             e!=cudaSuccess ? cudaGetErrorString(e) : "count is 0");
     cudaGetLastError();
+    noDevice(e, g_name, sizeof(g_name));
     return;
   }
   cudaDeviceProp prop;

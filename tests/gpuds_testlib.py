@@ -250,9 +250,10 @@ def entries3(vals):
 _SIZES = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8, 7: 8, 8: 0, 9: 0}
 
 
-def record4_decode(a, ncol):
+def record4_decode(a, ncol, text="utf-8"):
     """The values of a format-4 record of ncol columns (int, float, str,
-    bytes or None)."""
+    bytes or None); text decoded from that encoding (None: text as bytes,
+    as format 5 holds it in a UTF-16 database)."""
     types, off = [], 0
     for _ in range(ncol):
         s, off = varint_get(a, off)
@@ -273,7 +274,7 @@ def record4_decode(a, ncol):
         elif s >= 12:
             n = (s - 12) // 2
             b = bytes(a[off:off + n])
-            vals.append(b.decode("utf-8") if s & 1 else b)
+            vals.append(b.decode(text) if s & 1 and text else b)
             off += n
         else:
             raise ValueError("serial type %d" % s)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The storage format (ARCHITECTURE.md, "The storage format"): format 5
-round trips of every kind of value (integers at every size boundary,
+(format 4's encoding with text as the database encodes it: in a UTF-8
+database the two are the same) round trips of every kind of value (integers at every size boundary,
 reals, empty and long text and blobs, NULLs, many columns, keys at the
 ends of their range), checked against an ordinary twin table after
 reopening and byte by byte against the documented encoding (the chunk

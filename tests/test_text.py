@@ -1,6 +1,6 @@
 """Text values as they enter a row, against an ordinary table, in a UTF-8
-and in a UTF-16 database: xUpdate reads a UTF-8 database's text bytes as
-they are (no terminator added: gpudsRowNew), a UTF-16 one's converted.
+and in a UTF-16 database: xUpdate reads a value's text bytes as they are,
+in the database's encoding (no terminator added in UTF-8: gpudsRowNew).
 Parameters bound with their length (Python's sqlite3 does), text read from
 another table's pages (INSERT ... SELECT), results of functions, numbers
 given to TEXT columns, empty text, text with a NUL inside and non-ASCII
