@@ -66,7 +66,7 @@
 // GPUDS_CK / GPUDS_CK_LAUNCH.
 //
 // FILES.  One translation unit, in layers (each file includes nothing of a
-// layer above it):
+// layer above it, and each header compiles on its own):
 //   kernels/cols/layout.cuh   limits, DTerm, Hdr, kProbe's arguments, ColIdx
 //   kernels/cols/kernels.cuh  the query kernels (bounds, predicate, words,
 //                             top-k, ties, output, the one-pass filter)

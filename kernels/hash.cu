@@ -64,10 +64,12 @@
 // the table (or 32 MiB) is given back after it (trimScratch).
 //
 // FILES: one translation unit, in layers (each file includes nothing of a
-// layer above it):
+// layer above it, and each header compiles on its own):
 //   kernels/hash/layout.cuh      buckets, slots, the table, Meta
 //   kernels/hash/device_ops.cuh  the tile's probe, claim, insert, key state
 //   kernels/hash/kernels.cuh     the kernels (kRun, kLookup2, rehash, check, ...)
+//   kernels/hash/store.cuh       GpuHashStore and the functions of this file
+//                                that ops.cuh and hooks.cuh call
 //   kernels/hash.cu (this file)  the host store GpuHashStore: scratch, growth,
 //                                batches, host<->device transfers
 //   kernels/hash/ops.cuh         gpudsCudaHashOps and its entry points
@@ -91,33 +93,12 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace cg = cooperative_groups;
-using namespace gpuds_hash;
-typedef unsigned long long ull;
-
 #include "hash/layout.cuh"
 #include "hash/device_ops.cuh"
 #include "hash/kernels.cuh"
+#include "hash/store.cuh"
 
 // ------------------------------------------------------------------ host --
-
-struct GpuHashStore {
-  // Blocks of kBlock threads per SM for grid-stride launches whose
-  // occupancy is not asked for (gridFor without a kernel): 2048 threads,
-  // what an SM holds at once.
-  static constexpr int kBlocksPerSM = 2048/gpuds_launch::kBlock;
-  Table T;               // the table (device)
-  Meta *dMeta;           // device counters
-  Meta h;                // host mirror of *dMeta, valid between calls
-  gpuds_mem::DevMem mem; // every device allocation, counted (table + meta + scratch)
-  gpuds_mem::DBuf scratch;     // reusable device scratch (batches, scans, checks)
-  cudaStream_t st;
-  gpuds_pipe::HostPipe pipe;   // every staged host<->device copy (common/hostpipe.cuh)
-  size_t chunk;          // keys per chunk; host batches of more go through pipe
-  uint64_t nRehash;
-  int nSM;
-  char zErr[512];
-};
 
 // Record a failed CUDA call on store p (see common/check.cuh).
 int gpudsCudaFail(GpuHashStore *p, cudaError_t e, const char *zWhat, const char *zFile, int iLine){
@@ -127,9 +108,6 @@ int gpudsCudaFail(GpuHashStore *p, cudaError_t e, const char *zWhat, const char 
 }
 
 namespace {
-
-using gpuds_launch::kBlock;
-using gpuds_launch::gridFor;
 
 // Free device memory of the store (NULL is a no-op).
 void devFree(GpuHashStore *p, void *ptr, size_t n){ gpuds_mem::release(p->mem, ptr, n); }
@@ -235,11 +213,6 @@ void maybeShrink(GpuHashStore *p){
   memcpy(zSave, p->zErr, sizeof(zSave));
   if( rehash(p, nb)!=GPUDS_OK ) memcpy(p->zErr, zSave, sizeof(zSave));
 }
-
-// Lookup kernel choice (tuning knob, see gpuds_hash::setLookupIlp).
-int gLookupIlp = 2;
-
-size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
 
 // Scratch layout of a batch of n ops: device copies of the inputs and
 // outputs (host calls).

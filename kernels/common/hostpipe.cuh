@@ -33,8 +33,7 @@
 // returns with no work of the call in flight.  Getting pinned memory is
 // never an error: prepare() and single() say "not available" and the store
 // takes the path that needs none.
-#ifndef GPUDS_HOSTPIPE_CUH
-#define GPUDS_HOSTPIPE_CUH
+#pragma once
 
 #include <cuda_runtime.h>
 #include <cstddef>
@@ -309,5 +308,3 @@ int download(Store *p, HostPipe &P, cudaStream_t st, void *dst, const void *src,
 }
 
 }  // namespace gpuds_pipe
-
-#endif  // GPUDS_HOSTPIPE_CUH
