@@ -34,7 +34,8 @@ foreach(src ${GPUDS_C_TESTS})
   add_executable(${name} ${src})
   target_link_libraries(${name} PRIVATE gpuds_core)
   # a test of an ext/ piece that needs no SQLite (e.g. test_overlay.c),
-  # linked with the piece (gpuds_core has what such pieces use: the key sort)
+  # linked with the piece (gpuds_common, through gpuds_core, has what such
+  # pieces use: the key sort)
   string(REGEX REPLACE "^test_" "" piece ${name})
   if(EXISTS ${CMAKE_SOURCE_DIR}/ext/${piece}.c)
     target_sources(${name} PRIVATE ${CMAKE_SOURCE_DIR}/ext/${piece}.c)
