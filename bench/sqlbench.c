@@ -83,7 +83,7 @@
 **            the subquery), which bounds what any table can gain
 **   range:   range_{rows,agg}_{10,1k,1M} (k BETWEEN ? AND ?, ~W rows)
 **   desc:    desc (WHERE k<=? ORDER BY k DESC LIMIT 10)
-**   column:  filters and ORDER BY on the non-key columns (issue #12), each
+**   column:  filters and ORDER BY on the non-key columns, each
 **            a query workload with median and p99 latency:
 **            col_eq (v = ?, ~100 rows), col_range_1pct, col_range_10pct
 **            (r BETWEEN, 1% / 10% of rows), col_rows_1pct (the 1% range,

@@ -323,7 +323,7 @@ static void rRanges(QSet *qs, int iParam, int64_t m, Rng *r){
   }
 }
 
-/* Filters and ORDER BY on the non-key columns (issue #12): the answers
+/* Filters and ORDER BY on the non-key columns: the answers
 ** are summed as the other query workloads' are and compared with the
 ** reference's query by query; where the row count is known exactly (r
 ** ranges: w is a permutation, so m consecutive values are m rows) it is

@@ -83,9 +83,9 @@
 ** consecutive sorted keys along level 0 like a merge join, holding the chunk
 ** of the previous key in registers (kLookupSorted): neighbouring keys cost
 ** no memory access and most others one step right, and results are stored
-** at the keys' original positions.  Smaller batches search one key per warp
-** (kLookup1).  On H200, 10^7 keys, 10M random lookups: 8.0 G/s sorted (sort
-** included) against 2.3 unsorted.
+** at the keys' original positions: for a big batch of random keys, several
+** times the rate of unsorted searches, the sort included.  Smaller batches
+** search one key per warp (kLookup1).
 **
 ** SCANS use a directory of the bottom level: live level-0 chunks sorted by
 ** their fence (CUB radix sort) with a prefix sum of their counts (CUB scan),
@@ -728,8 +728,8 @@ int launchLookup(GfslStore *p, const KP &P, size_t n, const i64 *dKey, uint8_t *
 }
 
 /* Batches of at least this many lookups take the sorted path (variant 0):
-** on H200, 10^7 keys, the sorted path took 0.228 ms for 2^18 random lookups
-** against 0.133 unsorted, and 0.294 against 0.481 for 2^20. */
+** below it the sort costs more than the walk saves (2^18 random lookups
+** run faster unsorted, 2^20 sorted). */
 constexpr size_t SORTED_LOOKUP_MIN = (size_t)1<<19;
 
 /* Enqueue the sorted lookup of n keys (dKey, all within kBase + [0, 2^bits))
@@ -818,14 +818,10 @@ int lookupDev(GfslStore *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVa
 ** Each chunk is looked up on its own: under variant 3 by the sorted path,
 ** otherwise (the default, 0, included) by the unsorted kernel of the variant
 ** (kLookup for 1, else kLookup1).  Why the default does not sort chunks
-** (H200, 10^7 host keys on a 10^7-key store; bench/results/
-** bench_gfsl-h200-host.log and -run1.log): the pipeline is bound by the
-** host's copies (about 1-2 ms a chunk of 2^19-2^20 keys against 0.2-0.5 ms
-** of GPU work, sorted or not), and the sort needs the chunk's key span,
-** which the host takes while it copies the keys: that pass cost more than
-** the sort saved: chunks of 2^19 31.0 ms sorted against 23.8 unsorted, 2^20
-** 33.4 against 27.9 (run 1: 23.3 against 18.4); single-shot, sorted, 24.2
-** (run 1: 20.7).
+** (bench/results/bench_gfsl-*-host.log): the pipeline is bound by the
+** host's copies, several times longer than a chunk's GPU work, sorted or
+** not, and the sort needs the chunk's key span, which the host takes while
+** it copies the keys: that pass costs more than the sort saves.
 ** Each slot has its own device buffers (p->pl), kept between calls.
 ** *pDone is false (and nothing done) when the pipe cannot be had (no pinned
 ** memory): the caller then takes the single-shot path. */

@@ -280,8 +280,8 @@ __global__ void kOut(const IdxT *idx, int64_t nAll, int64_t m, int rev,
 // The matches of pred among rows h->i0..h->i1-1, unordered: their count
 // added to h->nSel (zero before) and the first cap of them (in no order)
 // in out.  One pass for a selective filter: DeviceSelect keeps the matches
-// in order, at twice this kernel's time on 10^7 rows (H100: 102 vs 54 us),
-// which a result of a few rows, sorted afterwards, does not need.  Each
+// in order, which costs it about twice this kernel's time and which a
+// result of a few rows, sorted afterwards, does not need.  Each
 // warp reserves its matches' slots with one atomic.  blockDim.x: a
 // multiple of 32.
 // @param pred  the selection predicate
@@ -290,8 +290,8 @@ __global__ void kOut(const IdxT *idx, int64_t nAll, int64_t m, int rev,
 // @param cap   capacity of out
 template<typename IdxT>
 __global__ void kAppend(SelPred pred, Hdr *h, IdxT *out, int64_t cap){
-  // the terms in shared memory: every row reads them (from global memory
-  // they cost H100 8 us of 62 on 10^7 rows)
+  // the terms in shared memory: every row reads them, and from global
+  // memory they are a noticeable part of the kernel's time
   __shared__ DTerm sT[kTermsShared];
   if( pred.nTerm<=kTermsShared ){
     for(int t=threadIdx.x; t<pred.nTerm; t+=blockDim.x) sT[t] = pred.term[t];
@@ -313,7 +313,7 @@ __global__ void kAppend(SelPred pred, Hdr *h, IdxT *out, int64_t cap){
     // one comparison (the common case, e.g. v = ?): each thread loads the
     // tags and values of kUnroll rows before it compares any, so that
     // enough bytes are in flight to keep HBM busy (one row a thread per
-    // step left the H100 at half its bandwidth)
+    // step leaves it at about half its bandwidth)
     constexpr int kUnroll = 4;
     const DTerm T = pred.term[0];
     const uint8_t *tag = pred.tag + T.off;
@@ -333,8 +333,8 @@ __global__ void kAppend(SelPred pred, Hdr *h, IdxT *out, int64_t cap){
         int64_t i = base + (int64_t)u*blockDim.x + threadIdx.x;
         bool m;
         if( pred.nPair>=0 ){
-          // words, not values: a third less time than gpudsColMatch's
-          // branches on 10^7 rows (H200: 45 vs 64 us)
+          // words, not values: fewer branches than gpudsColMatch's, and
+          // about a third less time
           m = ((pred.pairAny>>tg[u]) & 1u)!=0;
 #pragma unroll
           for(int k=0; k<3; k++) m |= k<pred.nPair && tg[u]==pred.pairT[k] && vl[u]==pred.pairV[k];

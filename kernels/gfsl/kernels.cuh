@@ -204,8 +204,8 @@ __device__ __forceinline__ bool moveFinger(const KP &P, i64 k, int lane, uint32_
 ** neighbouring keys, keep in L1/L2).  The keys of a segment are loaded 32 at
 ** a time, one per lane, and searched one after the other, each by a ballot.
 ** (Answering all keys a chunk encloses at once, by binary searches over
-** shuffles, measured no faster on H200: the sort and the scattered result
-** stores dominate.)  found/val may be NULL.
+** shuffles, gains nothing: the sort and the scattered result stores
+** dominate.)  found/val may be NULL.
 ** @param P       the structure: pool, device state, free list (KP)
 ** @param n       keys
 ** @param segLen  sorted keys a warp takes at a time

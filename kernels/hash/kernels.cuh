@@ -20,11 +20,9 @@ namespace {
 // skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals NULL:
 // values 0.  found/old may be NULL.  (Every caller passes list and skip as
 // NULL since the general path for repeated keys is gone; they stay so that
-// this kernel compiles to the code that was measured: a version without
-// them (42 registers instead of 44) ran the [10,10,80] batch of distinct
-// keys at 9.5 G/s against 10.6 in one H100 run, a difference one run
-// cannot tell from noise, and the comment at the top of hash.cu records
-// how much this kernel's speed depends on its code shape.)
+// this kernel keeps the code it was tuned as: its speed depends on its code
+// shape (see the top of hash.cu), and a version without them, two
+// registers fewer, was not shown to be as fast.)
 // @param T      the table
 // @param meta   its counters, updated at the end
 // @param n      operations
