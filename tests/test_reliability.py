@@ -577,7 +577,7 @@ def d10_info_is_json():
 def d12_check_in_transaction_and_dotted_name():
     """gpuds_check inside a transaction that flushed is 'ok'; it can name a
     table called "a.b".  (That it still reports a real disagreement is
-    test_persist's corruption section.)"""
+    test_persist_corrupt.py's.)"""
     for mod in MODULES:
         p = fresh("d12_%s.db" % mod)
         os.environ["GPUDS_FLUSH_ROWS"] = "2"
