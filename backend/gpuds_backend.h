@@ -26,15 +26,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "gpuds_rc.h"     /* GPUDS_OK, GPUDS_ERROR, GPUDS_NOMEM, GPUDS_MISUSE */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define GPUDS_OK      0
-#define GPUDS_ERROR   1   /* SQLITE_ERROR */
-#define GPUDS_NOMEM   7   /* SQLITE_NOMEM: host or device memory exhausted */
-#define GPUDS_MISUSE 21   /* SQLITE_MISUSE: call not valid for this store */
 
 #define GPUDS_ORDERED 1
 #define GPUDS_HASH    2

@@ -262,10 +262,10 @@ GPUDS_HD int gpudsColMatch(uint8_t tag, uint64_t val, int op, uint8_t ctag,
 ** values whose tag has its bit in *pAny (1 << tag) and those equal to one
 ** of the *pn pairs (aT[i], aV[i]) bit for bit: returns 1 and fills them (at
 ** most 3 pairs).  0 for other terms.  A scan then compares words, not
-** values (cols.cu's one-term path).  Equal numbers of the other type: an
-** integer c equals only the real (double)c where that is exact (and -0.0
-** for 0), a real r only the integer r where r is one within int64's range;
-** 0.0 and -0.0 are equal. */
+** values (kAppend's one-term path, kernels/cols/kernels.cuh).  Equal
+** numbers of the other type: an integer c equals only the real (double)c
+** where that is exact (and -0.0 for 0), a real r only the integer r where r
+** is one within int64's range; 0.0 and -0.0 are equal. */
 GPUDS_HD int gpudsColAsPairs(int op, uint8_t ctag, uint64_t cval, uint32_t *pAny,
                              uint8_t aT[3], uint64_t aV[3], int *pn){
   int n = 0;

@@ -12,11 +12,12 @@ if(GPUDS_WITH_CUDA)
   endforeach()
 endif()
 
-# sqlbench (bench/sqlbench.c): the SQL-level benchmark, built with or without
-# CUDA.  It loads gpuds.so at run time (--ext), so it links only SQLite.
+# sqlbench (bench/sqlbench*.c): the SQL-level benchmark, built with or
+# without CUDA.  It loads gpuds.so at run time (--ext), so it links only SQLite.
 find_library(SQLITE3_LIBRARY sqlite3)
 if(SQLITE3_LIBRARY)
-  add_executable(sqlbench ${CMAKE_SOURCE_DIR}/bench/sqlbench.c)
+  file(GLOB GPUDS_SQLBENCH_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/sqlbench*.c)
+  add_executable(sqlbench ${GPUDS_SQLBENCH_SRC})
   target_include_directories(sqlbench PRIVATE ${SQLITE3_INCLUDE_DIR})
   target_link_libraries(sqlbench PRIVATE ${SQLITE3_LIBRARY} m)
 else()

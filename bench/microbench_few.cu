@@ -6,7 +6,7 @@
 // unrolls) against a device-to-device copy as the bandwidth reference.
 // Wall time (host clock) and GPU time (events), median of 30.  Built with
 // the other benchmarks (build/microbench_few, CUDA builds); no arguments.
-// Its H100 output: bench/results/microbench-few-h100-20261125.log.
+// Its output on the GPU machine: bench/results/microbench-few-h100-20261125.log.
 #include "gpuds_colval.h"
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>

@@ -11,9 +11,9 @@ that holds the database, mmap) where the run says so (meta.baseline "both" or
 ("sqlite_default") is shown beside it, as its ratio to the tuned one.  The
 indexed ordinary table ("sqlite_index", sqlbench --index-columns) and DuckDB
 ("duckdb", added by bench/duckdb_bench.py --merge) are shown where the run has
-them; the column workloads (group "column", issue #12) get a table of their
-own: median latency per table and the gpuds tables against the ordinary
-table (with the issue's targets), the indexed one and DuckDB.  Writes:
+them; the column workloads (group "column") get a table of their own:
+median latency per table and the gpuds tables against the ordinary table
+(with the targets set for them, TARGETS), the indexed one and DuckDB.  Writes:
 
   DIR/sqlbench_ratios.png        every workload, log scale (needs matplotlib)
   DIR/sqlbench_<group>.png       one chart per workload group
@@ -40,7 +40,7 @@ TABLES = ("sqlite", "gfsl", "gpuhash", FLOOR, INDEX, DUCK, DEFAULT)
 LABELS = {"sqlite": "sqlite", "gfsl": "gfsl", "gpuhash": "gpuhash",
           FLOOR: "floor (any virtual table)",
           INDEX: "sqlite, indexed", DUCK: "DuckDB", DEFAULT: "sqlite, default cache"}
-# issue #12's targets: a gpuds table's rate over the ordinary table's (no index)
+# The column workloads' targets: a gpuds table's rate over the ordinary table's (no index)
 TARGETS = {"col_eq": 100, "col_range_1pct": 20, "col_range_10pct": 3, "col_and": 50,
            "col_top_desc": 100, "col_key_and": 10, "col_text_eq": 20}
 # footprint rows: (JSON key, title); per-row figures in bytes
@@ -271,9 +271,9 @@ def fmt_ms(s):
 
 
 def column_md(d):
-    """The column workloads of one run (issue #12): median latency (ms) per
+    """The column workloads of one run: median latency (ms) per
     table, and each gpuds table's speed against the ordinary table (rate
-    ratio, with the issue's target), the indexed one and DuckDB (median
+    ratio, with its target), the indexed one and DuckDB (median
     latency ratios); the bulk insert against the indexed table after it."""
     cols = [w for w in d["workloads"] if w.get("group") == "column"]
     if not cols:

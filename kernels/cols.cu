@@ -17,12 +17,12 @@
 //      kFewMax) first tries one pass (few()): kAppend evaluates SelPred
 //      over i0..i1-1 (bounds found on the device) and appends the matches
 //      in no order with one atomic per warp (one term, the common case:
-//      each thread loads four rows before comparing, for bytes in flight
-//      (H100, 10^7 rows: xQuery 0.118 -> 0.076 ms), and =, IS and IS [NOT]
-//      NULL compare words, gpudsColAsPairs); the count and up to kFewMax
-//      keys and row words come back in one copy, one wait in all, and the
-//      host sorts them.  Twice as fast as steps 2-6 for a selective filter;
-//      with more matches than kFewMax, steps 2-6 follow.
+//      each thread loads four rows before comparing, for bytes in flight,
+//      and =, IS and IS [NOT] NULL compare words, gpudsColAsPairs); the
+//      count and up to kFewMax keys and row words come back in one copy,
+//      one wait in all, and the host sorts them: no ordered select and
+//      fewer read-backs than steps 2-6 for a selective filter; with more
+//      matches than kFewMax, steps 2-6 follow.
 //      INDEX: before that pass, a filter with an =, IS, IS [NOT] NULL or
 //      short IN term (up to kProbeIn values) whose column has an equality
 //      index (ColIdx, built by idxBuild at the column's second such query:
@@ -30,8 +30,8 @@
 //      pairs up there (kProbe, one block: a warp searches a pair) and checks
 //      those few candidates against everything; with no skip list and no
 //      IN values its terms go as a kernel argument and its result into the
-//      mapped pinned buffer, so nothing is copied either way (H200, 10^7
-//      rows: xQuery 0.071 -> 0.020 ms).  Too many candidates: the pass;
+//      mapped pinned buffer, so nothing is copied either way.  Too many
+//      candidates: the pass;
 //   3. cub::DeviceSelect::If over the row numbers i0..i1-1 with SelPred (the
 //      terms by gpudsColMatch, short-circuit, then the skip list by binary
 //      search, only for rows that passed) writes the matching row numbers in
@@ -66,7 +66,7 @@
 // GPUDS_CK / GPUDS_CK_LAUNCH.
 //
 // FILES.  One translation unit, in layers (each file includes nothing of a
-// layer above it):
+// layer above it, and each header compiles on its own):
 //   kernels/cols/layout.cuh   limits, DTerm, Hdr, kProbe's arguments, ColIdx
 //   kernels/cols/kernels.cuh  the query kernels (bounds, predicate, words,
 //                             top-k, ties, output, the one-pass filter)

@@ -15,6 +15,7 @@
 
 namespace {
 // Writes a known word: the probe that this binary's kernels run here.
+// @param p  out: 0x9d5
 __global__ void kProbe(unsigned *p){ *p = 0x9d5u; }
 
 // True if a kernel of this binary runs on the current device; otherwise

@@ -83,9 +83,9 @@
 ** consecutive sorted keys along level 0 like a merge join, holding the chunk
 ** of the previous key in registers (kLookupSorted): neighbouring keys cost
 ** no memory access and most others one step right, and results are stored
-** at the keys' original positions.  Smaller batches search one key per warp
-** (kLookup1).  On H200, 10^7 keys, 10M random lookups: 8.0 G/s sorted (sort
-** included) against 2.3 unsorted.
+** at the keys' original positions: for a big batch of random keys, several
+** times the rate of unsorted searches, the sort included.  Smaller batches
+** search one key per warp (kLookup1).
 **
 ** SCANS use a directory of the bottom level: live level-0 chunks sorted by
 ** their fence (CUB radix sort) with a prefix sum of their counts (CUB scan),
@@ -93,10 +93,12 @@
 ** one warp per chunk copies its part of the range straight to its place.
 **
 ** FILES.  One translation unit, in layers (each file includes nothing of a
-** layer above it):
+** layer above it, and each header compiles on its own):
 **   kernels/gfsl/layout.cuh      device layout: chunks, device state, KP/BP
 **   kernels/gfsl/device_ops.cuh  warp-level reads, locks, descents, searches
 **   kernels/gfsl/kernels.cuh     the kernels (batch phases, build, scans, ...)
+**   kernels/gfsl/store.cuh       GfslStore, its constants, and the functions
+**                                of this file that ops.cuh and hooks.cuh call
 **   kernels/gfsl.cu (this file)  the host store GfslStore: buffers, batches,
 **                                lookups, rebuilds, host<->device transfers
 **   kernels/gfsl/ops.cuh         gpudsCudaOrderedOps and its entry points
@@ -127,125 +129,7 @@
 #include "gfsl/layout.cuh"
 #include "gfsl/device_ops.cuh"
 #include "gfsl/kernels.cuh"
-
-namespace {
-
-/* A batch with inserts into a store of fewer keys than this rebuilds the
-** whole structure (as a batch inserting at least half the store's keys
-** does) instead of running the concurrent insert/delete phases: a small
-** store is cheap to rebuild, and a rebuild leaves it at the bulk-build fill.
-** (A heuristic kept from the first version; no measurement recorded.) */
-constexpr uint64_t kRebuildBelowKeys = 4096;
-
-/* Chunks reserved beyond the computed need of a batch with d deletes, for
-** the splits its merges can cause: min(d, kMergeSlackBase + d/kMergeSlackDiv).
-** A merge moves keys into a neighbour that may then split; only a fraction
-** of the deletes merge, hence d/64, and the base covers small batches.
-** (A heuristic kept from the first version; no measurement recorded.) */
-constexpr uint64_t kMergeSlackBase = 1024;
-constexpr uint64_t kMergeSlackDiv  = 64;
-
-/* Operations in one batch, at most: positions in a batch are 32-bit
-** (perm, insPos, delPos, KP/BP counts) and CUB takes int offsets. */
-constexpr size_t kMaxBatchOps = 0x7fffffffu;
-
-/* Chunks in one pool, at most: chunk indices are 32-bit and NIL
-** (0xffffffff) names no chunk; the top 16 values are kept out of use. */
-constexpr uint64_t kMaxPoolChunks = 0xfffffff0ull;
-
-/* Pool sizes.  A new store, and the smallest rebuilt pool, has
-** kPoolMinChunks chunks: 1024 * 516 bytes, about half a MiB of device
-** memory, which small tables never outgrow.  A grown pool takes a quarter
-** more than it needs plus kGrowSlackChunks, a rebuilt one a quarter more
-** plus kRebuildSlackChunks: room for inserts before the next growth, which
-** copies the pool.  (Kept from the first version; no measurement recorded.) */
-constexpr uint32_t kPoolMinChunks = 1024;
-constexpr uint64_t kGrowSlackChunks = 1024;
-constexpr uint64_t kRebuildSlackChunks = 64;
-
-/* A batch whose largest group of inserts into one chunk (a burst of keys
-** into one gap, e.g. sorted appends) has more than count/kGroupRebuildDiv
-** + kGroupRebuildBase keys rebuilds instead of inserting: one warp would
-** insert the whole group key by key, splitting all the way.  (A heuristic
-** kept from the first version; no measurement recorded.) */
-constexpr uint64_t kGroupRebuildDiv = 2000;
-constexpr uint64_t kGroupRebuildBase = 512;
-
-/* Sorted lookups (kLookupSorted): each warp walks a segment of at most
-** kSortedSegMax consecutive sorted keys, but segments are shortened so that
-** there are at least about two per warp of kSortedWarpsPerSM warps per SM
-** (2048 threads: what an SM holds at once), so small batches of sparse keys
-** (a descent each) still spread over the GPU. */
-constexpr size_t kSortedSegMax = 128;
-constexpr size_t kSortedWarpsPerSM = 64;
-
-using gpuds_launch::kBlock;
-using gpuds_launch::gridFor;
-using gpuds_launch::gridWarps;
-using gpuds_mem::DBuf;
-using gpuds_mem::ptr;
-
-}  // namespace
-
-/******************************* host side *********************************/
-
-/* The store's workspace: every device buffer besides the pool, the free
-** list and the device state, listed once.  X(name) for each; the store has a
-** DBuf of that name, and forEachBuf walks them all (release). */
-#define GFSL_WORKSPACE(X) \
-  /* xBatch/xLookup inputs and outputs */                                   \
-  X(wOp) X(wKey) X(wVal) X(wFound) X(wOld)                                  \
-  /* sort double buffers */                                                 \
-  X(ukA) X(ukB) X(pA) X(pB)                                                 \
-  /* a batch's resolved operations (BP) */                                  \
-  X(netVal) X(netH) X(flIns) X(flDel) X(insPos) X(delPos) X(delKeys)        \
-  X(updLoc) X(updVal)                                                       \
-  /* raise lists, delete raises, CUB temporary storage */                   \
-  X(rl0) X(rl1) X(dr) X(tmp)                                                \
-  /* rebuild: extracted, kept and final keys, upper levels */               \
-  X(exK) X(exV) X(exF) X(kpK) X(kpV) X(finK) X(finV)                        \
-  X(upK0) X(upK1) X(upD0) X(upD1)                                           \
-  /* scan directory */                                                      \
-  X(dirIdx) X(dirIdxT) X(dirFence) X(dirFenceT) X(dirCnt) X(dirPre) X(dirFlag) \
-  /* scan pages, the checker, bulk-load sort, insert groups */              \
-  X(scanK) X(scanV) X(chkFound) X(chkVal) X(insK) X(insV)                   \
-  X(gK0) X(gK1) X(gV0) X(gV1) X(gT) X(gF) X(gH)
-
-struct GfslStore {
-  /* Blocks of kBlock threads per SM for grid-stride launches (gridFor):
-  ** 16 = 4096 threads, twice what an SM holds at once, so a launch covers
-  ** the GPU even where a kernel's occupancy is lower than full.  (Kept from
-  ** the first version; no measurement recorded.) */
-  static constexpr int kBlocksPerSM = 16;
-  cudaStream_t st;
-  int nSM;
-  gpuds_mem::DevMem mem;        /* every device allocation, counted */
-  Chunk *pool;
-  uint32_t cap;                 /* chunks in the pool */
-  uint32_t *freeList;           /* cap entries */
-  DevState *ds;                 /* device state */
-  DevState hs;                  /* host copy, refreshed by readState() */
-  DevState *hsPin;              /* pinned landing area for readState() */
-#define X(name) DBuf name;
-  GFSL_WORKSPACE(X)
-#undef X
-  uint32_t nDir;
-  int dirLevel;                 /* level the directory describes, -1: none */
-  /* host<->device transfers (common/hostpipe.cuh): the xLookup pipeline's
-  ** chunk size, pinned buffers and streams (also the staging of every
-  ** other copy), per-slot device buffers (keys, found, values, sort
-  ** buffers) */
-  size_t chunk;
-  gpuds_pipe::HostPipe pipe;
-  DBuf pl[2][8];
-  /* knobs and state */
-  int rebuildMode;
-  int lookupVariant;            /* see gfsl::setLookupVariant */
-  int broken;
-  int mutating;
-  gfsl::BatchStats last;
-  char zErr[512];
-};
+#include "gfsl/store.cuh"
 
 /* Record a failed CUDA call on store p (see common/check.cuh).  A failure
 ** while the store is being changed (p->mutating) leaves it unusable. */
@@ -307,7 +191,7 @@ int ensureBuf(GfslStore *p, DBuf &b, size_t nByte){
 }
 
 /* Kernel parameters for the current state. */
-KP kp(GfslStore *p, int allocFloor = INT_MAX){
+KP kp(GfslStore *p, int allocFloor){
   KP P;
   P.pool = p->pool; P.ds = p->ds; P.freeList = p->freeList; P.cap = p->cap;
   P.allocFloor = allocFloor; P.nLevels = p->hs.nLevels;
@@ -832,7 +716,7 @@ int ensureBatchWs(GfslStore *p, size_t n){
 /* Launch an unsorted lookup kernel on stream st (default: the store's):
 ** kLookup (tiled) for variant 1, else kLookup1. */
 int launchLookup(GfslStore *p, const KP &P, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
-                 cudaStream_t st = nullptr){
+                 cudaStream_t st){
   if( !st ) st = p->st;
   if( p->lookupVariant==1 ){
     kLookup<<<gridWarps(p, (n+31)/32), kBlock, 0, st>>>(P, n, dKey, dFound, dVal);
@@ -844,8 +728,8 @@ int launchLookup(GfslStore *p, const KP &P, size_t n, const i64 *dKey, uint8_t *
 }
 
 /* Batches of at least this many lookups take the sorted path (variant 0):
-** on H200, 10^7 keys, the sorted path took 0.228 ms for 2^18 random lookups
-** against 0.133 unsorted, and 0.294 against 0.481 for 2^20. */
+** below it the sort costs more than the walk saves (2^18 random lookups
+** run faster unsorted, 2^20 sorted). */
 constexpr size_t SORTED_LOOKUP_MIN = (size_t)1<<19;
 
 /* Enqueue the sorted lookup of n keys (dKey, all within kBase + [0, 2^bits))
@@ -902,7 +786,7 @@ int lookupSortedDev(GfslStore *p, const KP &P, size_t n, const i64 *dKey, i64 kB
 ** always (variant 3); otherwise (and when the sort's workspace does not fit
 ** in memory) an unsorted kernel. */
 int lookupDev(GfslStore *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVal,
-              bool haveStats = false){
+              bool haveStats){
   if( n==0 ) return GPUDS_OK;
   if( n>kMaxBatchOps ) return setMsg(p, GPUDS_ERROR, "gfsl: batch of %zu lookups is too large", n);
   KP P = kp(p);
@@ -934,14 +818,10 @@ int lookupDev(GfslStore *p, size_t n, const i64 *dKey, uint8_t *dFound, u64 *dVa
 ** Each chunk is looked up on its own: under variant 3 by the sorted path,
 ** otherwise (the default, 0, included) by the unsorted kernel of the variant
 ** (kLookup for 1, else kLookup1).  Why the default does not sort chunks
-** (H200, 10^7 host keys on a 10^7-key store; bench/results/
-** bench_gfsl-h200-host.log and -run1.log): the pipeline is bound by the
-** host's copies (about 1-2 ms a chunk of 2^19-2^20 keys against 0.2-0.5 ms
-** of GPU work, sorted or not), and the sort needs the chunk's key span,
-** which the host takes while it copies the keys: that pass cost more than
-** the sort saved: chunks of 2^19 31.0 ms sorted against 23.8 unsorted, 2^20
-** 33.4 against 27.9 (run 1: 23.3 against 18.4); single-shot, sorted, 24.2
-** (run 1: 20.7).
+** (bench/results/bench_gfsl-*-host.log): the pipeline is bound by the
+** host's copies, several times longer than a chunk's GPU work, sorted or
+** not, and the sort needs the chunk's key span, which the host takes while
+** it copies the keys: that pass costs more than the sort saves.
 ** Each slot has its own device buffers (p->pl), kept between calls.
 ** *pDone is false (and nothing done) when the pipe cannot be had (no pinned
 ** memory): the caller then takes the single-shot path. */

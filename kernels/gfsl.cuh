@@ -11,8 +11,7 @@
 ** message from xErrmsg).  The same all-or-nothing promise as the public
 ** interface holds.
 */
-#ifndef GFSL_CUH
-#define GFSL_CUH
+#pragma once
 
 #include <cuda_runtime.h>
 #include <cstddef>
@@ -96,5 +95,3 @@ struct BatchStats {
 void lastBatchStats(gpuds_store *p, BatchStats *pStats);
 
 }  // namespace gfsl
-
-#endif /* GFSL_CUH */

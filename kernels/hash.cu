@@ -8,8 +8,8 @@
 //     system moves for a random access (two 32-byte sectors, one DRAM burst),
 //     so a probe costs exactly one access and a hit finds its value in the
 //     bytes already read.  (A first version with 128-byte buckets of 8 keys
-//     followed by 8 values needed a second access per hit; measured on H200:
-//     find-hit 12.8 G ops/s at load 0.5 against the 16 G target.)
+//     followed by 8 values needed a second access per hit, and missed the
+//     find-hit target.)
 //   * A tile of 4 threads probes a bucket with one coalesced 64-byte load
 //     (16 bytes per thread) and decides it with ballots: hit, or EMPTY slot
 //     seen (miss), or go on to the next bucket.  Each tile applies one
@@ -45,15 +45,14 @@
 // run in one kernel, kRun<M_MIXED>, in any order, one op per tile.  A lookup
 // concurrent with inserts/deletes of other keys is exact: its key never
 // moves, inserts only fill free slots and deletes leave tombstones, so no
-// EMPTY slot appears between its home bucket and its slot.  Measured on H200
-// against alternatives (bench_hash-h200-2e26.log): two ops per tile with
-// both home buckets loaded first ran at half the speed (52 registers, half
-// the occupancy); lookups first (read-only, two per tile), then the
-// mutations, was slower at load 0.5 and faster at 0.8 (4.6 vs 3.9 G/s).
-// The probe is written as separate steps (probeBucket/tileProbeFrom): the
-// same algorithm written as one loop compiled to code that ran the
-// [10,10,80] distinct batch at 6.5 G/s instead of 10.6, and inserts at 8.3
-// instead of 9.8 (ptxas: 40 against 44 registers).
+// EMPTY slot appears between its home bucket and its slot.  The
+// alternatives lost (bench/results/bench_hash-*-2e26.log): two ops per tile
+// with both home buckets loaded first takes 52 registers, which halves the
+// occupancy; lookups first (read-only, two per tile), then the mutations,
+// wins only at high load.  The probe is written as separate steps
+// (probeBucket/tileProbeFrom): the same algorithm written as one loop
+// compiles to code with fewer registers (40 against 44) that ran the mixed
+// batches and the inserts markedly slower.
 //
 // GROWTH: before a batch the table is resized so that used slots (keys +
 // tombstones) + upserts of the batch stay <= kMaxLoad; a rehash builds a new
@@ -64,10 +63,12 @@
 // the table (or 32 MiB) is given back after it (trimScratch).
 //
 // FILES: one translation unit, in layers (each file includes nothing of a
-// layer above it):
+// layer above it, and each header compiles on its own):
 //   kernels/hash/layout.cuh      buckets, slots, the table, Meta
 //   kernels/hash/device_ops.cuh  the tile's probe, claim, insert, key state
 //   kernels/hash/kernels.cuh     the kernels (kRun, kLookup2, rehash, check, ...)
+//   kernels/hash/store.cuh       GpuHashStore and the functions of this file
+//                                that ops.cuh and hooks.cuh call
 //   kernels/hash.cu (this file)  the host store GpuHashStore: scratch, growth,
 //                                batches, host<->device transfers
 //   kernels/hash/ops.cuh         gpudsCudaHashOps and its entry points
@@ -91,33 +92,12 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace cg = cooperative_groups;
-using namespace gpuds_hash;
-typedef unsigned long long ull;
-
 #include "hash/layout.cuh"
 #include "hash/device_ops.cuh"
 #include "hash/kernels.cuh"
+#include "hash/store.cuh"
 
 // ------------------------------------------------------------------ host --
-
-struct GpuHashStore {
-  // Blocks of kBlock threads per SM for grid-stride launches whose
-  // occupancy is not asked for (gridFor without a kernel): 2048 threads,
-  // what an SM holds at once.
-  static constexpr int kBlocksPerSM = 2048/gpuds_launch::kBlock;
-  Table T;               // the table (device)
-  Meta *dMeta;           // device counters
-  Meta h;                // host mirror of *dMeta, valid between calls
-  gpuds_mem::DevMem mem; // every device allocation, counted (table + meta + scratch)
-  gpuds_mem::DBuf scratch;     // reusable device scratch (batches, scans, checks)
-  cudaStream_t st;
-  gpuds_pipe::HostPipe pipe;   // every staged host<->device copy (common/hostpipe.cuh)
-  size_t chunk;          // keys per chunk; host batches of more go through pipe
-  uint64_t nRehash;
-  int nSM;
-  char zErr[512];
-};
 
 // Record a failed CUDA call on store p (see common/check.cuh).
 int gpudsCudaFail(GpuHashStore *p, cudaError_t e, const char *zWhat, const char *zFile, int iLine){
@@ -127,9 +107,6 @@ int gpudsCudaFail(GpuHashStore *p, cudaError_t e, const char *zWhat, const char 
 }
 
 namespace {
-
-using gpuds_launch::kBlock;
-using gpuds_launch::gridFor;
 
 // Free device memory of the store (NULL is a no-op).
 void devFree(GpuHashStore *p, void *ptr, size_t n){ gpuds_mem::release(p->mem, ptr, n); }
@@ -235,11 +212,6 @@ void maybeShrink(GpuHashStore *p){
   memcpy(zSave, p->zErr, sizeof(zSave));
   if( rehash(p, nb)!=GPUDS_OK ) memcpy(p->zErr, zSave, sizeof(zSave));
 }
-
-// Lookup kernel choice (tuning knob, see gpuds_hash::setLookupIlp).
-int gLookupIlp = 2;
-
-size_t alignUp(size_t x){ return (x+255)&~(size_t)255; }
 
 // Scratch layout of a batch of n ops: device copies of the inputs and
 // outputs (host calls).
@@ -386,11 +358,9 @@ int hostBatchBody(GpuHashStore *p, size_t n, const uint8_t *aOp, int defOp,
 // whole batch on the device before ensureRoom, and the results exist
 // only once the whole batch is applied.  The staged path also keeps the pinned
 // memory at two chunk buffers instead of one buffer as big as the biggest
-// batch.  Measured on H200 (bench_hash host-upsert rows: xBatch of
-// fresh upserts from host arrays, found/old wanted, transfers included;
-// bench/results/bench_hash-h200-host.log): 2^20 ops 5.05 -> 4.48 ms, 2^22
-// 22.6 -> 18.7, 2^24 93.2 -> 68.8 (run 1, chunks of 2^20: 4.08 -> 3.62,
-// 19.5 -> 15.4, 82.9 -> 65.1).
+// batch.  (The staged path's gain: bench_hash's host-upsert rows, xBatch of
+// fresh upserts from host arrays with transfers included, in
+// bench/results/bench_hash-*-host.log.)
 int hostBatch(GpuHashStore *p, size_t n, const uint8_t *aOp, int defOp,
               const int64_t *aKey, const uint64_t *aVal, uint8_t *aFound,
               uint64_t *aOld){

@@ -7,8 +7,7 @@
 // without host<->device copies.  All of them are synchronous: they return once
 // the work is finished, with the same all-or-nothing error behaviour as the
 // ops (GPUDS_OK, GPUDS_NOMEM, GPUDS_ERROR, GPUDS_MISUSE; message in xErrmsg).
-#ifndef GPUDS_HASH_CUH
-#define GPUDS_HASH_CUH
+#pragma once
 
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -95,5 +94,3 @@ cudaStream_t stream(gpuds_store *p);
 void setHostChunk(gpuds_store *p, size_t nKeys);
 
 }  // namespace gpuds_hash
-
-#endif  // GPUDS_HASH_CUH

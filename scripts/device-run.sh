@@ -73,9 +73,11 @@ case "${1:-test}" in
     log "ctest"
     ctest --test-dir $B --output-on-failure -j6 --timeout 900 > "$OUT/ctest.log" 2>&1
     tail -25 "$OUT/ctest.log" | tee -a "$OUT/summary.txt"
-    log "test_persist on the cuda backend"
-    GPUDS_BACKEND=cuda GPUDS_EXT=$B/gpuds.so python3 tests/test_persist.py > "$OUT/persist-cuda.log" 2>&1
-    tail -3 "$OUT/persist-cuda.log" | tee -a "$OUT/summary.txt"
+    log "test_persist*.py on the cuda backend"
+    for t in tests/test_persist*.py; do
+      GPUDS_BACKEND=cuda GPUDS_EXT=$B/gpuds.so python3 $t >> "$OUT/persist-cuda.log" 2>&1
+      tail -1 "$OUT/persist-cuda.log" | sed "s|^|$(basename $t): |" | tee -a "$OUT/summary.txt"
+    done
     log "test_reliability with the machine's own SQLite (>= 3.44: xIntegrity)"
     env -u LD_LIBRARY_PATH GPUDS_EXT=$B/gpuds.so python3 -c 'import sqlite3; print("python sqlite", sqlite3.sqlite_version)' | tee -a "$OUT/summary.txt"
     env -u LD_LIBRARY_PATH GPUDS_EXT=$B/gpuds.so python3 tests/test_reliability.py > "$OUT/reliability-sys.log" 2>&1

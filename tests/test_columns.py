@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Column plans (issue #12): filters and ORDER BY on non-key columns,
+"""Column plans: filters and ORDER BY on non-key columns,
 differential against an ordinary table with the same rows.
 
 For each module (gfsl, gpuhash) and seed, one connection holds a gpuds table

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Open cursors and the same connection's writes; visiting order (issue #11).
+"""Open cursors and the same connection's writes; visiting order.
 
 1. An open cursor sees what its own connection changes between its steps, as
    an ordinary table's does: while a query steps over t, the same connection
@@ -11,9 +11,9 @@
    and double; the host mirror serves pages up to 4096 entries) and after the
    first rows, in autocommit mode (every write commits, flushing the write
    buffer under the open cursor) and inside a transaction.
-2. Multi-row statements visit rows in key order on gpuhash too (issue #11,
-   defect 6): UPDATE t SET k=k-19 over keys 26 and 45 and its kin.
-3. Prepared statements run again and again (issue #13: a table keeps one
+2. Multi-row statements visit rows in key order on gpuhash too: UPDATE t
+   SET k=k-19 over keys 26 and 45 and its kin.
+3. Prepared statements run again and again (a table keeps one
    closed cursor for its next xOpen, a cursor keeps its scan's page buffers
    of up to 4096 entries across xFilter, a scan hands the cursor the rest of
    a page at once): ranges of every width (pages kept, dropped, reused by
@@ -220,7 +220,7 @@ def test_cursors():
 
 
 def test_issue_reproduction():
-    """The issue's case: keys 1..6, delete k+2 and update k+1 at every step."""
+    """The reported case: keys 1..6, delete k+2 and update k+1 at every step."""
     fails = 0
     res = {}
     for e in ("sqlite",) + ENGINES:

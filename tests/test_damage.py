@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Damaged shadow tables: an error or the right answer, never a crash and
-never a wrong answer without an error (issue #11).
+never a wrong answer without an error.
 
 For both modules a table gets several runs (commits of inserts, updates,
 deletes); then, in a copy of the database each time, one damage: random

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reopen without a full load first (issue #13): the first use of a table
+"""Reopen without a full load first: the first use of a table
 after opening starts a background build of its store (ext/bgload.c) and
 key lookups (=, IN, short gpuhash ranges) are answered from the runs on
 disk (ext/diskread.c) until a statement needs the store.
@@ -45,7 +45,7 @@ Sections
   6 lifecycle                  close and DROP TABLE while a build is held;
                                :memory: loads at once; GPUDS_LAZY_LOAD=off
                                loads at once (a subprocess)
-Column sets (issue #12): a build makes the table's column set with its
+Column sets: a build makes the table's column set with its
 store, so the first column query after opening finds it (section 2: built
 once, before any column query, and not built again); column queries are
 compared with r after the builds (2), after another connection's commit

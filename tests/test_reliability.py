@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""The reproductions of issue #11 ("what an ordinary table promises"), one
-check each, on both modules, against an ordinary rowid table where one
-applies.  Each case names the defect it reproduces.
+"""Reproductions of defects found against "what an ordinary table
+promises", one check each, on both modules, against an ordinary rowid table
+where one applies.  Each case names the defect it reproduces.
 
 Usage:
     GPUDS_EXT=build/gpuds.so /usr/bin/python3 tests/test_reliability.py [case ...]
@@ -517,7 +517,7 @@ def d05_format2_table():
 
 @case
 def d05_zeroblob_1e9():
-    """The issue's row: zeroblob(999999980) under the default limit (1e9).
+    """The reported row: zeroblob(999999980) under the default limit (1e9).
     Slow (about 4 GB moved, 60 s on the 2-core machine, 3 GB of memory): runs
     only with GPUDS_BIG=1."""
     if os.environ.get("GPUDS_BIG") != "1":
@@ -575,7 +575,7 @@ def d10_info_is_json():
 def d12_check_in_transaction_and_dotted_name():
     """gpuds_check inside a transaction that flushed is 'ok'; it can name a
     table called "a.b".  (That it still reports a real disagreement is
-    test_persist's corruption section.)"""
+    test_persist_corrupt.py's.)"""
     for mod in MODULES:
         p = fresh("d12_%s.db" % mod)
         os.environ["GPUDS_FLUSH_ROWS"] = "2"
@@ -605,7 +605,7 @@ def d12_check_in_transaction_and_dotted_name():
 # --------------------------------------------------------------- defect 13
 @case
 def d13_rowid_and_key_both_given():
-    """Where a statement names both the rowid and the key, the issue's two
+    """Where a statement names both the rowid and the key, the reported two
     statements give what an ordinary table gives (README: the order of the
     names is not visible to a virtual table)."""
     for mod in MODULES:

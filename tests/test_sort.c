@@ -1,5 +1,5 @@
 /*
-** test_sort.c -- backend/sort.c's radix sort (signed keys, and unsigned:
+** test_sort.c -- common/sort.c's radix sort (signed keys, and unsigned:
 ** gpudsSortU64) against qsort() on random arrays:
 ** keys spread over all 64 bits, over one byte, negative and positive, all
 ** equal, n from 0 up; the values must travel with their keys and equal keys

@@ -34,7 +34,8 @@ foreach(src ${GPUDS_C_TESTS})
   add_executable(${name} ${src})
   target_link_libraries(${name} PRIVATE gpuds_core)
   # a test of an ext/ piece that needs no SQLite (e.g. test_overlay.c),
-  # linked with the piece (gpuds_core has what such pieces use: the key sort)
+  # linked with the piece (gpuds_common, through gpuds_core, has what such
+  # pieces use: the key sort)
   string(REGEX REPLACE "^test_" "" piece ${name})
   if(EXISTS ${CMAKE_SOURCE_DIR}/ext/${piece}.c)
     target_sources(${name} PRIVATE ${CMAKE_SOURCE_DIR}/ext/${piece}.c)
@@ -47,12 +48,14 @@ foreach(src ${GPUDS_C_TESTS})
   set_tests_properties(${name} PROPERTIES LABELS host SKIP_RETURN_CODE 77)
 endforeach()
 
-# The B+tree's leaf slabs (backend/host_ordered.c) serve trees of 2048
+# The B+tree's leaf slabs (backend/host_ordered_node.c) serve trees of 2048
 # leaves or more, which the randomized store tests rarely build: run them
 # again with a B+tree whose every tree of 2 leaves or more uses slabs (its
-# own copy of host_ordered.c, which the linker takes before gpuds_core's).
+# own copy of backend/host_ordered*.c, which the linker takes before
+# gpuds_core's).
+file(GLOB GPUDS_BTREE_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/backend/host_ordered*.c)
 add_executable(test_host_stores_slab ${CMAKE_SOURCE_DIR}/tests/test_host_stores.c
-               ${CMAKE_SOURCE_DIR}/backend/host_ordered.c)
+               ${GPUDS_BTREE_SRC})
 target_compile_definitions(test_host_stores_slab PRIVATE BT_SLAB_MIN_LEAVES=2)
 target_link_libraries(test_host_stores_slab PRIVATE gpuds_core)
 if(GPUDS_WITH_CUDA)

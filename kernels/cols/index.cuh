@@ -23,6 +23,8 @@ namespace {
 // ---------------------------------------------------------------- device --
 
 // Equality index build (idxBuild): out[j] = j.
+// @param out  out: out[j] = j
+// @param n    entries
 template<typename IdxT>
 __global__ void kIota(IdxT *out, int64_t n){
   int64_t stride = (int64_t)gridDim.x*blockDim.x;
@@ -31,6 +33,13 @@ __global__ void kIota(IdxT *out, int64_t n){
 
 // Equality index build: the tag (oT) or the value (oV) of row idx[j], and
 // the rows of each tag counted into cnt[0..4].
+// @param idx  row numbers
+// @param n    their number
+// @param tag  the column's tags (with oT)
+// @param val  its values (with oV)
+// @param oT   out: the tags in idx order; may be NULL
+// @param oV   out: the values in idx order; may be NULL
+// @param cnt  the rows of each of the 5 tags, added to; may be NULL
 template<typename IdxT>
 __global__ void kIdxGather(const IdxT *idx, int64_t n, const uint8_t *tag, const uint64_t *val,
                            uint8_t *oT, uint64_t *oV, ull *cnt){
@@ -60,6 +69,19 @@ __global__ void kIdxGather(const IdxT *idx, int64_t n, const uint8_t *tag, const
 // kFewOut writes them (count, keys, row words, row numbers, in no order).
 // out may be mapped host memory: with the terms as an argument, a query
 // makes no copy either way.  Launch: one block of kBlock threads.
+// @param pred  the selection predicate
+// @param ta    the terms by value (ta.n > 0: used instead of pred's)
+// @param pa    the (tag, value) pairs and whole tags looked up
+// @param h     rows h->i0..h->i1-1; NULL: all n
+// @param n     rows of the set
+// @param iv    the index's values
+// @param ir    its row numbers
+// @param g     its tag segments
+// @param cap   candidates allowed, and entries of each part of out
+// @param key   the set's keys
+// @param row   its row words
+// @param out   out: as kFewOut writes it, or -2 in out[0] for too many
+//              candidates
 template<typename IdxT>
 __global__ void kProbe(SelPred pred, TermArg ta, ProbeArg pa, const Hdr *h, int64_t n,
                        const uint64_t *iv, const IdxT *ir, Segs g, int64_t cap,

@@ -41,6 +41,11 @@ __device__ int64_t warpBound(const T *a, int64_t n, T k, bool upper){
 
 // Sorted keys: h->i0 = first row with key >= lo (warp 0), h->i1 = first row
 // with key > hi (warp 1).  Launch: 1 block of 64 threads.
+// @param key  the set's keys, ascending
+// @param n    their number
+// @param lo   the smallest key in range
+// @param hi   the largest key in range
+// @param h    out: h->i0 and h->i1
 __global__ void kBounds(const int64_t *key, int64_t n, int64_t lo, int64_t hi, Hdr *h){
   int w = threadIdx.x >> 5;
   int64_t r = warpBound<int64_t>(key, n, w==0 ? lo : hi, w==1);
@@ -116,6 +121,15 @@ __device__ __forceinline__ void orAndReduce(ull o, ull a, ull *pOr, ull *pAnd){
 // column's gpudsColSortKey (mode 1; tag, val point at the column), inverted
 // if inv; into out[j], with their OR and AND into h->orv, h->andv (which the
 // caller reset to 0 and ~0).
+// @param idx   the matches' row numbers
+// @param m     their number
+// @param key   the set's keys
+// @param tag   the order column's tags (mode 1)
+// @param val   its values (mode 1)
+// @param mode  0: order by key, 1: by the column
+// @param inv   nonzero: every word inverted (descending)
+// @param out   out: the sort words
+// @param h     h->orv and h->andv, OR and AND of the words
 template<typename IdxT>
 __global__ void kWords(const IdxT *idx, int64_t m, const int64_t *key,
                        const uint8_t *tag, const uint64_t *val, int mode, int inv,
@@ -135,6 +149,12 @@ __global__ void kWords(const IdxT *idx, int64_t m, const int64_t *key,
 // Top-k pass: histogram of bits [shift, shift+w) of the words whose bits
 // already decided (h->mask) equal h->prefix, added into hist (2^w bins,
 // zeroed by the caller).  Lanes with the same bin add once (__match_any).
+// @param s      the sort words
+// @param m      their number
+// @param h      the bits decided so far (prefix, mask)
+// @param shift  the lowest bit of this pass
+// @param w      its width in bits
+// @param hist   the 2^w bins, added to
 __global__ void kHist(const uint64_t *s, int64_t m, const Hdr *h, int shift, int w,
                       ull *hist){
   __shared__ unsigned sh[kHistMax];
@@ -164,6 +184,10 @@ __global__ void kHist(const uint64_t *s, int64_t m, const Hdr *h, int shift, int
 
 // Top-k: pick the bin of the pass holding the h->rank-th candidate, make its
 // digit part of h->prefix and the rank relative to it.  Launch: one warp.
+// @param hist   the pass's bins
+// @param shift  the lowest bit of the pass
+// @param w      its width in bits
+// @param h      prefix, mask and rank, updated
 __global__ void kChoose(const ull *hist, int shift, int w, Hdr *h){
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x & 31;
@@ -203,6 +227,10 @@ struct LeThr {
 };
 
 // out[t] = in[pos[t]] for t < c.
+// @param pos  positions in in
+// @param c    their number
+// @param in   row numbers
+// @param out  out: the row numbers at pos
 template<typename IdxT>
 __global__ void kGatherIdx(const IdxT *pos, int64_t c, const IdxT *in, IdxT *out){
   int64_t stride = (int64_t)gridDim.x*blockDim.x;
@@ -213,6 +241,10 @@ __global__ void kGatherIdx(const IdxT *pos, int64_t c, const IdxT *in, IdxT *out
 
 // The end of the run of words equal to s[nFirst-1] from nFirst on (s sorted
 // ascending, nFirst < m): h->m.  Launch: one warp.
+// @param s       the sort words, ascending
+// @param m       their number
+// @param nFirst  rows asked for (< m)
+// @param h       out: h->m
 __global__ void kTies(const uint64_t *s, int64_t m, int64_t nFirst, Hdr *h){
   uint64_t v = s[nFirst-1];
   int64_t r = warpBound<uint64_t>(s+nFirst, m-nFirst, v, true);
@@ -221,6 +253,17 @@ __global__ void kTies(const uint64_t *s, int64_t m, int64_t nFirst, Hdr *h){
 
 // The output rows j < m: row idx[j] (idx[nAll-1-j] if rev): its key, row word
 // and (if oS) the sort word s[j] (inverted back if inv).
+// @param idx   the rows in order
+// @param nAll  their number
+// @param m     rows returned
+// @param rev   nonzero: taken from the end of idx
+// @param key   the set's keys
+// @param row   its row words
+// @param s     the rows' sort words; may be NULL when oS is
+// @param inv   nonzero: the sort words were inverted
+// @param oK    out: keys
+// @param oR    out: row words
+// @param oS    out: sort words; may be NULL
 template<typename IdxT>
 __global__ void kOut(const IdxT *idx, int64_t nAll, int64_t m, int rev,
                      const int64_t *key, const uint64_t *row, const uint64_t *s,
@@ -237,14 +280,18 @@ __global__ void kOut(const IdxT *idx, int64_t nAll, int64_t m, int rev,
 // The matches of pred among rows h->i0..h->i1-1, unordered: their count
 // added to h->nSel (zero before) and the first cap of them (in no order)
 // in out.  One pass for a selective filter: DeviceSelect keeps the matches
-// in order, at twice this kernel's time on 10^7 rows (H100: 102 vs 54 us),
-// which a result of a few rows, sorted afterwards, does not need.  Each
+// in order, which costs it about twice this kernel's time and which a
+// result of a few rows, sorted afterwards, does not need.  Each
 // warp reserves its matches' slots with one atomic.  blockDim.x: a
 // multiple of 32.
+// @param pred  the selection predicate
+// @param h     rows h->i0..h->i1-1; h->nSel counts the matches
+// @param out   out: the first cap matches' row numbers, in no order
+// @param cap   capacity of out
 template<typename IdxT>
 __global__ void kAppend(SelPred pred, Hdr *h, IdxT *out, int64_t cap){
-  // the terms in shared memory: every row reads them (from global memory
-  // they cost H100 8 us of 62 on 10^7 rows)
+  // the terms in shared memory: every row reads them, and from global
+  // memory they are a noticeable part of the kernel's time
   __shared__ DTerm sT[kTermsShared];
   if( pred.nTerm<=kTermsShared ){
     for(int t=threadIdx.x; t<pred.nTerm; t+=blockDim.x) sT[t] = pred.term[t];
@@ -266,7 +313,7 @@ __global__ void kAppend(SelPred pred, Hdr *h, IdxT *out, int64_t cap){
     // one comparison (the common case, e.g. v = ?): each thread loads the
     // tags and values of kUnroll rows before it compares any, so that
     // enough bytes are in flight to keep HBM busy (one row a thread per
-    // step left the H100 at half its bandwidth)
+    // step leaves it at about half its bandwidth)
     constexpr int kUnroll = 4;
     const DTerm T = pred.term[0];
     const uint8_t *tag = pred.tag + T.off;
@@ -286,8 +333,8 @@ __global__ void kAppend(SelPred pred, Hdr *h, IdxT *out, int64_t cap){
         int64_t i = base + (int64_t)u*blockDim.x + threadIdx.x;
         bool m;
         if( pred.nPair>=0 ){
-          // words, not values: a third less time than gpudsColMatch's
-          // branches on 10^7 rows (H200: 45 vs 64 us)
+          // words, not values: fewer branches than gpudsColMatch's, and
+          // about a third less time
           m = ((pred.pairAny>>tg[u]) & 1u)!=0;
 #pragma unroll
           for(int k=0; k<3; k++) m |= k<pred.nPair && tg[u]==pred.pairT[k] && vl[u]==pred.pairV[k];
@@ -309,6 +356,12 @@ __global__ void kAppend(SelPred pred, Hdr *h, IdxT *out, int64_t cap){
 // The read-back area of few(): the count h->nSel, then the keys, row words
 // and row numbers of the first min(count, cap) matches idx[] (cap of each
 // slot; the row numbers order equal keys as the ordered path does).
+// @param idx  the matches' row numbers (kAppend)
+// @param h    h->nSel: their count
+// @param cap  entries of each part of out
+// @param key  the set's keys
+// @param row  its row words
+// @param out  out: count, then cap keys, cap row words, cap row numbers
 template<typename IdxT>
 __global__ void kFewOut(const IdxT *idx, const Hdr *h, int64_t cap, const int64_t *key,
                         const uint64_t *row, int64_t *out){

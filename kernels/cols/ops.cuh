@@ -117,10 +117,10 @@ int colsLoad(gpuds_cols **pp, int nCol, int64_t n, int bSorted, const int64_t *a
 // keeps (gpuds_mem::workspaceOverKeep: 32 MiB, or a quarter of the set's
 // arrays if that is more) and this query needed no more than that, so that
 // the set holds what its columns take, not its largest query's workspace
-// (on an H200 at 10^7 rows the queries of a sqlbench run left 327 MB of
-// workspace beside 430 MB of arrays, for good).  A query that needed more
-// leaves it to the next one: a top-10 over 10^7 rows needs ~240 MB, and
-// taking and giving that back each time doubled its 0.5 ms.
+// (the queries of a sqlbench run otherwise leave workspace nearly as big as
+// the arrays, for good).  A query that needed more leaves it to the next
+// one: a top-10 over 10^7 rows needs ~240 MB, and taking and giving that
+// back each time would cost more than the query itself.
 void trimWorkspace(CudaCols *p){
   DevBuf *a[] = {&p->sel, &p->sort, &p->out, &p->tmp};
   uint64_t ws = 0, used = 0, fixed, arrays;

@@ -117,4 +117,9 @@ unsigned gridFor(const CudaCols *p, int64_t n){
   return gpuds_launch::gridBlocks(p->nSM>0 ? p->nSM : 1, 8, n>0 ? (size_t)n : 0);
 }
 
+// The query (kernels/cols.cu) for a set whose row numbers fit IdxT.
+template<typename IdxT>
+int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
+           uint64_t **paRow, uint64_t **paSort);
+
 }  // namespace

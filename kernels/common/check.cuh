@@ -20,8 +20,7 @@
 // give back on error (a new table, a pinned buffer in use by copies in
 // flight) does its CUDA work in a helper that returns the code, and releases
 // in one place when the helper fails; there is no jump form.
-#ifndef GPUDS_COMMON_CHECK_CUH
-#define GPUDS_COMMON_CHECK_CUH
+#pragma once
 
 #include <cuda_runtime.h>
 #include <cstdio>
@@ -52,5 +51,3 @@ static inline void gpudsCudaMessage(char *z, size_t n, const char *zStore, cudaE
     cudaError_t e_ = cudaGetLastError();                                    \
     if( e_!=cudaSuccess ) return gpudsCudaFail((p), e_, "launch " zName, __FILE__, __LINE__); \
   }while(0)
-
-#endif  // GPUDS_COMMON_CHECK_CUH

@@ -17,8 +17,7 @@
 //
 // DBuf is a workspace buffer: it grows (ensure), never shrinks, and its
 // contents are lost when it grows.
-#ifndef GPUDS_COMMON_DEVMEM_CUH
-#define GPUDS_COMMON_DEVMEM_CUH
+#pragma once
 
 #include <cuda_runtime.h>
 #include <atomic>
@@ -131,5 +130,3 @@ inline void releaseBuf(DevMem &M, DBuf &b){
 }
 
 }  // namespace gpuds_mem
-
-#endif  // GPUDS_COMMON_DEVMEM_CUH

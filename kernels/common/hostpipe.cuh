@@ -14,8 +14,8 @@
 // while the host copies keys of chunk i in and results of chunk i-2 out, the
 // GPU runs chunk i-1 (its copy engines and SMs), and consecutive chunks
 // overlap on the GPU too (H2D of one chunk during the kernel of the other).
-// On H200 the GPU side of a chunk (17 bytes a key over PCIe, the kernel) is
-// far shorter than the host's memcpy of it, so the GPU work hides behind the
+// The GPU side of a chunk (17 bytes a key over PCIe, the kernel) is far
+// shorter than the host's memcpy of it, so the GPU work hides behind the
 // host copies.  Only the keys go in and only (found, value) come out.
 //
 // STAGED COPIES (upload, download): one array in pieces of a slot's pinned
@@ -33,8 +33,7 @@
 // returns with no work of the call in flight.  Getting pinned memory is
 // never an error: prepare() and single() say "not available" and the store
 // takes the path that needs none.
-#ifndef GPUDS_HOSTPIPE_CUH
-#define GPUDS_HOSTPIPE_CUH
+#pragma once
 
 #include <cuda_runtime.h>
 #include <cstddef>
@@ -48,12 +47,10 @@
 
 namespace gpuds_pipe {
 
-// Keys per chunk.  On H200, xLookup of 10^7 host keys (bench/results/
-// bench_{hash,gfsl}-h200-host.log, and -run1 on another machine), 2^19 was
-// best or within 1% of it: hash 24.0 ms against 27.9 for 2^18, 23.9 for
-// 2^20, 26.2 for 2^21 (run 1: 18.5 against 19.6 for 2^20, 23.4 for 2^21);
-// gfsl 23.8 against 23.4, 27.9, 28.6.  A bigger chunk leaves more GPU work
-// uncovered at the end, a smaller one pays more calls per key.
+// Keys per chunk: a bigger chunk leaves more GPU work uncovered at the end,
+// a smaller one pays more calls per key; the default is the best of the
+// sizes tried (bench/results/bench_{hash,gfsl}-*-host.log, xLookup of 10^7
+// host keys).
 constexpr size_t kDefaultChunk = GPUDS_DEFAULT_HOST_CHUNK;
 constexpr size_t kMaxChunk = GPUDS_MAX_HOST_CHUNK;
 
@@ -309,5 +306,3 @@ int download(Store *p, HostPipe &P, cudaStream_t st, void *dst, const void *src,
 }
 
 }  // namespace gpuds_pipe
-
-#endif  // GPUDS_HOSTPIPE_CUH

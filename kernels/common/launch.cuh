@@ -7,8 +7,7 @@
 // the block scheduler, spreads big inputs.  Blocks per SM: the kernel's
 // occupancy when the kernel is given (cudaOccupancy...), else the store's
 // Store::kBlocksPerSM.
-#ifndef GPUDS_COMMON_LAUNCH_CUH
-#define GPUDS_COMMON_LAUNCH_CUH
+#pragma once
 
 #include <cuda_runtime.h>
 #include <cstddef>
@@ -51,5 +50,3 @@ template<class Store>
 unsigned gridWarps(const Store *p, size_t nWarps){ return gridFor(p, nWarps*32); }
 
 }  // namespace gpuds_launch
-
-#endif  // GPUDS_COMMON_LAUNCH_CUH

@@ -5,8 +5,11 @@
 ** Part of the GFSL store's one translation unit: included by
 ** kernels/gfsl.cu only (the design is described at its top).
 */
-#ifndef GFSL_DEVICE_OPS_CUH
-#define GFSL_DEVICE_OPS_CUH
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cstdint>
+#include "gfsl/layout.cuh"
 
 namespace {
 
@@ -215,5 +218,3 @@ __device__ bool inSorted(const i64 *a, uint32_t n, i64 k){
 }
 
 }  // namespace
-
-#endif  /* GFSL_DEVICE_OPS_CUH */

@@ -5,9 +5,17 @@
 ** Part of the GFSL store's one translation unit: included by
 ** kernels/gfsl.cu only, after the host store it calls.
 */
-#ifndef GFSL_HOOKS_CUH
-#define GFSL_HOOKS_CUH
+#pragma once
 
+#include <cuda_runtime.h>
+#include <cstddef>
+#include <cstdint>
+#include "gpuds_backend.h"
+#include "gfsl.cuh"
+#include "common/devmem.cuh"
+#include "common/hostpipe.cuh"
+#include "gfsl/layout.cuh"
+#include "gfsl/store.cuh"
 
 namespace gfsl {
 
@@ -75,5 +83,3 @@ void setHostChunk(gpuds_store *pStore, size_t nKeys){
 void lastBatchStats(gpuds_store *pStore, BatchStats *s){ GfslStore *p = (GfslStore*)pStore; *s = p->last; }
 
 }  // namespace gfsl
-
-#endif  /* GFSL_HOOKS_CUH */

@@ -5,14 +5,24 @@
 ** Part of the GFSL store's one translation unit: included by
 ** kernels/gfsl.cu only (the design is described at its top).
 */
-#ifndef GFSL_KERNELS_CUH
-#define GFSL_KERNELS_CUH
+#pragma once
+
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include "gpuds_backend.h"
+#include "common/launch.cuh"
+#include "gfsl/layout.cuh"
+#include "gfsl/device_ops.cuh"
 
 namespace {
 
 /******************************** kernels **********************************/
 
-/* Reset the per-batch counters. */
+/* Reset the per-batch counters.
+** @param ds  device state whose batch counters (bc) are reset */
 __global__ void kInitBatch(DevState *ds){
   if( threadIdx.x==0 && blockIdx.x==0 ){
     memset(&ds->bc, 0, sizeof(ds->bc));
@@ -22,7 +32,11 @@ __global__ void kInitBatch(DevState *ds){
   }
 }
 
-/* Smallest and largest key and largest op code of a batch. */
+/* Smallest and largest key and largest op code of a batch.
+** @param n    operations in the batch
+** @param op   their codes; NULL: not looked at
+** @param key  their keys
+** @param ds   device state: bc.kMin, bc.kMax and bc.opMax, raised atomically */
 __global__ void kStats(size_t n, const uint8_t *op, const i64 *key, DevState *ds){
   i64 mn = LLONG_MAX, mx = LLONG_MIN;
   unsigned int om = 0;
@@ -46,7 +60,12 @@ __global__ void kStats(size_t n, const uint8_t *op, const i64 *key, DevState *ds
 }
 
 /* Sort input: keys relative to kBase (order-preserving as unsigned) and the
-** identity permutation. */
+** identity permutation.
+** @param n      keys
+** @param key    the keys
+** @param kBase  the smallest key (subtracted)
+** @param uk     out: key[i] - kBase as unsigned
+** @param iota   out: iota[i] = i */
 __global__ void kPrepSort(size_t n, const i64 *key, i64 kBase, u64 *uk, uint32_t *iota){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
     uk[i] = (u64)key[i] - (u64)kBase;
@@ -58,7 +77,12 @@ __global__ void kPrepSort(size_t n, const i64 *key, i64 kBase, u64 *uk, uint32_t
 ** unsorted, opt-in variant (gfsl::setLookupVariant(p,1)):
 ** a warp takes 32 consecutive keys at a time, loads them with one coalesced
 ** load (so no lookup starts with a dependent key load), searches them one
-** after the other and stores the 32 results coalesced. */
+** after the other and stores the 32 results coalesced.
+** @param P      the structure: pool, device state, free list (KP)
+** @param n      keys to look up
+** @param key    the keys
+** @param found  out: 1 where the key is present, else 0; may be NULL
+** @param val    out: its word, 0 where absent; may be NULL */
 // Blocks of 256 threads kLookup asks to keep resident on one SM: 8 fill the
 // 2048 threads an SM of sm_80, sm_90 and sm_100 holds; the other
 // generations hold 1024 (sm_75) or 1536 threads, where 4 is what fits.
@@ -95,7 +119,12 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock, KLOOKUP_MIN_BLOCKS) kLoo
 }
 
 /* Point lookups (the default): one key per warp iteration, the key loaded by
-** every lane (a broadcast), the result stored by lane 0. */
+** every lane (a broadcast), the result stored by lane 0.
+** @param P      the structure: pool, device state, free list (KP)
+** @param n      keys to look up
+** @param key    the keys
+** @param found  out: 1 where the key is present, else 0; may be NULL
+** @param val    out: its word, 0 where absent; may be NULL */
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kLookup1(KP P, size_t n, const i64 *key,
                                                 uint8_t *found, u64 *val){
   const int lane = gfslLane();
@@ -116,7 +145,12 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock) kLookup1(KP P, size_t n,
 }
 
 /* Sort input of a lookup batch: keys relative to kBase in K (u32 when the
-** batch's key span fits, else u64) and the identity permutation. */
+** batch's key span fits, else u64) and the identity permutation.
+** @param n      keys
+** @param key    the keys
+** @param kBase  the smallest key (subtracted)
+** @param uk     out: key[i] - kBase in K
+** @param iota   out: iota[i] = i */
 template<typename K>
 __global__ void kPrepLookupSort(size_t n, const i64 *key, i64 kBase, K *uk, uint32_t *iota){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
@@ -170,8 +204,16 @@ __device__ __forceinline__ bool moveFinger(const KP &P, i64 k, int lane, uint32_
 ** neighbouring keys, keep in L1/L2).  The keys of a segment are loaded 32 at
 ** a time, one per lane, and searched one after the other, each by a ballot.
 ** (Answering all keys a chunk encloses at once, by binary searches over
-** shuffles, measured no faster on H200: the sort and the scattered result
-** stores dominate.)  found/val may be NULL. */
+** shuffles, gains nothing: the sort and the scattered result stores
+** dominate.)  found/val may be NULL.
+** @param P       the structure: pool, device state, free list (KP)
+** @param n       keys
+** @param segLen  sorted keys a warp takes at a time
+** @param sk      the keys sorted, less kBase
+** @param kBase   added back to sk
+** @param perm    sorted position -> index in found and val
+** @param found   out: 1 where the key is present, else 0; may be NULL
+** @param val     out: its word, 0 where absent; may be NULL */
 template<typename K>
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kLookupSorted(KP P, uint32_t n, uint32_t segLen, const K *sk,
                                                      i64 kBase, const uint32_t *perm, uint8_t *found,
@@ -215,7 +257,10 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock) kLookupSorted(KP P, uint
 ** lookup, the delete of an absent key).  Every batch needs this phase; the
 ** replay of runs of equal keys it once did (for batches that could repeat a
 ** key) is gone: a key that appears twice is counted in bc.nDup instead, and
-** the host refuses the batch before anything changes. */
+** the host refuses the batch before anything changes.
+** @param P  the structure: pool, device state, free list (KP)
+** @param B  the batch sorted by key and its per-operation arrays (BP): found,
+**           old, the net effect arrays and the update list are written */
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kResolve(KP P, BP B){
   const int lane = gfslLane();
   for( size_t i=gfslWarpId(); i<B.n; i+=gfslWarpCount() ){
@@ -269,14 +314,20 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock) kResolve(KP P, BP B){
   }
 }
 
-/* delKeys[t] = key of delete t (sorted, for the raise filter). */
+/* delKeys[t] = key of delete t (sorted, for the raise filter).
+** @param B  the batch sorted by key and its per-operation arrays (BP): delKeys
+**           written from delPos */
 __global__ void kGatherDel(BP B){
   for( size_t t=blockIdx.x*(size_t)blockDim.x+threadIdx.x; t<B.nDel; t+=gridDim.x*(size_t)blockDim.x ){
     B.delKeys[t] = sortedKey(B, B.delPos[t]);
   }
 }
 
-/* Sorted keys/values of the inserts (for a rebuild). */
+/* Sorted keys/values of the inserts (for a rebuild).
+** @param B     the batch sorted by key and its per-operation arrays (BP)
+**              (insPos, netVal)
+** @param insK  out: the inserted keys, ascending
+** @param insV  out: their words */
 __global__ void kGatherIns(BP B, i64 *insK, u64 *insV){
   for( size_t t=blockIdx.x*(size_t)blockDim.x+threadIdx.x; t<B.nIns; t+=gridDim.x*(size_t)blockDim.x ){
     uint32_t pos = B.insPos[t];
@@ -285,7 +336,11 @@ __global__ void kGatherIns(BP B, i64 *insK, u64 *insV){
   }
 }
 
-/* In-place value updates of keys that stay present. */
+/* In-place value updates of keys that stay present.
+** @param P    the structure: pool, device state, free list (KP)
+** @param n    updates
+** @param loc  each one's place: chunk << 5 | slot
+** @param val  the new words */
 __global__ void kUpdate(KP P, uint32_t n, const u64 *loc, const u64 *val){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
     u64 l = loc[i];
@@ -402,7 +457,11 @@ __device__ void mergeNext(const KP &P, const BP &B, int level, uint32_t C, Hdr h
 /* DELETE phase for one level: one warp per deleted key present there.
 ** The phases run from level 0 up, so the levels above the one being changed
 ** are still intact for the descents (a pointer leads to a chunk at or left
-** of its key's enclosing chunk whether or not that key still exists). */
+** of its key's enclosing chunk whether or not that key still exists).
+** @param P      the structure: pool, device state, free list (KP)
+** @param B      the batch sorted by key and its per-operation arrays (BP)
+**               (delPos, delKeys, netH, netVal)
+** @param level  the level this phase changes */
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kDelete(KP P, BP B, int level){
   const int lane = gfslLane();
   for( size_t t=gfslWarpId(); t<B.nDel; t+=gfslWarpCount() ){
@@ -536,7 +595,18 @@ __device__ uint32_t insertOne(const KP &P, int level, i64 k, u64 v, uint32_t cur
 ** a group (heads gH[0..nG)).  One warp per group inserts its keys in order,
 ** each walk starting where the previous key went, so a group never walks
 ** over the chunks its own splits made and different groups meet only where
-** merges joined their chunks (the chunk locks order them there). */
+** merges joined their chunks (the chunk locks order them there).
+** @param P         the structure: pool, device state, free list (KP)
+** @param level     the level this phase changes
+** @param nG        groups
+** @param gH        the first position of each group in K
+** @param n         keys in K
+** @param K         the keys to insert, ascending
+** @param V         their words (level 0) or down pointers
+** @param T         the chunk kLocate found for each key
+** @param out       out: the keys raised to the next level by splits
+** @param outCount  entries of out, raised atomically
+** @param outCap    capacity of out */
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kInsertGroups(KP P, int level, uint32_t nG, const uint32_t *gH,
                                                      uint32_t n, const i64 *K, const u64 *V,
                                                      const uint32_t *T, Item *out,
@@ -551,7 +621,12 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock) kInsertGroups(KP P, int 
 }
 
 /* Locate: T[t] = the chunk of level `level` enclosing K[t] (nothing may
-** change meanwhile). */
+** change meanwhile).
+** @param P      the structure: pool, device state, free list (KP)
+** @param level  the level searched
+** @param n      keys
+** @param K      the keys
+** @param T      out: the chunk enclosing each key */
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kLocate(KP P, int level, uint32_t n, const i64 *K, uint32_t *T){
   const int lane = gfslLane();
   for( size_t t=gfslWarpId(); t<n; t+=gfslWarpCount() ){
@@ -567,14 +642,21 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock) kLocate(KP P, int level,
   }
 }
 
-/* Group heads: flag[t] = 1 where T changes. */
+/* Group heads: flag[t] = 1 where T changes.
+** @param n     entries of T
+** @param T     chunk per key (kLocate)
+** @param flag  out: 1 where a group starts */
 __global__ void kGroupFlags(uint32_t n, const uint32_t *T, uint8_t *flag){
   for( size_t t=blockIdx.x*(size_t)blockDim.x+threadIdx.x; t<n; t+=gridDim.x*(size_t)blockDim.x ){
     flag[t] = (t==0 || T[t]!=T[t-1]);
   }
 }
 
-/* Largest group. */
+/* Largest group.
+** @param nG  groups
+** @param gH  the first position of each group
+** @param n   keys in all
+** @param ds  device state: bc.maxGroup raised atomically */
 __global__ void kGroupMax(uint32_t nG, const uint32_t *gH, uint32_t n, DevState *ds){
   unsigned int mx = 0;
   for( size_t g=blockIdx.x*(size_t)blockDim.x+threadIdx.x; g<nG; g+=gridDim.x*(size_t)blockDim.x ){
@@ -589,7 +671,14 @@ __global__ void kGroupMax(uint32_t nG, const uint32_t *gH, uint32_t n, DevState 
   if( gfslLane()==0 ) atomicMax(&ds->bc.maxGroup, mx);
 }
 
-/* Append the delete-phase raises for `level` to the raise list. */
+/* Append the delete-phase raises for `level` to the raise list.
+** @param dr     raises made by delete-phase splits
+** @param nDR    their number
+** @param level  the level whose raises are taken
+** @param rl     the raise list appended to
+** @param count  its entries, raised atomically
+** @param cap    its capacity
+** @param ds     device state (an overflow is recorded as E_LIST) */
 __global__ void kAppendDR(const Item *dr, uint32_t nDR, int level, Item *rl, unsigned int *count, uint32_t cap,
                           DevState *ds){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<nDR; i+=gridDim.x*(size_t)blockDim.x ){
@@ -600,7 +689,11 @@ __global__ void kAppendDR(const Item *dr, uint32_t nDR, int level, Item *rl, uns
   }
 }
 
-/* Raise items -> key/value arrays (to be sorted). */
+/* Raise items -> key/value arrays (to be sorted).
+** @param it  raise items
+** @param n   their number
+** @param K   out: their keys
+** @param V   out: their down pointers */
 __global__ void kItemsToArrays(const Item *it, uint32_t n, i64 *K, u64 *V){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
     K[i] = it[i].key;
@@ -608,7 +701,9 @@ __global__ void kItemsToArrays(const Item *it, uint32_t n, i64 *K, u64 *V){
   }
 }
 
-/* Create empty levels up to `level` (a head chunk each). */
+/* Create empty levels up to `level` (a head chunk each).
+** @param P      the structure: pool, device state, free list (KP)
+** @param level  the highest level that must exist */
 __global__ void kEnsureLevel(KP P, int level){
   if( threadIdx.x || blockIdx.x ) return;
   DevState *ds = P.ds;
@@ -626,7 +721,8 @@ __global__ void kEnsureLevel(KP P, int level){
   }
 }
 
-/* Repair 1: next pointers of live chunks skip zombies. */
+/* Repair 1: next pointers of live chunks skip zombies.
+** @param P  the structure: pool, device state, free list (KP) */
 __global__ void kFixNext(KP P){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<P.cap; i+=gridDim.x*(size_t)blockDim.x ){
     uint32_t m = P.pool[i].meta;
@@ -638,7 +734,8 @@ __global__ void kFixNext(KP P){
   }
 }
 
-/* Repair 2: every down pointer leads to the live chunk holding its key. */
+/* Repair 2: every down pointer leads to the live chunk holding its key.
+** @param P  the structure: pool, device state, free list (KP) */
 __global__ void kFixDown(KP P){
   for( size_t g=blockIdx.x*(size_t)blockDim.x+threadIdx.x; g<(size_t)P.cap*32; g+=gridDim.x*(size_t)blockDim.x ){
     size_t i = g>>5; int j = (int)(g&31);
@@ -657,7 +754,8 @@ __global__ void kFixDown(KP P){
   }
 }
 
-/* Repair 3: zombies go back to the free list. */
+/* Repair 3: zombies go back to the free list.
+** @param P  the structure: pool, device state, free list (KP) */
 __global__ void kReclaim(KP P){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<P.cap; i+=gridDim.x*(size_t)blockDim.x ){
     uint32_t m = P.pool[i].meta;
@@ -670,7 +768,8 @@ __global__ void kReclaim(KP P){
   }
 }
 
-/* Drop empty top levels (a lone head chunk with no key). */
+/* Drop empty top levels (a lone head chunk with no key).
+** @param P  the structure: pool, device state, free list (KP) */
 __global__ void kDropLevels(KP P){
   if( threadIdx.x || blockIdx.x ) return;
   DevState *ds = P.ds;
@@ -686,21 +785,32 @@ __global__ void kDropLevels(KP P){
   }
 }
 
-/* Directory: flag the live, non-zombie chunks of a level. */
+/* Directory: flag the live, non-zombie chunks of a level.
+** @param P      the structure: pool, device state, free list (KP)
+** @param level  the level described
+** @param flag   out: per chunk of the pool, 1 if selected */
 __global__ void kDirFlags(KP P, int level, uint8_t *flag){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<P.cap; i+=gridDim.x*(size_t)blockDim.x ){
     uint32_t m = P.pool[i].meta;
     flag[i] = (m & M_LIVE) && !(m & M_ZOMBIE) && metaLevel(m)==level;
   }
 }
-/* Directory: the fence of each selected chunk (+inf as LLONG_MAX). */
+/* Directory: the fence of each selected chunk (+inf as LLONG_MAX).
+** @param P      the structure: pool, device state, free list (KP)
+** @param idx    the selected chunks
+** @param n      their number
+** @param fence  out: their fences */
 __global__ void kDirFence(KP P, const uint32_t *idx, uint32_t n, i64 *fence){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
     const Chunk *c = &P.pool[idx[i]];
     fence[i] = (c->meta & M_LAST) ? LLONG_MAX : c->max;
   }
 }
-/* Directory: the entry count of each chunk in order (cnt[n] = 0). */
+/* Directory: the entry count of each chunk in order (cnt[n] = 0).
+** @param P    the structure: pool, device state, free list (KP)
+** @param idx  the chunks in fence order
+** @param n    their number
+** @param cnt  out: n+1 entry counts (the last 0), to be prefix-summed */
 __global__ void kDirCounts(KP P, const uint32_t *idx, uint32_t n, u64 *cnt){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<=n; i+=gridDim.x*(size_t)blockDim.x ){
     cnt[i] = i<n ? (P.pool[idx[i]].meta & M_CNT) : 0;
@@ -720,7 +830,17 @@ __device__ uint32_t rankPos(const u64 *pre, uint32_t n, u64 r){
   return lo==0 ? 0 : lo-1;
 }
 
-/* Plan a scan page (one thread). */
+/* Plan a scan page (one thread).
+** @param P      the structure: pool, device state, free list (KP); the plan
+**               goes to P.ds->plan
+** @param idx    the directory: level-0 chunks in fence order
+** @param fence  their fences
+** @param pre    prefix sums of their entry counts (n+1)
+** @param n      chunks in the directory
+** @param lo     the smallest key of the range
+** @param hi     the largest key of the range
+** @param desc   nonzero: the page ends at hi
+** @param nMax   entries a page holds at most */
 __global__ void kScanPlan(KP P, const uint32_t *idx, const i64 *fence, const u64 *pre,
                           uint32_t n, i64 lo, i64 hi, int desc, u64 nMax){
   if( threadIdx.x || blockIdx.x ) return;
@@ -756,7 +876,17 @@ __global__ void kScanPlan(KP P, const uint32_t *idx, const i64 *fence, const u64
 }
 
 /* Copy ranks [a,b) of the keys into outK/outV (reversed if desc): one warp
-** per bottom-level chunk, positions pa.. of the directory. */
+** per bottom-level chunk, positions pa.. of the directory.
+** @param P     the structure: pool, device state, free list (KP)
+** @param idx   the directory: level-0 chunks in fence order
+** @param pre   prefix sums of their entry counts
+** @param pa    the first directory position of the page
+** @param nPos  directory positions the page spans
+** @param a     the first rank copied
+** @param b     one past the last rank copied
+** @param desc  nonzero: written in descending order
+** @param outK  out: the keys
+** @param outV  out: their words; may be NULL */
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kScanCopy(KP P, const uint32_t *idx, const u64 *pre,
                                                  uint32_t pa, uint32_t nPos, u64 a, u64 b, int desc,
                                                  i64 *outK, u64 *outV){
@@ -774,7 +904,12 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock) kScanCopy(KP P, const ui
   }
 }
 
-/* keep[i] = key i is not among the n sorted deleted keys. */
+/* keep[i] = key i is not among the n sorted deleted keys.
+** @param key   the keys
+** @param n     their number
+** @param del   the deleted keys, ascending
+** @param nDel  their number
+** @param keep  out: 1 where the key is not deleted */
 __global__ void kFlagKeep(const i64 *key, size_t n, const i64 *del, uint32_t nDel, uint8_t *keep){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
     keep[i] = !inSorted(del, nDel, key[i]);
@@ -782,7 +917,16 @@ __global__ void kFlagKeep(const i64 *key, size_t n, const i64 *del, uint32_t nDe
 }
 
 /* Bulk build of one level: chunk j of nc takes entries [j*fill, ...) of
-** the n sorted entries K (with V64 on level 0, D32 above). */
+** the n sorted entries K (with V64 on level 0, D32 above).
+** @param pool   the new pool
+** @param base   the index of the level's first chunk
+** @param level  the level built
+** @param nc     its chunks
+** @param n      its entries
+** @param K      their keys, ascending
+** @param V64    level 0: their words
+** @param D32    upper levels: their down pointers
+** @param fill   entries a chunk takes */
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kBuild(Chunk *pool, uint32_t base, int level, uint32_t nc,
                                               size_t n, const i64 *K, const u64 *V64,
                                               const uint32_t *D32, int fill){
@@ -807,7 +951,13 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock) kBuild(Chunk *pool, uint
 }
 
 /* Keys of the next level of a bulk build: the first key of every chunk but
-** the first, pointing to that chunk. */
+** the first, pointing to that chunk.
+** @param K         the keys of the level below
+** @param ncPrev    its chunks
+** @param basePrev  the index of its first chunk
+** @param fillPrev  entries per chunk there
+** @param upK       out: the keys of the next level
+** @param upD       out: their down pointers */
 __global__ void kUpKeys(const i64 *K, uint32_t ncPrev, uint32_t basePrev, int fillPrev, i64 *upK, uint32_t *upD){
   for( size_t e=blockIdx.x*(size_t)blockDim.x+threadIdx.x; e+1<ncPrev; e+=gridDim.x*(size_t)blockDim.x ){
     upK[e] = K[(e+1)*(size_t)fillPrev];
@@ -816,14 +966,24 @@ __global__ void kUpKeys(const i64 *K, uint32_t ncPrev, uint32_t basePrev, int fi
 }
 
 /* Free list entries [from, from+n) = chunk indices hi-1, hi-2, ... so that
-** the lowest index is taken first. */
+** the lowest index is taken first.
+** @param freeList  the free list
+** @param from      the first entry written
+** @param n         entries written
+** @param hi        one past the highest chunk index listed */
 __global__ void kFillFree(uint32_t *freeList, uint32_t from, uint32_t n, uint32_t hi){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
     freeList[from+i] = hi-1-(uint32_t)i;
   }
 }
 
-/* Checker: one warp per chunk of a level, in fence order. */
+/* Checker: one warp per chunk of a level, in fence order.
+** @param P      the structure: pool, device state, free list (KP); the first
+**               failure goes to P.ds->chk
+** @param level  the level checked
+** @param idx    its chunks in fence order
+** @param fence  their fences
+** @param n      their number */
 __global__ void __launch_bounds__(gpuds_launch::kBlock) kCheckLevel(KP P, int level, const uint32_t *idx,
                                                    const i64 *fence, uint32_t n){
   const int lane = gfslLane();
@@ -866,7 +1026,12 @@ __global__ void __launch_bounds__(gpuds_launch::kBlock) kCheckLevel(KP P, int le
 }
 
 /* Checker: every key of an upper level leads down to a chunk of the level
-** below that holds it (walking right from its pointer). */
+** below that holds it (walking right from its pointer).
+** @param P      the structure: pool, device state, free list (KP); the first
+**               failure goes to P.ds->chk
+** @param level  the upper level checked
+** @param idx    its chunks
+** @param n      their number */
 __global__ void kCheckIndex(KP P, int level, const uint32_t *idx, uint32_t n){
   DevState *ds = P.ds;
   for( size_t g=blockIdx.x*(size_t)blockDim.x+threadIdx.x; g<(size_t)n*32; g+=gridDim.x*(size_t)blockDim.x ){
@@ -893,7 +1058,10 @@ __global__ void kCheckIndex(KP P, int level, const uint32_t *idx, uint32_t n){
   }
 }
 
-/* Checker: chunk states (live, zombie, free) and the free list. */
+/* Checker: chunk states (live, zombie, free) and the free list.
+** @param P        the structure: pool, device state, free list (KP); the counts
+**                 go to P.ds->chk
+** @param freeTop  entries of the free list in use */
 __global__ void kCheckStates(KP P, int freeTop){
   DevState *ds = P.ds;
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<P.cap; i+=gridDim.x*(size_t)blockDim.x ){
@@ -910,7 +1078,13 @@ __global__ void kCheckStates(KP P, int freeTop){
   }
 }
 
-/* Checker: the lookups of all extracted keys found them with their values. */
+/* Checker: the lookups of all extracted keys found them with their values.
+** @param n      keys
+** @param key    the keys extracted
+** @param val    their words
+** @param found  what the lookups found
+** @param got    the words they returned
+** @param ds     device state: the first failure goes to ds->chk */
 __global__ void kCheckFound(size_t n, const i64 *key, const u64 *val, const uint8_t *found,
                             const u64 *got, DevState *ds){
   for( size_t i=blockIdx.x*(size_t)blockDim.x+threadIdx.x; i<n; i+=gridDim.x*(size_t)blockDim.x ){
@@ -922,5 +1096,3 @@ __global__ void kCheckFound(size_t n, const i64 *key, const u64 *val, const uint
   }
 }
 }  // namespace
-
-#endif  /* GFSL_KERNELS_CUH */

@@ -5,8 +5,11 @@
 ** Part of the GFSL store's one translation unit: included by
 ** kernels/gfsl.cu only (the design is described at its top).
 */
-#ifndef GFSL_LAYOUT_CUH
-#define GFSL_LAYOUT_CUH
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cstddef>
+#include <cstdint>
 
 namespace {
 
@@ -160,5 +163,3 @@ __device__ __forceinline__ i64 sortedKey(const BP &B, size_t i){
 }
 
 }  // namespace
-
-#endif  /* GFSL_LAYOUT_CUH */

@@ -5,8 +5,22 @@
 ** Part of the GFSL store's one translation unit: included by
 ** kernels/gfsl.cu only, after the host store it calls.
 */
-#ifndef GFSL_OPS_CUH
-#define GFSL_OPS_CUH
+#pragma once
+
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include "gpuds_backend.h"
+#include "common/check.cuh"
+#include "common/devmem.cuh"
+#include "common/hostpipe.cuh"
+#include "common/launch.cuh"
+#include "gfsl/layout.cuh"
+#include "gfsl/kernels.cuh"
+#include "gfsl/store.cuh"
 
 namespace {
 
@@ -341,6 +355,3 @@ extern "C" const gpuds_store_ops gpudsCudaOrderedOps = {
   gfslCheck,
   gfslErrmsg,
 };
-
-
-#endif  /* GFSL_OPS_CUH */

@@ -3,8 +3,12 @@
 //
 // Part of the GPU hash store's one translation unit: included by
 // kernels/hash.cu only (the design is described at its top).
-#ifndef HASH_DEVICE_OPS_CUH
-#define HASH_DEVICE_OPS_CUH
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+#include <cstdint>
+#include "hash/layout.cuh"
 
 namespace {
 
@@ -273,5 +277,3 @@ __device__ void finishCounters(Meta *meta, int lane, long long dC,
 }
 
 }  // namespace
-
-#endif  // HASH_DEVICE_OPS_CUH

@@ -3,8 +3,16 @@
 //
 // Part of the GPU hash store's one translation unit: included by
 // kernels/hash.cu only, after the host store it calls.
-#ifndef HASH_HOOKS_CUH
-#define HASH_HOOKS_CUH
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cstddef>
+#include <cstdint>
+#include "gpuds_backend.h"
+#include "hash.cuh"
+#include "common/devmem.cuh"
+#include "hash/layout.cuh"
+#include "hash/store.cuh"
 
 namespace gpuds_hash {
 
@@ -52,5 +60,3 @@ void setHostChunk(gpuds_store *pStore, size_t nKeys){
 }
 
 }  // namespace gpuds_hash
-
-#endif  // HASH_HOOKS_CUH

@@ -3,8 +3,15 @@
 //
 // Part of the GPU hash store's one translation unit: included by
 // kernels/hash.cu only (the design is described at its top).
-#ifndef HASH_KERNELS_CUH
-#define HASH_KERNELS_CUH
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+#include <cstdint>
+#include "gpuds_backend.h"
+#include "common/launch.cuh"
+#include "hash/layout.cuh"
+#include "hash/device_ops.cuh"
 
 namespace {
 
@@ -13,11 +20,20 @@ namespace {
 // skips op i; skip may be NULL).  ops NULL: every op is defOp.  vals NULL:
 // values 0.  found/old may be NULL.  (Every caller passes list and skip as
 // NULL since the general path for repeated keys is gone; they stay so that
-// this kernel compiles to the code that was measured: a version without
-// them (42 registers instead of 44) ran the [10,10,80] batch of distinct
-// keys at 9.5 G/s against 10.6 in one H100 run, a difference one run
-// cannot tell from noise, and the comment at the top of hash.cu records
-// how much this kernel's speed depends on its code shape.)
+// this kernel keeps the code it was tuned as: its speed depends on its code
+// shape (see the top of hash.cu), and a version without them, two
+// registers fewer, was not shown to be as fast.)
+// @param T      the table
+// @param meta   its counters, updated at the end
+// @param n      operations
+// @param list   the operations to apply, by index; NULL: 0..n-1
+// @param ops    their codes; NULL: every one is defOp
+// @param defOp  the code where ops is NULL
+// @param keys   their keys
+// @param vals   their words; NULL: 0
+// @param skip   nonzero: the operation is skipped; may be NULL
+// @param found  out: 1 where the key was present; may be NULL
+// @param old    out: its word before, 0 where absent; may be NULL
 template<int MODE>
 __global__ void __launch_bounds__(gpuds_launch::kBlock)
 kRun(Table T, Meta *meta, size_t n, const uint32_t *list, const uint8_t *ops,
@@ -68,6 +84,12 @@ __device__ __forceinline__ void tileLookupFrom(const Tile &tile, const Table T,
 
 // Lookups with two operations per tile: both home-bucket loads are issued
 // before either is used (more memory-level parallelism than kRun<M_LOOKUP>).
+// @param T      the table
+// @param meta   its counters (the side slots)
+// @param n      keys
+// @param keys   the keys
+// @param found  out: 1 where the key is present; may be NULL
+// @param vals   out: its word, 0 where absent; may be NULL
 __global__ void __launch_bounds__(gpuds_launch::kBlock)
 kLookup2(Table T, const Meta *meta, size_t n, const ull *keys, uint8_t *found,
          ull *vals){
@@ -104,6 +126,9 @@ __device__ __forceinline__ unsigned warpSum(unsigned x){
 }
 
 // out[0] += upserts, out[1] += deletes, out[2] += invalid op codes.
+// @param n    operations
+// @param ops  their codes
+// @param out  the three counts, added to
 __global__ void kCountOps(size_t n, const uint8_t *ops, ull *out){
   unsigned u = 0, d = 0, bad = 0;
   for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<n;
@@ -123,6 +148,10 @@ __global__ void kCountOps(size_t n, const uint8_t *ops, ull *out){
 
 // Insert every live key of the old table (one slot per tile) into the fresh
 // table T (no tombstones there; keys distinct, so no probe for presence).
+// @param oldB   the old table's buckets
+// @param oldNb  their number
+// @param T      the new table, empty
+// @param meta   counters: err set if a key finds no slot
 __global__ void __launch_bounds__(gpuds_launch::kBlock)
 kRehash(const Bucket *oldB, ull oldNb, Table T, Meta *meta){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
@@ -142,6 +171,8 @@ kRehash(const Bucket *oldB, ull oldNb, Table T, Meta *meta){
 // Invariant check: out[0] += live slots, out[1] += non-EMPTY slots, out[2] +=
 // live keys the probe rule does not find at their own slot (misplaced or
 // duplicated), out[3] = min such slot.
+// @param T    the table
+// @param out  out: the four results above
 __global__ void __launch_bounds__(gpuds_launch::kBlock)
 kCheck(Table T, ull *out){
   Tile tile = cg::tiled_partition<TS>(cg::this_thread_block());
@@ -191,6 +222,11 @@ struct ScanPred {
 };
 
 // key[i], val[i] = contents of slot sel[i].
+// @param B    the table's buckets
+// @param m    slots to read
+// @param sel  their numbers
+// @param key  out: their keys
+// @param val  out: their words
 __global__ void kGather(const Bucket *B, size_t m, const ull *sel,
                         ull *key, ull *val){
   for( size_t i=size_t(blockIdx.x)*blockDim.x+threadIdx.x; i<m;
@@ -202,5 +238,3 @@ __global__ void kGather(const Bucket *B, size_t m, const ull *sel,
 }
 
 }  // namespace
-
-#endif  // HASH_KERNELS_CUH

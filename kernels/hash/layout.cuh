@@ -3,10 +3,19 @@
 //
 // Part of the GPU hash store's one translation unit: included by
 // kernels/hash.cu only (the design is described at its top).
-#ifndef HASH_LAYOUT_CUH
-#define HASH_LAYOUT_CUH
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cstddef>
+#include <cstdint>
+#include "hash.cuh"
 
 namespace {
+
+namespace cg = cooperative_groups;
+using namespace gpuds_hash;
+typedef unsigned long long ull;
+
 
 constexpr int TS = kSlotsPerBucket;     // tile size = slots per bucket
 constexpr ull NONE = ~0ull;
@@ -41,5 +50,3 @@ enum { M_LOOKUP = 0, M_MIXED = 1 };
 using Tile = cg::thread_block_tile<TS, cg::thread_block>;
 
 }  // namespace
-
-#endif  // HASH_LAYOUT_CUH

@@ -3,8 +3,22 @@
 //
 // Part of the GPU hash store's one translation unit: included by
 // kernels/hash.cu only, after the host store it calls.
-#ifndef HASH_OPS_CUH
-#define HASH_OPS_CUH
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include "gpuds_backend.h"
+#include "common/check.cuh"
+#include "common/devmem.cuh"
+#include "common/hostpipe.cuh"
+#include "hash/layout.cuh"
+#include "hash/kernels.cuh"
+#include "hash/store.cuh"
 
 namespace {
 
@@ -275,5 +289,3 @@ extern "C" const gpuds_store_ops gpudsCudaHashOps = {
   hashCheck,
   hashErrmsg,
 };
-
-#endif  // HASH_OPS_CUH

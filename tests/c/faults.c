@@ -1,5 +1,5 @@
 /*
-** faults.c -- fault injection at the SQL level (issue #11): the N-th memory
+** faults.c -- fault injection at the SQL level: the N-th memory
 ** allocation of a workload fails, for every N (every N up to 400, then a
 ** stride that covers the whole workload in about 1,500 runs).
 **

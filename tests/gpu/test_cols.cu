@@ -519,7 +519,7 @@ static void testTiming(){
       // tags and values: 43 B a row, and c0's equality index, which the
       // c0 = v timings built: 12 B a row) and at most a quarter of them as
       // workspace (and its small parameter buffer): the rest went back
-      // (kernels/cols.cu trimWorkspace).
+      // (trimWorkspace, kernels/cols/ops.cuh).
       int64_t arrays = n*(43 + 12), most = arrays + arrays/4 + ((int64_t)8<<20);
       CHECK(G->xBytes(g)>most, "a big query's workspace is kept for the next: %" PRId64
             " <= %" PRId64, G->xBytes(g), most);

@@ -528,7 +528,7 @@ static void testNoMem(uint64_t seed){
   }
 }
 
-/* Fault injection (issue #11): every device allocation a call makes is
+/* Fault injection: every device allocation a call makes is
 ** failed in turn (gfsl::failAlloc(k), on a fresh store in the same state for
 ** each k).  A call whose fault is reached must return GPUDS_NOMEM with a
 ** message and leave the store as it was (xCheck, all entries compared with

@@ -480,7 +480,7 @@ static void testNoMem(){
   printf("nomem: ok\n");
 }
 
-// Fault injection (issue #11): every device allocation a call makes is
+// Fault injection: every device allocation a call makes is
 // failed in turn (gpuds_hash::failAlloc(k), on a fresh store in the same
 // state for each k).  A call whose fault is reached must return GPUDS_NOMEM
 // with a message and leave the store as it was (count, xCheck, a full scan

@@ -6,7 +6,7 @@
 ** is signed key order).  Stable, O(n) per pass, one scratch copy of the
 ** arrays.  No SQLite dependency.
 */
-#include "gpuds_backend.h"
+#include "gpuds_rc.h"
 #include "gpuds_sort.h"
 #include <stdlib.h>
 #include <string.h>

@@ -27,9 +27,9 @@ extern "C" {
 #define GPUDS_DEFAULT_FLUSH_ROWS ((int64_t)1<<20)
 
 /* GPUDS_HOST_CHUNK: keys per chunk of the pipelined host<->GPU transfers.
-** 2^19 keys (8.5 MiB of pinned memory a slot) is where one chunk's copy
-** time covers its kernel on an H100/H200; above 2^24 the pinned slots
-** would take hundreds of MiB. */
+** 2^19 keys (8.5 MiB of pinned memory a slot) is about where one chunk's
+** copy time covers its kernel (see kernels/common/hostpipe.cuh); above 2^24
+** the pinned slots would take hundreds of MiB. */
 #define GPUDS_DEFAULT_HOST_CHUNK ((size_t)1<<19)
 #define GPUDS_MAX_HOST_CHUNK     ((size_t)1<<24)
 

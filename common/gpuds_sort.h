@@ -1,4 +1,4 @@
-/* gpuds_sort.h -- the one sort of 64-bit keys (backend/sort.c): for ext/
+/* gpuds_sort.h -- the one sort of 64-bit keys (common/sort.c): for ext/
 ** and the host stores. */
 #ifndef GPUDS_SORT_H
 #define GPUDS_SORT_H
