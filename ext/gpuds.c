@@ -5,7 +5,9 @@
 **   SELECT load_extension('./gpuds'); (any client)
 **
 ** registers the virtual-table modules gfsl (ordered, GPU-Friendly Skiplist)
-** and gpuhash (GPU hash table), and the SQL function gpuds_info().
+** and gpuhash (GPU hash table), gpuds_view (a SELECT's aggregates computed
+** on a table's column set), and the SQL functions gpuds_info() and
+** gpuds_check().
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT1
@@ -26,6 +28,7 @@ int sqlite3_gpuds_init(sqlite3 *db, char **pzErrMsg,
   }
   gpudsConfigLoad();
   rc = gpudsRegisterModules(db);
+  if( rc==SQLITE_OK ) rc = gpudsRegisterView(db);
   if( rc==SQLITE_OK ) rc = gpudsRegisterFunctions(db);
   return rc;
 }

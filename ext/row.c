@@ -930,6 +930,33 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowP
   }
 }
 
+/* Bind column iCol (0-based, non-key) of record p to parameter iParam of
+** pStmt for SQLite to read as it reads the column in a database of
+** encoding eEnc.  A blob SQLite turns into a number as text in the
+** database's encoding, while a bound blob is read as UTF-8: in a UTF-16
+** database a blob is bound as text in that encoding, *pbBlob set, and the
+** statement must CAST it back AS BLOB.  SQLite's result code. */
+int gpudsRowBind(const GpudsRow *p, int iCol, sqlite3_stmt *pStmt, int iParam, int eEnc,
+                 int *pbBlob){
+  RowVal v;
+  *pbBlob = 0;
+  if( p==0 ) return sqlite3_bind_null(pStmt, iParam);
+  rowCol(p, iCol, &v);
+  switch( v.eType ){
+    case SQLITE_INTEGER: return sqlite3_bind_int64(pStmt, iParam, v.i);
+    case SQLITE_FLOAT:   return sqlite3_bind_double(pStmt, iParam, v.r);
+    case SQLITE_TEXT:    return sqlite3_bind_text(pStmt, iParam, (const char*)v.z, (int)v.n, SQLITE_TRANSIENT);
+    case SQLITE_BLOB:
+      if( eEnc==SQLITE_UTF16LE || eEnc==SQLITE_UTF16BE ){
+        *pbBlob = 1;
+        return sqlite3_bind_text64(pStmt, iParam, (const char*)(v.n ? v.z : (const unsigned char*)""),
+                                   v.n, SQLITE_TRANSIENT, (unsigned char)eEnc);
+      }
+      return sqlite3_bind_blob(pStmt, iParam, v.z, (int)v.n, SQLITE_TRANSIENT);
+  }
+  return sqlite3_bind_null(pStmt, iParam);
+}
+
 /* ---- text in the database's encoding ------------------------------------
 ** Rows hold text as UTF-8.  SQLite's BINARY collation compares the bytes of
 ** the database's encoding: in a UTF-16 database the bytes of the UTF-16
