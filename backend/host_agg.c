@@ -407,55 +407,128 @@ static int leftAdd(AggPart *w, int64_t i){
   return GPUDS_OK;
 }
 
+/* Rows are filtered a block at a time, one term over the block after the
+** other (a tight loop per term, the common case of a number compared with
+** a number inlined), then counted one by one. */
+#define AGG_BLOCK 1024
+
+/* Number (tag, val) against the number of term pT, exactly: < 0, 0, > 0. */
+static inline int numCmp(uint8_t tag, uint64_t val, uint8_t ctag, uint64_t cval,
+                         double cd, int bExactD){
+  if( tag==GPUDS_TAG_INT ){
+    int64_t x = (int64_t)val;
+    if( ctag==GPUDS_TAG_INT ){ int64_t c = (int64_t)cval; return x<c ? -1 : x>c; }
+    if( x>=-9007199254740992LL && x<=9007199254740992LL ){
+      double d = (double)x;
+      return d<cd ? -1 : d>cd;
+    }
+    return gpudsColIntReal(x, cd);
+  }else{
+    double x = gpudsColDouble(val);
+    if( bExactD ) return x<cd ? -1 : x>cd;
+    return -gpudsColIntReal((int64_t)cval, x);
+  }
+}
+
+/* Keep the rows aSel[0..n) that term t may hold for (marking aMaybe where
+** it says "maybe"): their number. */
+static int64_t termPass(const AggPlan *P, int t, int64_t *aSel, uint8_t *aMaybe, int64_t n){
+  const HostCols *p = P->p;
+  const gpuds_query *q = &P->a->q;
+  const gpuds_term *pT = &q->aTerm[t];
+  int bExact = P->a->aTermExact ? P->a->aTermExact[t] : 0;
+  int op = pT->op;
+  int64_t j, m = 0;
+  const uint8_t *aTag = pT->iCol>=0 ? &p->aTag[(size_t)pT->iCol*(size_t)p->n] : 0;
+  const uint64_t *aVal = pT->iCol>=0 ? &p->aVal[(size_t)pT->iCol*(size_t)p->n] : 0;
+  if( op>=GPUDS_CMP_EQ && op<=GPUDS_CMP_GE
+   && (pT->tag==GPUDS_TAG_INT || pT->tag==GPUDS_TAG_REAL) ){
+    /* a number: numbers compare inline, other values by the rules */
+    double cd = pT->tag==GPUDS_TAG_INT ? (double)(int64_t)pT->val : gpudsColDouble(pT->val);
+    int bExactD = pT->tag==GPUDS_TAG_REAL
+               || ((int64_t)pT->val>=-9007199254740992LL && (int64_t)pT->val<=9007199254740992LL);
+    for(j=0; j<n; j++){
+      int64_t i = aSel[j];
+      uint8_t tag = aTag ? aTag[i] : GPUDS_TAG_INT;
+      uint64_t val = aTag ? aVal[i] : (uint64_t)p->aKey[i];
+      int r;
+      if( tag==GPUDS_TAG_INT || tag==GPUDS_TAG_REAL ){
+        int c = numCmp(tag, val, pT->tag, pT->val, cd, bExactD);
+        switch( op ){
+          case GPUDS_CMP_EQ: r = c==0; break;
+          case GPUDS_CMP_NE: r = c!=0; break;
+          case GPUDS_CMP_LT: r = c<0; break;
+          case GPUDS_CMP_LE: r = c<=0; break;
+          case GPUDS_CMP_GT: r = c>0; break;
+          default:           r = c>=0; break;
+        }
+      }else{
+        r = gpudsColMatch(tag, val, op, pT->tag, pT->val);
+      }
+      if( r ){ aSel[m] = i; aMaybe[m] = aMaybe[j] | (r==2); m++; }
+    }
+    return m;
+  }
+  for(j=0; j<n; j++){
+    int64_t i = aSel[j];
+    uint8_t tag = aTag ? aTag[i] : GPUDS_TAG_INT;
+    uint64_t val = aTag ? aVal[i] : (uint64_t)p->aKey[i];
+    int r = gpudsColMatchAgg(tag, val, op, pT->tag, pT->val, q->aInTag, q->aInVal, bExact);
+    if( r ){ aSel[m] = i; aMaybe[m] = aMaybe[j] | (r==2); m++; }
+  }
+  return m;
+}
+
 /* A thread: the rows [r0, r1) of part w. */
 static void *partRun(void *pArg){
   AggPart *w = (AggPart*)pArg;
   const AggPlan *P = w->P;
   const HostCols *p = P->p;
-  const gpuds_agg *a = P->a;
-  const gpuds_query *q = &a->q;
+  const gpuds_query *q = &P->a->q;
   uint8_t kt[GPUDS_AGG_KEY_MAX];
   uint64_t kv[GPUDS_AGG_KEY_MAX];
-  int64_t i, iSkip = 0, g = 0;
+  int64_t aSel[AGG_BLOCK];
+  uint8_t aMaybe[AGG_BLOCK];
+  int64_t b0, i, j, n, iSkip = 0, g = 0;
   int t;
   if( q->nSkip>0 && p->bSorted && w->r0<w->r1 ){
     iSkip = gpudsHostLowerBound(q->aSkip, q->nSkip, p->aKey[w->r0]);
   }
-  for(i=w->r0; i<w->r1 && w->rc==GPUDS_OK; i++){
-    int64_t key = p->aKey[i];
-    int bLeft = 0;
-    if( !p->bSorted && (key<q->lo || key>q->hi) ) continue;
-    if( q->nSkip>0 ){
-      if( p->bSorted ){
-        while( iSkip<q->nSkip && q->aSkip[iSkip]<key ) iSkip++;
-        if( iSkip<q->nSkip && q->aSkip[iSkip]==key ) continue;
-      }else{
-        int64_t j = gpudsHostLowerBound(q->aSkip, q->nSkip, key);
-        if( j<q->nSkip && q->aSkip[j]==key ) continue;
+  for(b0=w->r0; b0<w->r1 && w->rc==GPUDS_OK; b0+=AGG_BLOCK){
+    int64_t b1 = b0+AGG_BLOCK<w->r1 ? b0+AGG_BLOCK : w->r1;
+    n = 0;
+    if( p->bSorted && q->nSkip==0 ){
+      for(i=b0; i<b1; i++){ aSel[n] = i; aMaybe[n++] = 0; }
+    }else{
+      for(i=b0; i<b1; i++){
+        int64_t key = p->aKey[i];
+        if( !p->bSorted && (key<q->lo || key>q->hi) ) continue;
+        if( q->nSkip>0 ){
+          if( p->bSorted ){
+            while( iSkip<q->nSkip && q->aSkip[iSkip]<key ) iSkip++;
+            if( iSkip<q->nSkip && q->aSkip[iSkip]==key ) continue;
+          }else{
+            int64_t k = gpudsHostLowerBound(q->aSkip, q->nSkip, key);
+            if( k<q->nSkip && q->aSkip[k]==key ) continue;
+          }
+        }
+        aSel[n] = i; aMaybe[n++] = 0;
       }
     }
-    w->nRead++;
-    for(t=0; t<q->nTerm; t++){
-      const gpuds_term *pT = &q->aTerm[t];
-      uint8_t tag;
-      uint64_t val;
-      int m;
-      colOf(p, pT->iCol, i, &tag, &val);
-      m = gpudsColMatchAgg(tag, val, pT->op, pT->tag, pT->val, q->aInTag, q->aInVal,
-                           a->aTermExact ? a->aTermExact[t] : 0);
-      if( m==0 ) break;
-      if( m==2 ) bLeft = 1;
+    w->nRead += n;
+    for(t=0; t<q->nTerm && n>0; t++) n = termPass(P, t, aSel, aMaybe, n);
+    for(j=0; j<n && w->rc==GPUDS_OK; j++){
+      i = aSel[j];
+      if( aMaybe[j] || rowUndecided(P, i, kt, kv) ){
+        w->rc = leftAdd(w, i);
+        continue;
+      }
+      if( P->nKey ){
+        g = groupFind(&w->g, kt, kv);
+        if( g<0 ){ w->rc = GPUDS_NOMEM; break; }
+      }
+      w->rc = rowAdd(w, g, i);
     }
-    if( t<q->nTerm ) continue;
-    if( bLeft || rowUndecided(P, i, kt, kv) ){
-      w->rc = leftAdd(w, i);
-      continue;
-    }
-    if( P->nKey ){
-      g = groupFind(&w->g, kt, kv);
-      if( g<0 ){ w->rc = GPUDS_NOMEM; break; }
-    }
-    w->rc = rowAdd(w, g, i);
   }
   return 0;
 }
