@@ -39,6 +39,7 @@ typedef struct GpudsView {
   int64_t iSrcId;             /* t_meta id of the table it was made on (0:
                               ** unknown, taken at the first read) */
   GpudsViewStat stat;
+  GpudsViewExact exact;       /* text constants known exact (viewrun.c) */
   GpudsInfoNode info;         /* its entry in gpuds_info() */
 } GpudsView;
 
@@ -76,6 +77,7 @@ static void viewInfo(void *pArg, sqlite3_str *s){
 static void viewFree(GpudsView *v){
   if( v==0 ) return;
   gpudsInfoRemove(&v->info);
+  gpudsViewExactClear(&v->exact);
   sqlite3_finalize(v->pOps);
   gpudsViewDefFree(v->pDef);
   sqlite3_free(v->zDb);
@@ -173,14 +175,13 @@ static int viewInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   int rc, i, nName = 0;
   (void)pAux;
   *ppVtab = 0;
-  zSql = argsJoin(argc, argv);
-  if( zSql==0 ) return SQLITE_NOMEM;
   if( argc<4 ){
     *pzErr = sqlite3_mprintf("gpuds_view: give the SELECT, e.g. "
-                             "USING gpuds_view(SELECT k % 10, count(*) FROM t GROUP BY 1)");
-    sqlite3_free(zSql);
+                             "USING gpuds_view(SELECT k %% 10, count(*) FROM t GROUP BY 1)");
     return SQLITE_ERROR;
   }
+  zSql = argsJoin(argc, argv);
+  if( zSql==0 ) return SQLITE_NOMEM;
   rc = gpudsViewParse(zSql, &d, &zErr);
   if( rc ){
     *pzErr = zErr ? zErr : sqlite3_mprintf("out of memory");
@@ -304,6 +305,16 @@ static int viewBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo){
   }
   s = sqlite3_str_new(0);
   sqlite3_str_appendf(s, "gpuds_view of %s%s%s", d->zDb ? d->zDb : "", d->zDb ? "." : "", d->zTab);
+  {
+    /* where it will run, as far as the connected table says */
+    GpudsTable *p = d->zDb ? gpudsTableFindExact(v->db, d->zDb, d->zTab)
+                  : gpudsTableFindExact(v->db, "temp", d->zTab);
+    if( p==0 && d->zDb==0 ) p = gpudsTableFindExact(v->db, "main", d->zTab);
+    if( p ){
+      const gpuds_cols_ops *pOps = p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps);
+      sqlite3_str_appendf(s, " on the %s column set", strcmp(pOps->zBackend, "host")==0 ? "host" : "GPU");
+    }
+  }
   for(i=0; i<d->nParam && i<32; i++){
     if( aiCons[i]<0 ) continue;
     pInfo->aConstraintUsage[aiCons[i]].argvIndex = ++nArg;
@@ -403,7 +414,7 @@ static int viewFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr,
   }
   gpudsTableHold(p);
   c->pHeld = p;
-  rc = gpudsViewRun(p, d, v->pOps, c->apParam, &c->out, &v->stat);
+  rc = gpudsViewRun(p, d, v->pOps, c->apParam, &v->exact, &c->out, &v->stat);
   if( rc ) goto filter_err;
   return SQLITE_OK;
 filter_err:

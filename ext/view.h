@@ -122,6 +122,21 @@ typedef struct GpudsViewStat {
   int64_t nUs;                /* microseconds */
 } GpudsViewStat;
 
+/* Text constants of a view's terms found to be the only text behind their
+** 8 bytes in a column set (viewrun.c): equal 8 bytes mean equal there. */
+#define VIEW_EXACT_CACHE 16
+typedef struct GpudsViewExact {
+  const gpuds_cols *pCols;    /* the set the verdicts are for */
+  int64_t nBuild;
+  struct {
+    int iCol;                 /* 0-based, non-key */
+    GpudsValue v;             /* the constant (bytes sqlite3_malloc'd) */
+    int bOk;
+  } a[VIEW_EXACT_CACHE];
+  int n, iNext;
+} GpudsViewExact;
+void gpudsViewExactClear(GpudsViewExact *pX);
+
 /* One evaluation's context (viewrun.c), shared with the exact evaluator
 ** (viewexact.c). */
 typedef struct VRun {
@@ -193,7 +208,7 @@ int gpudsXCompare(VRun *r, int iCol, uint8_t ta, uint64_t va, uint64_t ha,
                   uint8_t tb, uint64_t vb, uint64_t hb);
 
 int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_value **apParam,
-                 GpudsViewOut *pOut, GpudsViewStat *pStat);
+                 GpudsViewExact *pExact, GpudsViewOut *pOut, GpudsViewStat *pStat);
 void gpudsViewOutFree(GpudsViewOut *pOut);
 
 int gpudsViewParse(const char *zSql, GpudsViewDef **ppDef, char **pzErr);

@@ -629,6 +629,10 @@ static void resultCol(Parse *p, GpudsVCol *c){
 static void groupTerm(Parse *p, GpudsVGroup *g){
   Tok *t = peek(p);
   int64_t n;
+  if( aggNamed(p, t) && tokIs(p, peekAt(p, 1), "(") ){
+    perr(p, "gpuds_view: aggregate functions are not allowed in the GROUP BY clause");
+    return;
+  }
   if( t->eType==TK_NUM && intLiteral(p, &n) ){
     if( n<1 || n>p->pDef->nCol ){
       perr(p, "gpuds_view: GROUP BY term out of range - should be between 1 and %d", p->pDef->nCol);

@@ -418,9 +418,116 @@ static int exactPass(VRun *r, XEval *x, int bMake, int64_t *pnHost){
   return rc;
 }
 
+/* ------------------------------------------------ exact text terms */
+
+/* Forget every verdict of the cache. */
+void gpudsViewExactClear(GpudsViewExact *pX){
+  int i;
+  for(i=0; i<pX->n; i++) sqlite3_free((void*)pX->a[i].v.z);
+  memset(pX, 0, sizeof(*pX));
+}
+
+/* Is text or blob constant v the only value behind its 8 bytes in column
+** iCol (0-based) of the table's column set (or no value has them)?  Then
+** the set may take equal 8 bytes for equal values.  A value listed as
+** ambiguous is not; otherwise the first row of the set holding the 8
+** bytes (skipped keys left out: their rows may be gone) is compared in
+** full.  Verdicts are kept per view and set. */
+static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
+                     const int64_t *aSkip, int64_t nSkip, int *pbOk){
+  GpudsTable *p = r->p;
+  GpudsColState *cs = &p->cs;
+  const uint64_t *aAmbig;
+  int64_t nAmbig, lo = 0, hi, n = 0, *aK = 0;
+  uint64_t *aR = 0;
+  gpuds_query q;
+  gpuds_term t;
+  int i, rc, bOk;
+  *pbOk = 0;
+  if( pX->pCols!=cs->pCols || pX->nBuild!=cs->nBuild ){
+    gpudsViewExactClear(pX);
+    pX->pCols = cs->pCols; pX->nBuild = cs->nBuild;
+  }
+  for(i=0; i<pX->n; i++){
+    if( pX->a[i].iCol==iCol && pX->a[i].v.tag==v->tag && pX->a[i].v.n==v->n
+     && (v->n==0 || memcmp(pX->a[i].v.z, v->z, v->n)==0) ){
+      *pbOk = pX->a[i].bOk;
+      return SQLITE_OK;
+    }
+  }
+  rc = gpudsColsAmbig(p, iCol, &aAmbig, &nAmbig);
+  if( rc ) return rc;
+  hi = nAmbig;
+  while( lo<hi ){
+    int64_t mid = lo + (hi-lo)/2;
+    if( aAmbig[mid]==v->val ) return SQLITE_OK;      /* ambiguous: not exact */
+    if( aAmbig[mid]<v->val ) lo = mid+1; else hi = mid;
+  }
+  memset(&q, 0, sizeof(q));
+  memset(&t, 0, sizeof(t));
+  t.iCol = iCol; t.op = GPUDS_CMP_EQ; t.tag = v->tag; t.val = v->val;
+  q.lo = INT64_MIN; q.hi = INT64_MAX;
+  q.aTerm = &t; q.nTerm = 1;
+  q.aSkip = aSkip; q.nSkip = nSkip;
+  q.iOrderCol = -1;
+  q.nFirst = 1;
+  rc = cs->pOps->xQuery(cs->pCols, &q, &n, &aK, &aR, 0);
+  if( rc ){
+    return gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
+                          cs->pOps->xErrmsg(cs->pCols));
+  }
+  bOk = n==0 || gpudsRowColCmp(gpudsRowOf(aR[0]), iCol, v, r->eEnc)==GPUDS_ORD_EQ;
+  free(aK); free(aR);
+  i = pX->n<VIEW_EXACT_CACHE ? pX->n++ : pX->iNext++ % VIEW_EXACT_CACHE;
+  sqlite3_free((void*)pX->a[i].v.z);
+  pX->a[i].iCol = iCol;
+  pX->a[i].v = *v;
+  pX->a[i].v.z = 0;
+  if( v->n ){
+    unsigned char *z = sqlite3_malloc64(v->n);
+    if( z==0 ){ pX->a[i].v.n = 0; pX->a[i].iCol = -1; return SQLITE_NOMEM; }
+    memcpy(z, v->z, v->n);
+    pX->a[i].v.z = z;
+  }
+  pX->a[i].bOk = bOk;
+  *pbOk = bOk;
+  return SQLITE_OK;
+}
+
+/* IN lists with more text values than this are not checked for exactness
+** (their text rows are left to the host). */
+#define EXACT_IN_MAX 16
+
+/* aExact[i]: term i of r (one of =, !=, IS NOT, IN on a column holding
+** text or blobs, with text or blob constants) may take equal 8 bytes for
+** equal values (exactText). */
+static int exactTerms(VRun *r, GpudsViewExact *pX, const int64_t *aSkip, int64_t nSkip,
+                      uint8_t *aExact){
+  int i, j, rc = SQLITE_OK;
+  for(i=0; i<r->nTerm && rc==SQLITE_OK; i++){
+    const GpudsColTerm *t = &r->aTerm[i];
+    int bOk = 0;
+    aExact[i] = 0;
+    if( t->t.iCol<0 ) continue;
+    if( t->t.op==GPUDS_CMP_IN ){
+      if( t->nInOther==0 || t->nInOther>EXACT_IN_MAX ) continue;
+      bOk = 1;
+      for(j=0; j<t->nInOther && bOk && rc==SQLITE_OK; j++){
+        rc = exactText(r, pX, t->t.iCol, &t->aInOther[j], aSkip, nSkip, &bOk);
+      }
+    }else if( (t->t.op==GPUDS_CMP_EQ || t->t.op==GPUDS_CMP_NE || t->t.op==GPUDS_CMP_ISNOT)
+           && gpudsColClass(t->v.tag)>=2 ){
+      rc = exactText(r, pX, t->t.iCol, &t->v, aSkip, nSkip, &bOk);
+    }
+    aExact[i] = (uint8_t)(rc==SQLITE_OK && bOk);
+  }
+  return rc;
+}
+
 /* The backend request for view r: its terms, keys and aggregates. */
 typedef struct AggReq {
   gpuds_agg a;
+  uint8_t *aExact;
   gpuds_aggkey aKey[GPUDS_AGG_KEY_MAX];
   gpuds_aggfn aFn[GPUDS_AGG_FN_MAX];
   gpuds_term *aT;
@@ -428,7 +535,8 @@ typedef struct AggReq {
   uint64_t *aInVal;
 } AggReq;
 
-static int aggReqMake(VRun *r, const int64_t *aSkip, int64_t nSkip, AggReq *q){
+static int aggReqMake(VRun *r, GpudsViewExact *pX, const int64_t *aSkip, int64_t nSkip,
+                      AggReq *q){
   GpudsTable *p = r->p;
   const GpudsViewDef *d = r->d;
   int64_t nIn = 0;
@@ -436,6 +544,11 @@ static int aggReqMake(VRun *r, const int64_t *aSkip, int64_t nSkip, AggReq *q){
   memset(q, 0, sizeof(*q));
   rc = gpudsColsTerms(p, r->aTerm, r->nTerm, &q->aT, &q->aInTag, &q->aInVal, &nIn);
   if( rc ) return rc;
+  q->aExact = sqlite3_malloc64((size_t)(r->nTerm ? r->nTerm : 1));
+  if( q->aExact==0 ) return SQLITE_NOMEM;
+  rc = exactTerms(r, pX, aSkip, nSkip, q->aExact);
+  if( rc ) return rc;
+  q->a.aTermExact = q->aExact;
   q->a.q.lo = r->lo; q->a.q.hi = r->hi;
   q->a.q.aTerm = q->aT; q->a.q.nTerm = r->nTerm;
   q->a.q.aSkip = aSkip; q->a.q.nSkip = nSkip;
@@ -468,6 +581,7 @@ static int aggReqMake(VRun *r, const int64_t *aSkip, int64_t nSkip, AggReq *q){
 
 static void aggReqFree(AggReq *q){
   sqlite3_free(q->aT); free(q->aInTag); free(q->aInVal);
+  sqlite3_free(q->aExact);
 }
 
 /* The rows the host answers for: the skipped keys' rows as the transaction
@@ -508,10 +622,11 @@ static int hostRows(VRun *r, XEval *x, const gpuds_aggres *res, const int64_t *a
 
 /* Evaluate view d over table p with parameters apParam (d->nParam values,
 ** NULL for unbound) into *pOut; what it did into *pStat.  The operand
-** statement pOps is d->zOperands prepared (or NULL).  On error the
-** message is the table's (p->base.zErrMsg). */
+** statement pOps is d->zOperands prepared (or NULL); pExact the view's
+** verdicts on text constants.  On error the message is the table's
+** (p->base.zErrMsg). */
 int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_value **apParam,
-                 GpudsViewOut *pOut, GpudsViewStat *pStat){
+                 GpudsViewExact *pExact, GpudsViewOut *pOut, GpudsViewStat *pStat){
   VRun R, *r = &R;
   sqlite3_value **apOp = 0;
   int64_t *aSkip = 0, nSkip = 0, j;
@@ -564,7 +679,7 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
   if( rc==SQLITE_OK && !r->bEmpty ){
     if( p->cs.pCols==0 ) rc = gpudsColsBuild(p);
     if( rc==SQLITE_OK ) rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
-    if( rc==SQLITE_OK ) rc = aggReqMake(r, aSkip, nSkip, &req);
+    if( rc==SQLITE_OK ) rc = aggReqMake(r, pExact, aSkip, nSkip, &req);
     if( rc==SQLITE_OK ){
       p->cs.nQuery++;
       rc = p->cs.pOps->xAgg(p->cs.pCols, &req.a, &res);
