@@ -30,6 +30,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdarg.h>
 
 /* Memory: an array whose length is a number of rows (a table's keys, a
 ** load, a batch, an undo log, a key list, a column set's build, a result
@@ -328,6 +329,7 @@ int gpudsColsAmbig(GpudsTable *p, int iCol, const uint64_t **paAmbig, int64_t *p
 /* Error helper (error.c): set the table's error message (printf-style),
 ** return rc. */
 int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...);
+int gpudsErrorV(sqlite3_vtab *pVtab, int rc, const char *zFmt, va_list ap);
 
 /* Write buffer (wbuf.c) */
 int gpudsWbufInit(GpudsTable *p);

@@ -13,7 +13,8 @@
 ** SQLite itself (prepared, never run) and by the view's own parser, which
 ** names what it does not support; SQLite's names for the columns come from
 ** that statement.  A view in main persists as any virtual table (SQLite
-** keeps the CREATE statement); one in temp lives with the connection.
+** keeps the CREATE statement, the view the t_meta id of its table in its
+** shadow table <view>_src); one in temp lives with the connection.
 **
 ** Reading it (xFilter) finds the gfsl or gpuhash table of its FROM as
 ** SQLite would (temp, main, then attached schemas), catches up with other
@@ -55,8 +56,7 @@ typedef struct GpudsViewCursor {
 static int viewError(GpudsView *v, int rc, const char *zFmt, ...){
   va_list ap;
   va_start(ap, zFmt);
-  sqlite3_free(v->base.zErrMsg);
-  v->base.zErrMsg = sqlite3_vmprintf(zFmt, ap);
+  rc = gpudsErrorV(&v->base, rc, zFmt, ap);
   va_end(ap);
   return rc;
 }
@@ -133,6 +133,31 @@ static int64_t sourceId(sqlite3 *db, const GpudsTable *p){
   sqlite3_finalize(pStmt);
   sqlite3_free(zSql);
   return id;
+}
+
+/* A view in a schema that persists keeps the t_meta id of its table in
+** its shadow table "<view>_src" (id), so that a table dropped and created
+** again is told apart in a later connection too. */
+static int srcWrite(GpudsView *v){
+  char *zSql = sqlite3_mprintf("CREATE TABLE \"%w\".\"%w_src\" AS SELECT %lld AS id",
+                               v->zDb, v->zName, (long long)v->iSrcId);
+  int rc = zSql ? sqlite3_exec(v->db, zSql, 0, 0, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  return rc;
+}
+static int srcRead(GpudsView *v){
+  sqlite3_stmt *pStmt = 0;
+  char *zSql = sqlite3_mprintf("SELECT id FROM \"%w\".\"%w_src\"", v->zDb, v->zName);
+  int rc = zSql ? SQLITE_OK : SQLITE_NOMEM;
+  /* (missing: the id is unknown, taken at the first read; the view must
+  ** still connect, if only to be dropped) */
+  if( zSql && sqlite3_prepare_v2(v->db, zSql, -1, &pStmt, 0)==SQLITE_OK
+   && sqlite3_step(pStmt)==SQLITE_ROW ){
+    v->iSrcId = sqlite3_column_int64(pStmt, 0);
+  }
+  sqlite3_finalize(pStmt);
+  sqlite3_free(zSql);
+  return rc;
 }
 
 /* The SQL of the module arguments argv[3..argc): SQLite split them at the
@@ -227,6 +252,16 @@ static int viewInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     GpudsTable *p = viewSource(db, d);
     if( p ) v->iSrcId = sourceId(db, p);
   }
+  if( rc==SQLITE_OK && sqlite3_stricmp(argv[1], "temp")!=0 ){
+    /* a view that persists keeps the id of its table in <view>_src */
+    rc = bCreate ? srcWrite(v) : srcRead(v);
+    if( rc ){
+      *pzErr = sqlite3_mprintf("gpuds_view: %s_src: %s", v->zName, sqlite3_errmsg(db));
+      sqlite3_finalize(pSel);
+      viewFree(v);
+      return rc;
+    }
+  }
   /* the declaration: the results' names, then the parameters (HIDDEN) */
   azName = sqlite3_malloc64(sizeof(char*)*(size_t)(d->nCol + d->nParam + 1));
   pDecl = sqlite3_str_new(0);
@@ -282,6 +317,44 @@ static int viewConnect(sqlite3 *db, void *pAux, int argc, const char *const*argv
 static int viewDisconnect(sqlite3_vtab *pVtab){
   viewFree((GpudsView*)pVtab);
   return SQLITE_OK;
+}
+
+/* xDestroy: DROP TABLE of the view; its shadow table goes too. */
+static int viewDestroy(sqlite3_vtab *pVtab){
+  GpudsView *v = (GpudsView*)pVtab;
+  if( sqlite3_stricmp(v->zDb, "temp")!=0 ){
+    char *zSql = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_src\"", v->zDb, v->zName);
+    int rc = zSql ? sqlite3_exec(v->db, zSql, 0, 0, 0) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
+    if( rc ) return viewError(v, rc, "gpuds_view: %s", sqlite3_errmsg(v->db));
+  }
+  viewFree(v);
+  return SQLITE_OK;
+}
+
+/* xRename: the shadow table takes the new name. */
+static int viewRename(sqlite3_vtab *pVtab, const char *zNew){
+  GpudsView *v = (GpudsView*)pVtab;
+  char *zName = sqlite3_mprintf("%s", zNew);
+  int rc = zName ? SQLITE_OK : SQLITE_NOMEM;
+  if( rc==SQLITE_OK && sqlite3_stricmp(v->zDb, "temp")!=0 ){
+    char *zSql = sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_src\" RENAME TO \"%w_src\"",
+                                 v->zDb, v->zName, zNew);
+    rc = zSql ? sqlite3_exec(v->db, zSql, 0, 0, 0) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
+  }
+  if( rc ){
+    sqlite3_free(zName);
+    return viewError(v, rc, "gpuds_view: %s", sqlite3_errmsg(v->db));
+  }
+  sqlite3_free(v->zName);
+  v->zName = zName;
+  return SQLITE_OK;
+}
+
+/* xShadowName: "<view>_src". */
+static int viewShadowName(const char *zSuffix){
+  return sqlite3_stricmp(zSuffix, "src")==0;
 }
 
 /* xBestIndex: "= ?" on a parameter's column binds it (idxNum: a bit per
@@ -461,9 +534,9 @@ static int viewRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid){
 }
 
 static sqlite3_module gpudsViewModule = {
-  0, viewCreate, viewConnect, viewBestIndex, viewDisconnect, viewDisconnect,
+  3, viewCreate, viewConnect, viewBestIndex, viewDisconnect, viewDestroy,
   viewOpen, viewClose, viewFilter, viewNext, viewEof, viewColumn, viewRowid,
-  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+  0 /* xUpdate: read-only */, 0, 0, 0, 0, 0, viewRename, 0, 0, 0, viewShadowName
 };
 
 /* Register the gpuds_view module on db. */
