@@ -83,9 +83,13 @@ typedef struct GroupTab {
   uint64_t nHash;             /* slots (a power of two) */
 } GroupTab;
 
-/* A set of (group, canonical value) pairs: COUNTD's distinct values. */
-typedef struct DEntry { uint64_t val; int64_t g; uint8_t tag, bUsed; } DEntry;
+/* A set of (group, canonical value) pairs: COUNTD's distinct values.  An
+** entry is 16 bytes: the value's 8 bytes, and its group and tag packed as
+** g<<4 | tag<<1 | 1 (0: an empty slot). */
+typedef struct DEntry { uint64_t val; uint64_t gt; } DEntry;
 typedef struct DSet { DEntry *a; uint64_t nSlot; int64_t n; } DSet;
+#define DENTRY_G(e)   ((int64_t)((e)->gt>>4))
+#define DENTRY_TAG(e) ((uint8_t)(((e)->gt>>1) & 7))
 
 /* One thread's share of the rows and what it found. */
 typedef struct AggPart {
@@ -215,32 +219,32 @@ static int64_t groupFind(GroupTab *g, const uint8_t *kt, const uint64_t *kv){
 
 /* ------------------------------------------------------- distinct sets */
 
-static uint64_t dHash(int64_t g, uint8_t tag, uint64_t val){
-  return gpudsMix64(val ^ gpudsMix64((uint64_t)g ^ ((uint64_t)tag<<60)));
+static uint64_t dHash(uint64_t gt, uint64_t val){
+  return gpudsMix64(val ^ (gt * 0x9e3779b97f4a7c15ULL));
 }
 
 /* Add (g, tag, val) to set d if absent.  GPUDS_OK or GPUDS_NOMEM. */
 static int dAdd(DSet *d, int64_t g, uint8_t tag, uint64_t val){
-  uint64_t h;
+  uint64_t h, gt = ((uint64_t)g<<4) | ((uint64_t)tag<<1) | 1;
   if( (uint64_t)(d->n+1)*2 > d->nSlot ){
     uint64_t nNew = d->nSlot ? d->nSlot*2 : 256, i;
     DEntry *a = calloc(nNew, sizeof(DEntry));
     if( a==0 ) return GPUDS_NOMEM;
     for(i=0; i<d->nSlot; i++){
-      if( !d->a[i].bUsed ) continue;
-      h = dHash(d->a[i].g, d->a[i].tag, d->a[i].val) & (nNew-1);
-      while( a[h].bUsed ) h = (h+1) & (nNew-1);
+      if( !d->a[i].gt ) continue;
+      h = dHash(d->a[i].gt, d->a[i].val) & (nNew-1);
+      while( a[h].gt ) h = (h+1) & (nNew-1);
       a[h] = d->a[i];
     }
     free(d->a);
     d->a = a; d->nSlot = nNew;
   }
-  h = dHash(g, tag, val) & (d->nSlot-1);
-  while( d->a[h].bUsed ){
-    if( d->a[h].g==g && d->a[h].tag==tag && d->a[h].val==val ) return GPUDS_OK;
+  h = dHash(gt, val) & (d->nSlot-1);
+  while( d->a[h].gt ){
+    if( d->a[h].gt==gt && d->a[h].val==val ) return GPUDS_OK;
     h = (h+1) & (d->nSlot-1);
   }
-  d->a[h].g = g; d->a[h].tag = tag; d->a[h].val = val; d->a[h].bUsed = 1;
+  d->a[h].gt = gt; d->a[h].val = val;
   d->n++;
   return GPUDS_OK;
 }
@@ -788,7 +792,8 @@ static int partsMerge(const AggPlan *P, AggPart *aPart, int nPart, int64_t **paD
       DSet *pD = &w->aD[d];
       uint64_t s;
       for(s=0; s<pD->nSlot && rc==GPUDS_OK; s++){
-        if( pD->a[s].bUsed ) rc = dAdd(&aPart[0].aD[d], aMap[pD->a[s].g], pD->a[s].tag, pD->a[s].val);
+        const DEntry *e = &pD->a[s];
+        if( e->gt ) rc = dAdd(&aPart[0].aD[d], aMap[DENTRY_G(e)], DENTRY_TAG(e), e->val);
       }
     }
   }
@@ -800,7 +805,7 @@ static int partsMerge(const AggPlan *P, AggPart *aPart, int nPart, int64_t **paD
       DSet *pD = &aPart[0].aD[d];
       uint64_t s;
       for(s=0; s<pD->nSlot; s++){
-        if( pD->a[s].bUsed ) aDistN[(size_t)d*G->nGroup + pD->a[s].g]++;
+        if( pD->a[s].gt ) aDistN[(size_t)d*G->nGroup + DENTRY_G(&pD->a[s])]++;
       }
     }
     *paDistN = aDistN;
