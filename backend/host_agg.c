@@ -839,7 +839,7 @@ int gpudsHostColsAgg(gpuds_cols *pCols, const gpuds_agg *a, gpuds_aggres *pR){
   HostCols *p = (HostCols*)pCols;
   AggPlan P;
   AggPart aPart[AGG_MAX_THREADS];
-  int64_t *aDistN = 0, i;
+  int64_t *aDistN = 0;
   uint64_t *aOrd = 0;
   int nPart, t, rc;
 
@@ -890,6 +890,5 @@ int gpudsHostColsAgg(gpuds_cols *pCols, const gpuds_agg *a, gpuds_aggres *pR){
     gpudsAggResFree(pR);
     snprintf(p->zErr, sizeof(p->zErr), "out of memory");
   }
-  (void)i;
   return rc;
 }

@@ -261,7 +261,7 @@ static int paramNumber(Parse *p, const char *zName){
   return ++d->nParam;
 }
 
-static void operandExpr(Parse *p, int bTop);
+static void operandExpr(Parse *p);
 
 /* A primary operand: a literal, a parameter, or a parenthesised operand,
 ** after any unary operators. */
@@ -297,7 +297,7 @@ static void operandPrimary(Parse *p){
       if( tokIs(p, t, "(") ){
         sqlite3_str_appendall(p->pOps, "(");
         p->i++;
-        operandExpr(p, 0);
+        operandExpr(p);
         if( !eat(p, ")") ){ unsupported(p, "this operand"); return; }
         sqlite3_str_appendall(p->pOps, ")");
         return;
@@ -316,9 +316,9 @@ static void operandPrimary(Parse *p){
   unsupported(p, "this operand");
 }
 
-/* An operand: primaries joined by arithmetic operators.  bTop: a term's
-** operand (BETWEEN's AND ends it). */
-static void operandExpr(Parse *p, int bTop){
+/* An operand: primaries joined by arithmetic operators (an AND, as
+** BETWEEN's, ends it). */
+static void operandExpr(Parse *p){
   static const char *azBin[] = { "+", "-", "*", "/", "%", "||", "&", "|", "<<", ">>", 0 };
   for(;;){
     int k;
@@ -329,7 +329,6 @@ static void operandExpr(Parse *p, int bTop){
     sqlite3_str_appendf(p->pOps, " %s ", azBin[k]);
     p->i++;
   }
-  (void)bTop;
 }
 
 /* One operand of a term: appended to the operand statement; its column
@@ -337,7 +336,7 @@ static void operandExpr(Parse *p, int bTop){
 static int operand(Parse *p){
   int iArg = p->pDef->nOperand;
   sqlite3_str_appendall(p->pOps, iArg ? ", " : "SELECT ");
-  operandExpr(p, 1);
+  operandExpr(p);
   p->pDef->nOperand++;
   return iArg;
 }
