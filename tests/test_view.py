@@ -27,6 +27,7 @@ The backend is whatever gpuds picks: the CUDA column set where a GPU is
 present, the host one otherwise.
 
 Usage: GPUDS_EXT=build/gpuds.so /usr/bin/python3 tests/test_view.py [--seeds N] [--seed S] [--queries Q]
+(longer runs: GPUDS_VIEW_SEEDS=200 GPUDS_VIEW_QUERIES=100; GPUDS_VIEW_SEED=first seed)
 """
 import math
 import os
@@ -398,7 +399,7 @@ def main():
             rc = rc or r
         return rc
     args = sys.argv[1:]
-    nseed = int(os.environ.get("GPUDS_VIEW_SEEDS", "24"))
+    nseed = int(os.environ.get("GPUDS_VIEW_SEEDS", "16"))
     nquery = int(os.environ.get("GPUDS_VIEW_QUERIES", "60"))
     seeds = None
     verbose = False
