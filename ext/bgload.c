@@ -285,7 +285,9 @@ int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, const GpudsMeta *m, int *pbIn
     p->cs.pCols = t->cs.pCols;
     p->cs.nRows = t->cs.nRows;
     p->cs.nBuild += t->cs.nBuild;
+    p->cs.aBytes = t->cs.aBytes;
     t->cs.pCols = 0;
+    t->cs.aBytes = 0;
     t->pStore = t->pMirror = 0;
     memset(&t->filter, 0, sizeof(t->filter));
     *pbInstalled = 1;

@@ -46,6 +46,7 @@ static int buildCb(GpudsTable *p, void *pCtx, const int64_t *aK,
 typedef struct DecodeJob {
   BuildCtx *b;
   int64_t i0, i1;
+  uint8_t *aBytes;          /* per column: a TEXT or BLOB value was seen */
   pthread_t tid;
   int bThread;
 } DecodeJob;
@@ -60,6 +61,7 @@ static void *decodeRun(void *pArg){
     for(c=0; c<b->nCol; c++){
       size_t o = (size_t)c*(size_t)b->n + (size_t)i;
       gpudsRowColVal(pRow, c, b->eText, &b->aTag[o], &b->aVal[o]);
+      j->aBytes[c] |= b->aTag[o]>=GPUDS_TAG_TEXT;
     }
   }
   return 0;
@@ -71,19 +73,24 @@ static void *decodeRun(void *pArg){
 #define DECODE_MAX_THREADS 16
 
 /* Decode every row of b into its column arrays (laid out n apart), on up
-** to DECODE_MAX_THREADS threads (one per CPU); all joined on return. */
-static void decodeAll(BuildCtx *b){
+** to DECODE_MAX_THREADS threads (one per CPU); all joined on return.
+** aBytes[c] (b->nCol zeros on entry): column c holds TEXT or BLOB. */
+static void decodeAll(BuildCtx *b, uint8_t *aBytes){
   DecodeJob aJob[DECODE_MAX_THREADS];
-  int nJob = 1, i;
+  uint8_t *aFlag;
+  int nJob = 1, i, c;
 #ifdef _SC_NPROCESSORS_ONLN
   if( b->n>=DECODE_THREAD_MIN ) nJob = (int)sysconf(_SC_NPROCESSORS_ONLN);
 #endif
   if( nJob<1 ) nJob = 1;
   if( nJob>DECODE_MAX_THREADS ) nJob = DECODE_MAX_THREADS;
+  aFlag = calloc((size_t)nJob, (size_t)(b->nCol>0 ? b->nCol : 1));
+  if( aFlag==0 ) nJob = 1;           /* one job, writing aBytes itself */
   for(i=0; i<nJob; i++){
     aJob[i].b = b;
     aJob[i].i0 = b->n*i/nJob;
     aJob[i].i1 = b->n*(i+1)/nJob;
+    aJob[i].aBytes = aFlag ? &aFlag[(size_t)i*b->nCol] : aBytes;
     aJob[i].bThread = i>0 && pthread_create(&aJob[i].tid, 0, decodeRun, &aJob[i])==0;
   }
   decodeRun(&aJob[0]);
@@ -91,6 +98,10 @@ static void decodeAll(BuildCtx *b){
     if( aJob[i].bThread ) pthread_join(aJob[i].tid, 0);
     else decodeRun(&aJob[i]);
   }
+  for(i=0; aFlag && i<nJob; i++){
+    for(c=0; c<b->nCol; c++) aBytes[c] |= aJob[i].aBytes[c];
+  }
+  free(aFlag);
 }
 
 /* A build of at least this many rows ends with a trim of the heap. */
@@ -126,7 +137,12 @@ int gpudsColsBuild(GpudsTable *p){
     if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "column set: the store's count and its rows disagree");
     goto build_out;
   }
-  decodeAll(&b);
+  cs->aBytes = calloc((size_t)(b.nCol>0 ? b.nCol : 1), 1);
+  if( cs->aBytes==0 ){
+    rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory building the column set");
+    goto build_out;
+  }
+  decodeAll(&b, cs->aBytes);
   for(cs->pOps = gpudsColsOps(p->pOps); ; cs->pOps = &gpudsHostColsOps){
     rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, gpudsStoreOrdered(p),
                          b.aKey, b.aRow, b.aTag, b.aVal, &zErr);

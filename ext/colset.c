@@ -29,7 +29,7 @@ SQLITE_EXTENSION_INIT3
 /* The keys the column set must not answer for, sorted and distinct, in
 ** *paSkip (malloc()'d, NULL if none): those logged since it was
 ** built and those of the write buffer. */
-static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
+int gpudsColsSkipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
   GpudsColState *cs = &p->cs;
   int64_t nAlloc = cs->nDirty + p->wb.nOver, n = 0, i, j;
   int64_t *a;
@@ -65,39 +65,12 @@ static int skipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
   return SQLITE_OK;
 }
 
-/* Does record pRow satisfy term t exactly?  A superset term's "maybe" (a
-** number against text, text that may read as a number: SQLite decides
-** with the affinity it knows) counts as yes: SQLite checks those terms
-** itself. */
-static int termHolds(const GpudsRow *pRow, const GpudsColTerm *t, int eText){
-  uint8_t tag;
-  uint64_t val;
-  int o = 0;
-  gpudsRowColVal(pRow, t->t.iCol, eText, &tag, &val);
-  if( t->t.op==GPUDS_CMP_IN ){
-    int i;
-    if( tag!=GPUDS_TAG_TEXT && tag!=GPUDS_TAG_BLOB ){
-      return gpudsColMatchIn(tag, val, t->t.tag, t->aInTag, t->aInVal, (uint32_t)t->nIn)!=0;
-    }
-    if( tag==GPUDS_TAG_TEXT && (t->t.tag & GPUDS_IN_TEXT) ) return 1;
-    for(i=0; i<t->nInOther; i++){
-      if( gpudsRowColCmp(pRow, t->t.iCol, &t->aInOther[i], eText)==GPUDS_ORD_EQ ) return 1;
-    }
-    return 0;
-  }
-  if( gpudsColAffMaybe(t->t.op, tag, val, t->v.tag, t->v.val) ) return 1;   /* SQLite decides */
-  if( tag!=GPUDS_TAG_NULL && t->v.tag!=GPUDS_TAG_NULL ){
-    o = gpudsRowColCmp(pRow, t->t.iCol, &t->v, eText);
-  }
-  return gpudsColApply(t->t.op, tag, t->v.tag, o)!=0;
-}
-
 /* Does record pRow satisfy every term of q? */
 static int rowHolds(const GpudsRow *pRow, const GpudsColQuery *q, int bRefineOnly){
   int i;
   for(i=0; i<q->nTerm; i++){
     if( bRefineOnly && !q->aTerm[i].bRefine ) continue;
-    if( !termHolds(pRow, &q->aTerm[i], q->eText) ) return 0;
+    if( !gpudsTermHolds(pRow, &q->aTerm[i], q->eText) ) return 0;
   }
   return 1;
 }
@@ -165,6 +138,42 @@ static int sortAll(const OrderCtx *o, int64_t *aK, uint64_t *aR, int64_t n){
 
 /* ------------------------------------------------------------- queries */
 
+/* Terms aTerm[0..nTerm) as a column set takes them: *paT (sqlite3_free)
+** and the IN terms' lists one after another in *paInTag, *paInVal
+** (malloc()'d, *pnIn values; each IN term names its slice). */
+int gpudsColsTerms(GpudsTable *p, const GpudsColTerm *aTerm, int nTerm, gpuds_term **paT,
+                   uint8_t **paInTag, uint64_t **paInVal, int64_t *pnIn){
+  gpuds_term *aT = sqlite3_malloc64(sizeof(gpuds_term)*(nTerm ? nTerm : 1));
+  uint8_t *aInTag = 0;
+  uint64_t *aInVal = 0;
+  int64_t nIn = 0, iIn = 0;
+  int i;
+  *paT = 0; *paInTag = 0; *paInVal = 0; *pnIn = 0;
+  if( aT==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  for(i=0; i<nTerm; i++){
+    aT[i] = aTerm[i].t;
+    if( aT[i].op==GPUDS_CMP_IN ){ nIn += aTerm[i].nIn; aT[i].val = 0; }
+  }
+  if( nIn ){
+    aInTag = malloc((size_t)nIn);
+    aInVal = malloc((size_t)nIn*8);
+    if( !aInTag || !aInVal ){
+      sqlite3_free(aT); free(aInTag); free(aInVal);
+      return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    }
+    for(i=0; i<nTerm; i++){
+      const GpudsColTerm *t = &aTerm[i];
+      if( aT[i].op!=GPUDS_CMP_IN ) continue;
+      memcpy(&aInTag[iIn], t->aInTag, (size_t)t->nIn);
+      memcpy(&aInVal[iIn], t->aInVal, (size_t)t->nIn*8);
+      aT[i].val = ((uint64_t)iIn<<32) | (uint32_t)t->nIn;
+      iIn += t->nIn;
+    }
+  }
+  *paT = aT; *paInTag = aInTag; *paInVal = aInVal; *pnIn = nIn;
+  return SQLITE_OK;
+}
+
 /* Run query q on table p as the open transaction sees it: the matching
 ** rows' keys and row handles in q's order, in *paKey and *paRow (malloc()'d,
 ** the caller frees) and their number in *pn.  *pbPartial: only a prefix of
@@ -192,32 +201,11 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
     rc = gpudsColsBuild(p);
     if( rc ) return rc;
   }
-  rc = skipKeys(p, &aSkip, &nSkip);
+  rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
   if( rc ) return rc;
-  aT = sqlite3_malloc64(sizeof(gpuds_term)*(q->nTerm ? q->nTerm : 1));
-  if( aT==0 ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
-  for(i=0; i<q->nTerm; i++){
-    aT[i] = q->aTerm[i].t;
-    if( q->aTerm[i].bRefine ) bRefine = 1;
-    if( aT[i].op==GPUDS_CMP_IN ) nIn += q->aTerm[i].nIn;
-  }
-  if( nIn ){
-    /* the IN terms' lists, one after another; each term names its slice */
-    int64_t iIn = 0;
-    aInTag = malloc((size_t)nIn);
-    aInVal = malloc((size_t)nIn*8);
-    if( !aInTag || !aInVal ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto run_out; }
-    for(i=0; i<q->nTerm; i++){
-      const GpudsColTerm *t = &q->aTerm[i];
-      if( aT[i].op!=GPUDS_CMP_IN ) continue;
-      memcpy(&aInTag[iIn], t->aInTag, (size_t)t->nIn);
-      memcpy(&aInVal[iIn], t->aInVal, (size_t)t->nIn*8);
-      aT[i].val = ((uint64_t)iIn<<32) | (uint32_t)t->nIn;
-      iIn += t->nIn;
-    }
-  }else{
-    for(i=0; i<q->nTerm; i++) if( aT[i].op==GPUDS_CMP_IN ) aT[i].val = 0;
-  }
+  rc = gpudsColsTerms(p, q->aTerm, q->nTerm, &aT, &aInTag, &aInVal, &nIn);
+  if( rc ) goto run_out;
+  for(i=0; i<q->nTerm; i++) if( q->aTerm[i].bRefine ) bRefine = 1;
   memset(&gq, 0, sizeof(gq));
   gq.lo = q->lo; gq.hi = q->hi;
   gq.aTerm = aT; gq.nTerm = q->nTerm;

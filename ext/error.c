@@ -7,12 +7,19 @@
 SQLITE_EXTENSION_INIT3
 #include <stdarg.h>
 
+/* Set the error message of virtual table pVtab (a table's base, or a
+** view's) from a printf-style format; returns rc. */
+int gpudsErrorV(sqlite3_vtab *pVtab, int rc, const char *zFmt, va_list ap){
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = sqlite3_vmprintf(zFmt, ap);
+  return rc;
+}
+
 /* Set p's error message from a printf-style format; returns rc. */
 int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...){
   va_list ap;
   va_start(ap, zFmt);
-  sqlite3_free(p->base.zErrMsg);
-  p->base.zErrMsg = sqlite3_vmprintf(zFmt, ap);
+  rc = gpudsErrorV(&p->base, rc, zFmt, ap);
   va_end(ap);
   return rc;
 }

@@ -5,11 +5,12 @@
 **   SELECT load_extension('./gpuds'); (any client)
 **
 ** registers the virtual-table modules gfsl (ordered, GPU-Friendly Skiplist)
-** and gpuhash (GPU hash table), and the SQL functions of info.c:
-** gpuds_info(), gpuds_check() and gpuds_version().  A second load into a
-** connection that has both modules registers nothing (SQLite would refuse
-** to replace the functions while a statement runs, and replacing them
-** expires every prepared statement).
+** and gpuhash (GPU hash table), gpuds_view (a SELECT's aggregates computed
+** on a table's column set), and the SQL functions of info.c: gpuds_info(),
+** gpuds_check() and gpuds_version().  A second load into a connection that
+** has the modules registers nothing (SQLite would refuse to replace the
+** functions while a statement runs, and replacing them expires every
+** prepared statement).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT1
@@ -90,12 +91,14 @@ int sqlite3_gpuds_init(sqlite3 *db, char **pzErrMsg,
   }
   rc = gpudsRegisterModules(db, pGfsl, pHash, regGone);
   if( rc==SQLITE_OK ){
-    rc = gpudsRegisterFunctions(db);
+    rc = gpudsRegisterView(db);
+    if( rc==SQLITE_OK ) rc = gpudsRegisterFunctions(db);
     if( rc ){
       *pzErrMsg = sqlite3_mprintf("gpuds: %s", sqlite3_errmsg(db));
       /* SQLite unloads a library whose load failed: nothing of it may stay
       ** registered (a module's xDestroy would be called into it at close) */
       gpudsUnregisterModules(db);
+      sqlite3_create_module_v2(db, "gpuds_view", 0, 0, 0);
     }
   }else{
     *pzErrMsg = sqlite3_mprintf("gpuds: %s", sqlite3_errmsg(db));

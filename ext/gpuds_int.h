@@ -30,6 +30,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdarg.h>
 
 /* Memory: an array whose length is a number of rows (a table's keys, a
 ** load, a batch, an undo log, a key list, a column set's build, a result
@@ -159,6 +160,8 @@ void gpudsRowColVal(const GpudsRow *p, int iCol, int eText, uint8_t *pTag, uint6
 void gpudsRowColValue(const GpudsRow *p, int iCol, int eText, GpudsValue *v);
 int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eText);
 int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol, int eText);
+int gpudsRowBind(const GpudsRow *p, int iCol, sqlite3_stmt *pStmt, int iParam, int eText,
+                 int *pbBlob);
 
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
@@ -206,10 +209,20 @@ typedef struct GpudsWbuf {
 ** the filter kernels, built from the store's rows on first use.  The store
 ** layer (store.c) logs the keys each batch changes while a set exists, and
 ** drops the set when the store is rebuilt or the log grows too long. */
+typedef struct GpudsColText {
+  int bDone;                  /* computed (coltext.c) */
+  uint64_t *aAmbig;           /* the 8-byte values that stand for more than
+                              ** one TEXT or BLOB value, ascending */
+  int64_t nAmbig;
+} GpudsColText;
 typedef struct GpudsColState {
   const gpuds_cols_ops *pOps;
   gpuds_cols *pCols;          /* NULL: not built (or dropped) */
   int64_t nRows;              /* rows in pCols */
+  uint8_t *aBytes;            /* per column of pCols: it holds TEXT or BLOB
+                              ** values (colbuild.c) */
+  GpudsColText *aText;        /* per column: its ambiguous 8-byte values,
+                              ** found on demand (coltext.c) */
   int64_t *aDirty;            /* keys changed in the store since pCols */
   int64_t nDirty, nDirtyAlloc;
   int64_t nBuild;             /* sets built (statistics) */
@@ -320,13 +333,32 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
 int64_t gpudsColsAfter(const GpudsColQuery *q, const int64_t *aKey, const uint64_t *aRow,
                        int64_t n, int64_t kLast, uint64_t rLast);
 int64_t gpudsColsBytes(GpudsTable *p);
+int gpudsColsSkipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn);
+int gpudsColsTerms(GpudsTable *p, const GpudsColTerm *aTerm, int nTerm, gpuds_term **paT,
+                   uint8_t **paInTag, uint64_t **paInVal, int64_t *pnIn);
+
+/* Terms of a filter (term.c): constants as SQLite compares them with a
+** column, key bounds, IN lists, exact checks on records. */
+int gpudsKeyBound(int eOp, sqlite3_value *v, int64_t *pLo, int64_t *pHi);
+int gpudsTermConst(sqlite3_value *pArg, char aff, int eText, GpudsValue *v);
+int gpudsTermConstText(sqlite3_value *pArg, int eText, GpudsValue *v);
+int gpudsTermIn(int (*xNext)(void*, sqlite3_value**), void *pCtx, char aff, int eText,
+                int bAny, int bText, GpudsColTerm *t);
+int gpudsTermInVtab(sqlite3_value *pArg, char aff, int eText, int bAny, GpudsColTerm *t);
+int gpudsTermHolds(const GpudsRow *pRow, const GpudsColTerm *t, int eText);
+void gpudsTermFree(GpudsColTerm *t);
 
 /* The build of a table's column set (colbuild.c) */
 int gpudsColsBuild(GpudsTable *p);
 
+/* The 8-byte values of column iCol (0-based, non-key) of the table's
+** column set that stand for more than one TEXT or BLOB value (coltext.c) */
+int gpudsColsAmbig(GpudsTable *p, int iCol, const uint64_t **paAmbig, int64_t *pn);
+
 /* Error helper (error.c): set the table's error message (printf-style),
 ** return rc. */
 int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...);
+int gpudsErrorV(sqlite3_vtab *pVtab, int rc, const char *zFmt, va_list ap);
 
 /* Write buffer (wbuf.c) */
 int gpudsWbufInit(GpudsTable *p);
@@ -429,7 +461,7 @@ int gpudsMergeRun(GpudsMerge *m, const int64_t **paKey, const uint64_t **paRow,
 void gpudsMergeEnd(GpudsMerge *m);
 void gpudsMergeClose(GpudsMerge *m);
 
-/* Module registration (vtab.c) and gpuds_info() (info.c).  A module's
+/* Module registration (vtab.c, view.c) and gpuds_info() (info.c).  A module's
 ** client data (pAux) is a GpudsModAux: its kind, and the connection it is
 ** registered in (gpuds.c keeps them: a second load into the connection
 ** registers nothing). */
@@ -441,9 +473,21 @@ typedef struct GpudsModAux {
 int gpudsRegisterModules(sqlite3 *db, GpudsModAux *pGfsl, GpudsModAux *pHash,
                          void (*xDestroy)(void*));
 void gpudsUnregisterModules(sqlite3 *db);
+int gpudsRegisterView(sqlite3 *db);
 int gpudsRegisterFunctions(sqlite3 *db);
 void gpudsTableListAdd(GpudsTable *p);
 void gpudsTableListRemove(GpudsTable *p);
+void gpudsTableHold(GpudsTable *p);
+void gpudsTableRelease(GpudsTable *p);
+/* Something else gpuds_info() lists (a view): its JSON object by xJson. */
+typedef struct GpudsInfoNode {
+  sqlite3 *db;
+  void *pArg;
+  void (*xJson)(void *pArg, sqlite3_str *s);
+  struct GpudsInfoNode *pNext;
+} GpudsInfoNode;
+void gpudsInfoAdd(GpudsInfoNode *pNode);
+void gpudsInfoRemove(GpudsInfoNode *pNode);
 
 /* Convert a value to an integer key the way an INTEGER PRIMARY KEY compares:
 ** returns 1 and sets *pk if v equals exactly one integer key, else 0. */

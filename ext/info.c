@@ -19,6 +19,26 @@ SQLITE_EXTENSION_INIT3
 static pthread_mutex_t tableListMutex = PTHREAD_MUTEX_INITIALIZER;
 static GpudsTable *pTableList = 0;
 
+static GpudsInfoNode *pInfoList = 0;
+
+/* Add a node (a view) to what gpuds_info() lists for its connection. */
+void gpudsInfoAdd(GpudsInfoNode *pNode){
+  pthread_mutex_lock(&tableListMutex);
+  pNode->pNext = pInfoList;
+  pInfoList = pNode;
+  pthread_mutex_unlock(&tableListMutex);
+}
+
+/* Remove a node (no-op if absent). */
+void gpudsInfoRemove(GpudsInfoNode *pNode){
+  GpudsInfoNode **pp;
+  pthread_mutex_lock(&tableListMutex);
+  for(pp=&pInfoList; *pp; pp=&(*pp)->pNext){
+    if( *pp==pNode ){ *pp = pNode->pNext; break; }
+  }
+  pthread_mutex_unlock(&tableListMutex);
+}
+
 /* Add p to the list of live tables. */
 void gpudsTableListAdd(GpudsTable *p){
   pthread_mutex_lock(&tableListMutex);
@@ -299,6 +319,16 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,
         (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery,
         (long long)p->cs.nCapped);
+  }
+  sqlite3_str_appendall(s, "],\"views\":[");
+  {
+    GpudsInfoNode *pN;
+    int nView = 0;
+    for(pN=pInfoList; pN; pN=pN->pNext){
+      if( pN->db!=db ) continue;
+      if( nView++ ) sqlite3_str_appendall(s, ",");
+      pN->xJson(pN->pArg, s);
+    }
   }
   pthread_mutex_unlock(&tableListMutex);
   sqlite3_free(zStore);

@@ -91,7 +91,7 @@ static int isKeyColumn(int iColumn){
 ** NUMERIC affinity to the other side of a comparison, whatever it is, so a
 ** term on such a column is decided by its value alone. */
 static int isNumericAff(char a){
-  return a==GPUDS_AFF_INTEGER || a==GPUDS_AFF_REAL || a==GPUDS_AFF_NUMERIC;
+  return gpudsAffNumeric(a);
 }
 
 /* The letter naming constraint op on a column of affinity aff in a column
@@ -404,239 +404,10 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
   return pInfo->idxStr ? SQLITE_OK : SQLITE_NOMEM;
 }
 
-/* 2^63 as a double */
-#define TWO63 9223372036854775808.0
-
-/* Text value *pv with NUMERIC affinity applied, as SQLite applies it to the
-** other side of a comparison with a numeric column: numeric-looking text
-** becomes a number.  Returns the value's type; *pv may then point to a copy
-** left in *ppDup for the caller to free.  -1 if out of memory (*pv as it
-** was).  Other values are returned as they are. */
-static int numericAffinity(sqlite3_value **pv, sqlite3_value **ppDup){
-  int eType = sqlite3_value_type(*pv);
-  *ppDup = 0;
-  if( eType!=SQLITE_TEXT ) return eType;
-  *ppDup = sqlite3_value_dup(*pv);
-  if( *ppDup==0 ) return -1;
-  *pv = *ppDup;
-  return sqlite3_value_numeric_type(*ppDup);
-}
-
-/* Apply a bound "key OP v" to [*pLo,*pHi], with SQLite's comparison rules
-** between an INTEGER PRIMARY KEY and a value of any type.  Returns 0 if no
-** key can satisfy it, 1 otherwise. */
-static int applyBound(int eOp, sqlite3_value *v, int64_t *pLo, int64_t *pHi){
-  sqlite3_value *pDup;
-  int bRet = 1;
-  /* The key column has INTEGER affinity: numeric-looking text compares as
-  ** a number. */
-  int eType = numericAffinity(&v, &pDup);
-  if( eType<0 ) return 1;         /* cannot narrow; the bound is left out */
-  switch( eType ){
-    case SQLITE_NULL: bRet = 0; break;
-    case SQLITE_INTEGER: {
-      int64_t x = sqlite3_value_int64(v);
-      switch( eOp ){
-        case PLAN_GT: if( x==INT64_MAX ) bRet = 0; else if( x+1>*pLo ) *pLo = x+1; break;
-        case PLAN_GE: if( x>*pLo ) *pLo = x; break;
-        case PLAN_LT: if( x==INT64_MIN ) bRet = 0; else if( x-1<*pHi ) *pHi = x-1; break;
-        case PLAN_LE: if( x<*pHi ) *pHi = x; break;
-      }
-      break;
-    }
-    case SQLITE_FLOAT: {
-      double r = sqlite3_value_double(v);
-      if( r!=r ){ bRet = 0; break; }                    /* NaN */
-      /* Exact in the integer domain: floor()/ceil() of a double are exact,
-      ** and adding 1 is done on the int64. */
-      if( eOp==PLAN_GT || eOp==PLAN_LE ){
-        double f = floor(r);
-        if( f>=TWO63 ){ if( eOp==PLAN_GT ) bRet = 0; break; }
-        if( f<-TWO63 ){ if( eOp==PLAN_LE ) bRet = 0; break; }
-        if( eOp==PLAN_GT ){
-          int64_t x = (int64_t)f;               /* key > r  <=>  key >= x+1 */
-          if( x==INT64_MAX ){ bRet = 0; break; }
-          if( x+1>*pLo ) *pLo = x+1;
-        }else{
-          if( (int64_t)f<*pHi ) *pHi = (int64_t)f;   /* key <= floor(r) */
-        }
-      }else{
-        double c = ceil(r);
-        if( c>=TWO63 ){ if( eOp==PLAN_GE ) bRet = 0; break; }
-        if( c<-TWO63 ){ if( eOp==PLAN_LT ) bRet = 0; break; }
-        if( eOp==PLAN_GE ){
-          if( (int64_t)c>*pLo ) *pLo = (int64_t)c;   /* key >= ceil(r) */
-        }else{
-          int64_t x = (int64_t)c;               /* key < r  <=>  key <= x-1 */
-          if( x==INT64_MIN ){ bRet = 0; break; }
-          if( x-1<*pHi ) *pHi = x-1;
-        }
-      }
-      break;
-    }
-    default:
-      /* TEXT (not numeric) and BLOB sort after every integer. */
-      if( eOp==PLAN_GT || eOp==PLAN_GE ) bRet = 0;
-      break;
-  }
-  if( pDup ) sqlite3_value_free(pDup);
-  return bRet;
-}
-
-/* The key that value v names, as an ordinary table's INTEGER PRIMARY KEY
-** lookup decides: returns 1 and sets *pk, or 0 if v names no key. */
-int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
-  sqlite3_value *pDup;
-  int bRet = 0, eType;
-  if( sqlite3_value_type(v)==SQLITE_INTEGER ){
-    *pk = sqlite3_value_int64(v);
-    return 1;
-  }
-  eType = numericAffinity(&v, &pDup);
-  if( eType<0 ) return 0;
-  if( eType==SQLITE_INTEGER ){
-    *pk = sqlite3_value_int64(v);
-    bRet = 1;
-  }else if( eType==SQLITE_FLOAT ){
-    /* As SQLite's rowid seek (OP_MustBeInt, integer affinity): a real names
-    ** a key only if it is exactly that integer, and not +/-2^63. */
-    sqlite3_int64 i;
-    if( gpudsRealToInt(sqlite3_value_double(v), &i) ){ *pk = i; bRet = 1; }
-  }
-  sqlite3_value_free(pDup);
-  return bRet;
-}
-
-/* *v (holding no copy) := a copy of the text of value pArg (a number's
-** as TEXT affinity makes it) as records of eText hold it, and its 8
-** bytes. */
-static int constText(sqlite3_value *pArg, int eText, GpudsValue *v){
-  const unsigned char *z = 0;
-  uint32_t n = 0;
-  unsigned char *zCopy;
-  if( gpudsValueText(pArg, eText, &z, &n) ) return SQLITE_NOMEM;
-  zCopy = sqlite3_malloc64(n>0 ? n : 1);
-  if( zCopy==0 ) return SQLITE_NOMEM;
-  if( n>0 ) memcpy(zCopy, z, n);
-  v->tag = GPUDS_TAG_TEXT;
-  v->z = zCopy; v->n = n;
-  v->val = gpudsRowTextBytes(zCopy, n, eText);
-  return SQLITE_OK;
-}
-
-/* The constant of a term on a column of affinity aff: SQLite applies
-** NUMERIC affinity to it when the column's is numeric (colOpLetter takes
-** no other comparison as exact).  Text and blob bytes are copied, text as
-** the table's records hold it (eText, row.c). */
-static int colConst(sqlite3_value *pArg, char aff, int eText, GpudsValue *v){
-  sqlite3_value *pDup = 0;
-  int eType = sqlite3_value_type(pArg), rc = SQLITE_OK;
-  memset(v, 0, sizeof(*v));
-  if( isNumericAff(aff) ){
-    eType = numericAffinity(&pArg, &pDup);
-    if( eType<0 ) return SQLITE_NOMEM;
-  }
-  switch( eType ){
-    case SQLITE_INTEGER:
-      v->tag = GPUDS_TAG_INT; v->val = (uint64_t)sqlite3_value_int64(pArg); break;
-    case SQLITE_FLOAT:
-      v->tag = GPUDS_TAG_REAL; v->val = gpudsColReal(sqlite3_value_double(pArg)); break;
-    case SQLITE_TEXT:
-      rc = constText(pArg, eText, v);
-      break;
-    case SQLITE_BLOB: {
-      const unsigned char *z = sqlite3_value_blob(pArg);
-      int n = sqlite3_value_bytes(pArg);
-      unsigned char *zCopy = sqlite3_malloc64(n>0 ? n : 1);
-      if( zCopy==0 || (z==0 && n>0) ){ sqlite3_free(zCopy); rc = SQLITE_NOMEM; break; }
-      if( n>0 ) memcpy(zCopy, z, n);
-      v->tag = GPUDS_TAG_BLOB;
-      v->z = zCopy; v->n = (uint32_t)n;
-      v->val = gpudsColBytes(zCopy, v->n);
-      break;
-    }
-    default:
-      v->tag = GPUDS_TAG_NULL; break;
-  }
-  sqlite3_value_free(pDup);
-  return rc;
-}
-
-/* *v (a number, holding no copy) := SQLite's text of the number pArg, as
-** TEXT affinity makes it (on a copy of pArg), as records of eText hold it. */
-static int colConstText(sqlite3_value *pArg, int eText, GpudsValue *v){
-  sqlite3_value *pDup = sqlite3_value_dup(pArg);
-  int rc = pDup ? constText(pDup, eText, v) : SQLITE_NOMEM;
-  sqlite3_value_free(pDup);
-  return rc;
-}
-
-/* Order two values (tag, val pairs) for the IN list. */
-static int cmpInVal(const void *a, const void *b){
-  const GpudsValue *x = (const GpudsValue*)a, *y = (const GpudsValue*)b;
-  return gpudsColInCompare(x->tag, x->val, y->tag, y->val);
-}
-
-/* The values of "column IN (...)" (pArg from sqlite3_vtab_in()) into term
-** t, sorted (gpudsColInCompare): on a numeric column after its NUMERIC
-** affinity, exact for numbers, text and blobs by their 8 bytes with an
-** exact check of the rows that match (bRefine).  bAny: a superset that
-** SQLite checks again (a column of another affinity, where the IN
-** operator's affinity may convert numbers to text or text to numbers:
-** GPUDS_IN_xxx).  NULLs match nothing. */
-static int colInList(sqlite3_value *pArg, char aff, int eText, int bAny, GpudsColTerm *t){
-  sqlite3_value *pVal = 0;
-  GpudsValue *a = 0;
-  int64_t n = 0, nAlloc = 0, nOtherAlloc = 0, i;
-  int rc, bOther = 0;
-  uint8_t flags = 0;
-  for(rc = sqlite3_vtab_in_first(pArg, &pVal); rc==SQLITE_OK && pVal;
-      rc = sqlite3_vtab_in_next(pArg, &pVal)){
-    GpudsValue v;
-    int rc2 = colConst(pVal, aff, eText, &v);
-    if( rc2 ){ rc = rc2; break; }
-    if( bAny && v.tag==GPUDS_TAG_TEXT && gpudsColNumText(v.val) ) flags |= GPUDS_IN_NUM;
-    if( bAny && (v.tag==GPUDS_TAG_INT || v.tag==GPUDS_TAG_REAL) ) flags |= GPUDS_IN_TEXT;
-    if( v.tag==GPUDS_TAG_TEXT || v.tag==GPUDS_TAG_BLOB ){
-      /* kept for the exact check of the rows the set says "maybe" to (the
-      ** array doubles: a long list of text is linear to gather) */
-      if( t->nInOther==nOtherAlloc ){
-        GpudsValue *aNew = nOtherAlloc>=0x40000000 ? 0
-            : realloc(t->aInOther, sizeof(GpudsValue)*(size_t)(nOtherAlloc ? nOtherAlloc*2 : 16));
-        if( aNew==0 ){ sqlite3_free((void*)v.z); rc = SQLITE_NOMEM; break; }
-        t->aInOther = aNew;
-        nOtherAlloc = nOtherAlloc ? nOtherAlloc*2 : 16;
-      }
-      t->aInOther[t->nInOther++] = v;
-      bOther = 1;
-      v.z = 0; v.n = 0;           /* (the copy belongs to aInOther) */
-    }
-    if( v.tag==GPUDS_TAG_NULL ) continue;
-    if( n==0x7fffffff ){ rc = SQLITE_TOOBIG; break; }   /* t->nIn is an int */
-    if( n==nAlloc ){
-      GpudsValue *aNew;
-      nAlloc = nAlloc ? nAlloc*2 : 16;
-      aNew = realloc(a, sizeof(GpudsValue)*(size_t)nAlloc);
-      if( aNew==0 ){ rc = SQLITE_NOMEM; break; }
-      a = aNew;
-    }
-    a[n++] = v;
-  }
-  if( rc==SQLITE_DONE ) rc = SQLITE_OK;
-  if( rc==SQLITE_OK ){
-    if( n>1 ) qsort(a, (size_t)n, sizeof(GpudsValue), cmpInVal);
-    t->aInTag = malloc((size_t)(n>0 ? n : 1));
-    t->aInVal = malloc(8*(size_t)(n>0 ? n : 1));
-    if( !t->aInTag || !t->aInVal ) rc = SQLITE_NOMEM;
-  }
-  if( rc==SQLITE_OK ){
-    for(i=0; i<n; i++){ t->aInTag[i] = a[i].tag; t->aInVal[i] = a[i].val; }
-    t->nIn = (int)n;
-    t->t.tag = flags;
-    t->bRefine = !bAny && bOther;
-  }
-  free(a);
-  return rc;
+/* The GPUDS_CMP_xxx operator of key bound PLAN_GT, _GE, _LT or _LE. */
+static int planBoundOp(int e){
+  return e==PLAN_GT ? GPUDS_CMP_GT : e==PLAN_GE ? GPUDS_CMP_GE
+       : e==PLAN_LT ? GPUDS_CMP_LT : GPUDS_CMP_LE;
 }
 
 /* Decode a column plan: the terms planText wrote after the NUL that ends
@@ -664,14 +435,14 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
     t = &pPlan->aTerm[n];
     if( c=='N' || c=='M' ){
       pPlan->nTerm = ++n;      /* owns the list from here */
-      rc = colInList(argv[n-1], p->aAff[iCol], gpudsTableText(p), c=='M', t);
+      rc = gpudsTermInVtab(argv[n-1], p->aAff[iCol], gpudsTableText(p), c=='M', t);
       if( rc ) return rc;
       t->t.iCol = iCol-1;
       t->t.op = GPUDS_CMP_IN;
       if( *z==',' ) z++;
       continue;
     }
-    rc = colConst(argv[n], p->aAff[iCol], gpudsTableText(p), &t->v);
+    rc = gpudsTermConst(argv[n], p->aAff[iCol], gpudsTableText(p), &t->v);
     pPlan->nTerm = ++n;        /* owns t->v.z from here */
     if( rc ) return rc;
     switch( c ){
@@ -707,7 +478,7 @@ static int decodeCols(GpudsTable *p, const char *idxStr, int argc,
       ** affinity makes of it where the other side has none; where it has a
       ** numeric one, only text that reads as a number can be less, which
       ** the set keeps as "maybe" */
-      rc = colConstText(argv[n-1], gpudsTableText(p), &t->v);
+      rc = gpudsTermConstText(argv[n-1], gpudsTableText(p), &t->v);
       if( rc ) return rc;
     }   /* (> and >= a number: every text and blob, as the values compare) */
     t->t.iCol = iCol-1;
@@ -737,14 +508,7 @@ void gpudsPlanFree(GpudsPlan *pPlan){
   int i;
   if( pPlan->aKey==&pPlan->iKey1 ) pPlan->aKey = 0;
   if( pPlan->aKey==0 && pPlan->aTerm==0 ) return;   /* (every xFilter) */
-  for(i=0; i<pPlan->nTerm; i++){
-    sqlite3_free((void*)pPlan->aTerm[i].v.z);
-    int j;
-    free(pPlan->aTerm[i].aInTag);
-    free(pPlan->aTerm[i].aInVal);
-    for(j=0; j<pPlan->aTerm[i].nInOther; j++) sqlite3_free((void*)pPlan->aTerm[i].aInOther[j].z);
-    free(pPlan->aTerm[i].aInOther);
-  }
+  for(i=0; i<pPlan->nTerm; i++) gpudsTermFree(&pPlan->aTerm[i]);
   sqlite3_free(pPlan->aTerm);
   free(pPlan->aKey);
   pPlan->aTerm = 0; pPlan->nTerm = 0; pPlan->aKey = 0;
@@ -797,7 +561,7 @@ int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
         break;
       }
       case PLAN_GT: case PLAN_GE: case PLAN_LT: case PLAN_LE:
-        if( !applyBound(e, argv[i], &pPlan->lo, &pPlan->hi) ) pPlan->bEmpty = 1;
+        if( !gpudsKeyBound(planBoundOp(e), argv[i], &pPlan->lo, &pPlan->hi) ) pPlan->bEmpty = 1;
         break;
       case PLAN_LIMIT:
         if( sqlite3_value_type(argv[i])==SQLITE_INTEGER ) nLimit = sqlite3_value_int64(argv[i]);

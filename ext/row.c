@@ -935,33 +935,39 @@ static int textCopy(char *zBuf, const unsigned char *z, uint32_t n){
   return bZero==0;
 }
 
-/* Set the result of ctx to the UTF-16 text z[0..n) in encoding eRec (the
-** database's), byte for byte.  SQLite reads two first bytes FF FE or FE FF
-** of a UTF-16 result as a byte order mark, drops them and takes the rest
-** in the order they name (sqlite3VdbeMemHandleBom), where an ordinary
-** table returns the character U+FEFF or U+FFFE they are: such text is
-** given behind a mark of its own encoding, which SQLite drops. */
-static void resultText16(sqlite3_context *ctx, const unsigned char *z, uint32_t n, int eRec){
-  unsigned char aBom[2];
+/* The bytes to hand SQLite for the UTF-16 text z[0..n) in encoding eRec
+** (the database's), byte for byte, their number in *pn.  SQLite reads two
+** first bytes FF FE or FE FF of UTF-16 it is given (a result or a bound
+** value) as a byte order mark, drops them and takes the rest in the order
+** they name (sqlite3VdbeMemHandleBom), where an ordinary table keeps the
+** character U+FEFF or U+FFFE they are: such text is given behind a mark of
+** its own encoding, which SQLite drops, in a sqlite3_malloc()ed copy
+** (*pbCopy set; NULL if out of memory).  Else z itself. */
+static const unsigned char *text16Arg(const unsigned char *z, uint32_t n, int eRec,
+                                      uint32_t *pn, int *pbCopy){
   unsigned char *zBom;
-  aBom[0] = eRec==SQLITE_UTF16LE ? 0xff : 0xfe;
-  aBom[1] = eRec==SQLITE_UTF16LE ? 0xfe : 0xff;
-  if( n<2 || !((z[0]==0xff && z[1]==0xfe) || (z[0]==0xfe && z[1]==0xff)) ){
-    if( eRec==SQLITE_UTF16LE ){
-      sqlite3_result_text16le(ctx, z, (int)n, SQLITE_TRANSIENT);
-    }else{
-      sqlite3_result_text16be(ctx, z, (int)n, SQLITE_TRANSIENT);
-    }
-    return;
-  }
+  *pn = n; *pbCopy = 0;
+  if( n<2 || !((z[0]==0xff && z[1]==0xfe) || (z[0]==0xfe && z[1]==0xff)) ) return z;
   zBom = sqlite3_malloc64((uint64_t)n + 2);
-  if( zBom==0 ){ sqlite3_result_error_nomem(ctx); return; }
-  memcpy(zBom, aBom, 2);
+  if( zBom==0 ) return 0;
+  zBom[0] = eRec==SQLITE_UTF16LE ? 0xff : 0xfe;
+  zBom[1] = eRec==SQLITE_UTF16LE ? 0xfe : 0xff;
   memcpy(zBom+2, z, n);
+  *pn = n+2; *pbCopy = 1;
+  return zBom;
+}
+
+/* Set the result of ctx to the UTF-16 text z[0..n) in encoding eRec (the
+** database's), byte for byte (text16Arg). */
+static void resultText16(sqlite3_context *ctx, const unsigned char *z, uint32_t n, int eRec){
+  uint32_t nArg;
+  int bCopy;
+  const unsigned char *zArg = text16Arg(z, n, eRec, &nArg, &bCopy);
+  if( zArg==0 ){ sqlite3_result_error_nomem(ctx); return; }
   if( eRec==SQLITE_UTF16LE ){
-    sqlite3_result_text16le(ctx, zBom, (int)n+2, sqlite3_free);
+    sqlite3_result_text16le(ctx, zArg, (int)nArg, bCopy ? sqlite3_free : SQLITE_TRANSIENT);
   }else{
-    sqlite3_result_text16be(ctx, zBom, (int)n+2, sqlite3_free);
+    sqlite3_result_text16be(ctx, zArg, (int)nArg, bCopy ? sqlite3_free : SQLITE_TRANSIENT);
   }
 }
 
@@ -1007,6 +1013,50 @@ void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowP
     default:
       sqlite3_result_null(ctx); break;
   }
+}
+
+/* Bind column iCol (0-based, non-key) of record p, whose table's records
+** hold text as eText says (gpuds_int.h), to parameter iParam of pStmt, for
+** SQLite to read as it reads the column (UTF-16 text byte for byte:
+** text16Arg).  A blob SQLite turns into a number as text in the
+** database's encoding, while a bound blob is read as UTF-8: in a UTF-16
+** database a blob is bound as text in that encoding, *pbBlob set, and the
+** statement must CAST it back AS BLOB.  SQLite's result code. */
+int gpudsRowBind(const GpudsRow *p, int iCol, sqlite3_stmt *pStmt, int iParam, int eText,
+                 int *pbBlob){
+  RowVal v;
+  int eDb = eText & ~GPUDS_TEXT_UTF8, eRec = gpudsTextRecEnc(eText);
+  *pbBlob = 0;
+  if( p==0 ) return sqlite3_bind_null(pStmt, iParam);
+  rowCol(p, iCol, &v);
+  switch( v.eType ){
+    case SQLITE_INTEGER: return sqlite3_bind_int64(pStmt, iParam, v.i);
+    case SQLITE_FLOAT:   return sqlite3_bind_double(pStmt, iParam, v.r);
+    case SQLITE_TEXT:
+      if( eRec!=SQLITE_UTF8 ){
+        uint32_t nArg;
+        int bCopy;
+        const unsigned char *zArg = text16Arg(v.n ? v.z : (const unsigned char*)"", v.n,
+                                              eRec, &nArg, &bCopy);
+        if( zArg==0 ) return SQLITE_NOMEM;
+        return sqlite3_bind_text64(pStmt, iParam, (const char*)zArg, nArg,
+                                   bCopy ? sqlite3_free : SQLITE_TRANSIENT, (unsigned char)eRec);
+      }
+      return sqlite3_bind_text(pStmt, iParam, (const char*)v.z, (int)v.n, SQLITE_TRANSIENT);
+    case SQLITE_BLOB:
+      if( eDb==SQLITE_UTF16LE || eDb==SQLITE_UTF16BE ){
+        uint32_t nArg;
+        int bCopy;
+        const unsigned char *zArg = text16Arg(v.n ? v.z : (const unsigned char*)"", v.n,
+                                              eDb, &nArg, &bCopy);
+        if( zArg==0 ) return SQLITE_NOMEM;
+        *pbBlob = 1;
+        return sqlite3_bind_text64(pStmt, iParam, (const char*)zArg, nArg,
+                                   bCopy ? sqlite3_free : SQLITE_TRANSIENT, (unsigned char)eDb);
+      }
+      return sqlite3_bind_blob(pStmt, iParam, v.z, (int)v.n, SQLITE_TRANSIENT);
+  }
+  return sqlite3_bind_null(pStmt, iParam);
 }
 
 /* ---- text in the database's encoding ------------------------------------

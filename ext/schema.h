@@ -17,6 +17,12 @@ typedef struct GpudsSchema {
 #define GPUDS_AFF_INTEGER 'D'
 #define GPUDS_AFF_REAL    'E'
 
+/* True for INTEGER, REAL and NUMERIC affinity: SQLite then applies
+** NUMERIC affinity to the other side of a comparison with the column. */
+static inline int gpudsAffNumeric(char a){
+  return a==GPUDS_AFF_INTEGER || a==GPUDS_AFF_REAL || a==GPUDS_AFF_NUMERIC;
+}
+
 int gpudsSchemaParse(int argc, const char *const*argv, GpudsSchema *s,
                      char **pzErr);
 void gpudsSchemaFree(GpudsSchema *s);

@@ -55,6 +55,14 @@ void gpudsStoreColsDrop(GpudsTable *p){
   free(p->cs.aDirty);
   p->cs.aDirty = 0;
   p->cs.nDirty = p->cs.nDirtyAlloc = 0;
+  free(p->cs.aBytes);
+  p->cs.aBytes = 0;
+  if( p->cs.aText ){
+    int i;
+    for(i=0; i<p->nCol-1; i++) free(p->cs.aText[i].aAmbig);
+    free(p->cs.aText);
+    p->cs.aText = 0;
+  }
 }
 
 /* Log the keys that batch aOp/aKey changed for the column set, or drop the

@@ -122,6 +122,19 @@ static void tableFree(GpudsTable *p){
   sqlite3_free(p);
 }
 
+/* Keep table p and its rows while something outside its cursors (a
+** view's result) refers to them: the object outlives a DROP, and no row
+** is freed (nCursor), until gpudsTableRelease. */
+void gpudsTableHold(GpudsTable *p){
+  p->nRef++;
+  p->nCursor++;
+}
+void gpudsTableRelease(GpudsTable *p){
+  p->nCursor--;
+  gpudsCollectGarbage(p);
+  if( --p->nRef==0 ) tableFree(p);
+}
+
 /* True if table object p was made for a table of kind eKind with exactly
 ** the columns of sch. */
 static int sameSchema(const GpudsTable *p, int eKind, const GpudsSchema *sch){

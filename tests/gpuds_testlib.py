@@ -70,6 +70,19 @@ def run_cases(tally, cases, prefix, want, set_tmp):
     return tally.finish()
 
 
+def lit(v):
+    """v as an SQL literal (a NUL inside text as char(0))."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bytes):
+        return "x'%s'" % v.hex()
+    if isinstance(v, str):
+        return "'%s'" % v.replace("'", "''").replace("\u0000", "' || char(0) || '")
+    if isinstance(v, float):
+        return repr(v) if v == v else "NULL"
+    return str(v)
+
+
 def connect(path, timeout=5.0):
     """A connection to path in autocommit mode with gpuds loaded."""
     c = sqlite3.connect(path, timeout=timeout, isolation_level=None)

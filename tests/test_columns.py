@@ -36,7 +36,7 @@ import sys
 import subprocess
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpuds_testlib import Tally, EXT, uses_column_set  # noqa: E402
+from gpuds_testlib import Tally, EXT, lit, uses_column_set  # noqa: E402
 
 COLS = [("i", "INTEGER"), ("r", "REAL"), ("n", "NUMERIC"), ("t", "TEXT"),
         ("b", "BLOB"), ("u", "")]
@@ -71,19 +71,6 @@ def value(rng):
     if k < 0.9:
         return rng.choice(TEXTS)
     return rng.choice(BLOBS)
-
-
-def lit(v):
-    """v as an SQL literal."""
-    if v is None:
-        return "NULL"
-    if isinstance(v, bytes):
-        return "x'%s'" % v.hex()
-    if isinstance(v, str):
-        return "'%s'" % v.replace("'", "''").replace("\u0000", "' || char(0) || '")
-    if isinstance(v, float):
-        return repr(v) if v == v else "NULL"
-    return str(v)
 
 
 def term(rng):
