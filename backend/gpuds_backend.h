@@ -26,6 +26,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -200,6 +202,178 @@ typedef struct gpuds_query {
                              ** <= 0: no cap */
 } gpuds_query;
 
+/*
+** ------------------------------------------------------------ aggregation
+** xAgg computes GROUP BY and aggregates over the rows of a column set that
+** match a filter, as far as tags and 8-byte values decide them exactly,
+** and leaves the rest to the caller, which has the rows' records:
+**
+**   - "leftover" rows: rows the backend cannot place or aggregate exactly.
+**     They take no part in any group; the caller evaluates them itself.
+**   - flags on aggregates the backend cannot finish exactly
+**     (GPUDS_AGGF_TIE).  Integer sums that may overflow in some order
+**     are not flagged: their saturated sums say so (aPos, aNeg).
+**
+** A row of the set is read where lo <= key <= hi and its key is not in
+** aSkip (q's fields; the set's row words, aRow, are handed back as they
+** were loaded).  Such a row is
+**   1. out, if some term gives 0 (gpudsColMatchAgg: gpudsColMatch or
+**      gpudsColMatchIn, with aTermExact's 8-byte equality);
+**   2. else leftover, if some term gives 2 ("maybe"), or a group key
+**      or an aggregate's argument is undecidable (GPUDS_AGGKEY_xxx,
+**      GPUDS_AGG_xxx say when);
+**   3. else counted in the group of its key tuple.
+** The caller learns a leftover row's group and values from its record;
+** the backend's groups never include it, so the caller merges its own
+** rows (the leftover ones and those of the skipped keys) into them.
+** Column -1 (a term's, a group key's or an aggregate's iCol) is the row's
+** key, an INTEGER value; 0.. are the set's columns.
+**
+** The groups are returned in ascending order of their key tuples,
+** compared key by key by gpudsColGroupCmp (canonical values: an integral
+** REAL is the INTEGER it equals, so 1 and 1.0 are one group; text and
+** blobs by their 8 bytes).  With no group key (nKey 0) there is exactly
+** one group, also when no row is counted (aRows[0] 0).  Everything but
+** the REAL sums (aSum, aErr: compare their sum within a relative 1e-15 of
+** the sum of the magnitudes) is exact and the same on every backend.
+**
+** Allocation: every array of *pRes is malloc()ed by the backend and the
+** caller frees them all with gpudsAggResFree().  An array is NULL where
+** it would be empty (nGroup 0, nKey 0, nFn 0, nLeft 0) and may be NULL
+** where no aggregate uses it (aNReal, aPos, aNeg, aSum, aErr: SUM; aTag,
+** aVal, aKey, aRow, aFlags: MIN, MAX); compare a NULL array as zeros.
+** All-or-nothing: on error the backend frees what it allocated and *pRes
+** is all zero (nothing to free).  GPUDS_NOMEM when
+** host or device memory runs out (the message from xErrmsg()),
+** GPUDS_MISUSE for a request outside this contract (an iCol out of
+** range, nKey or nFn above their maximum, an IN slice past nIn, iRepFn
+** not a MIN or MAX).
+*/
+#define GPUDS_AGG_KEY_MAX 8     /* group keys at most */
+#define GPUDS_AGG_FN_MAX  64    /* aggregates at most */
+
+/* A group key (gpuds_aggkey.op).  DIV and MOD are SQLite's "/" and "%" by
+** the integer n, on numbers (gpudsColDivMod, gpuds_colval.h: NULL where
+** n is 0); a TEXT or BLOB value of a DIV or MOD key makes the row
+** leftover (SQLite converts text to a number there: the caller does). */
+#define GPUDS_AGGKEY_COL 0      /* the value */
+#define GPUDS_AGGKEY_DIV 1      /* value / n */
+#define GPUDS_AGGKEY_MOD 2      /* value % n */
+
+/* Aggregates (gpuds_aggfn.fn).  What the backend returns for each, per
+** group (arrays of gpuds_aggres, aggregate f of group g at f*nGroup+g):
+**   COUNTSTAR  aN: the group's rows.
+**   COUNT      aN: its non-NULL values.
+**   SUM        aN: its non-NULL values; aNReal: the REAL ones among them;
+**              aPos, aNeg: the sum of its positive INTEGER values,
+**              saturated at INT64_MAX, and of its negative ones,
+**              saturated at INT64_MIN (where neither saturates, no
+**              partial sum of the integers in any order overflows, and
+**              their exact sum is aPos + aNeg); aSum, aErr: the sum of its
+**              REAL values compensated (Kahan-Babuska-Neumaier, partial
+**              sums merged with TwoSum): aSum + aErr is that sum.  A
+**              TEXT or BLOB value makes the row leftover.
+**   MIN, MAX   aN: its non-NULL values; aTag, aVal: the least (greatest)
+**              non-NULL value, in gpudsColInCompare's order (numbers by
+**              value, text and blobs by their first 4 bytes, then by all
+**              8); aKey, aRow: the first row (least key) holding a value
+**              equal to it (for numbers, equal by value: 1 and 1.0; the
+**              value returned is that row's); aTag NULL (and aVal, aKey,
+**              aRow 0) where the group has no non-NULL value.
+**              GPUDS_AGGF_TIE in aFlags where another value of the group
+**              has the same first 4 bytes and other 8 bytes (text, blob):
+**              the exact extreme is undecided.  A TEXT or BLOB value
+**              whose 8 bytes are in aAmbig makes the row leftover.
+**   COUNTD     aN: its distinct non-NULL values (canonical values:
+**              gpudsColCanon; text and blobs by their 8 bytes).  A TEXT
+**              or BLOB value whose 8 bytes are in aAmbig makes the row
+**              leftover.
+** The arrays an aggregate does not use hold 0 for it. */
+#define GPUDS_AGG_COUNTSTAR 1
+#define GPUDS_AGG_COUNT     2
+#define GPUDS_AGG_SUM       3
+#define GPUDS_AGG_MIN       4
+#define GPUDS_AGG_MAX       5
+#define GPUDS_AGG_COUNTD    6
+
+/* Flags (gpuds_aggres.aFlags) */
+#define GPUDS_AGGF_TIE      1   /* MIN, MAX: see above */
+
+typedef struct gpuds_aggkey {
+  int32_t iCol;              /* -1: the row's key; else a column */
+  int32_t op;                /* GPUDS_AGGKEY_xxx */
+  int64_t n;                 /* DIV, MOD: the divisor (any int64) */
+  const uint64_t *aAmbig;    /* COL: 8-byte values (ascending, distinct)
+                             ** that stand for more than one TEXT or BLOB
+                             ** value: a row whose TEXT or BLOB value has
+                             ** one is leftover */
+  int64_t nAmbig;
+} gpuds_aggkey;
+
+typedef struct gpuds_aggfn {
+  int32_t fn;                /* GPUDS_AGG_xxx */
+  int32_t iCol;              /* -1: the key; ignored for COUNTSTAR */
+  const uint64_t *aAmbig;    /* MIN, MAX, COUNTD: as gpuds_aggkey's */
+  int64_t nAmbig;
+} gpuds_aggfn;
+
+typedef struct gpuds_agg {
+  gpuds_query q;             /* the filter: lo, hi, aTerm, nTerm, aSkip,
+                             ** nSkip, aInTag, aInVal, nIn (the others are
+                             ** ignored); a term's iCol may be -1 */
+  const uint8_t *aTermExact; /* NULL, or nTerm flags: where 1, a TEXT or
+                             ** BLOB value whose 8 bytes equal the term's
+                             ** constant (an IN term: one of its values)
+                             ** is equal to it (the caller checked that no
+                             ** other value of the column shares them) */
+  const gpuds_aggkey *aKey;  /* GROUP BY keys, nKey <= GPUDS_AGG_KEY_MAX */
+  int nKey;
+  const gpuds_aggfn *aFn;    /* aggregates, nFn <= GPUDS_AGG_FN_MAX */
+  int nFn;
+  int iRepFn;                /* the representative row of a group (aRep*):
+                             ** -1: its first row (least key); else a MIN or
+                             ** MAX aggregate's row (aKey, aRow) where it
+                             ** has a non-NULL value, the group's last row
+                             ** (greatest key) where it has none */
+} gpuds_agg;
+
+typedef struct gpuds_aggres {
+  int64_t nGroup;
+  /* per group g and key k, at k*nGroup+g: */
+  uint8_t *aKeyTag;          /* the key's canonical value (gpudsColCanon */
+  uint64_t *aKeyVal;         /* of the column's value, or of the DIV/MOD) */
+  uint8_t *aRepTag;          /* the key's column value in the */
+  uint64_t *aRepVal;         /* representative row (before DIV/MOD) */
+  /* per group g: */
+  int64_t *aRepKey;          /* the representative row (0, 0 where the */
+  uint64_t *aRepRow;         /* group has no row) */
+  int64_t *aRows;            /* rows counted in the group */
+  /* per aggregate f and group g, at f*nGroup+g (see GPUDS_AGG_xxx): */
+  int64_t *aN, *aNReal, *aPos, *aNeg;
+  double *aSum, *aErr;
+  uint8_t *aTag;
+  uint64_t *aVal;
+  int64_t *aKey;
+  uint64_t *aRow;
+  uint8_t *aFlags;
+  /* the leftover rows, ascending key: */
+  int64_t nLeft;
+  int64_t *aLeftKey;
+  uint64_t *aLeftRow;
+  int64_t nRead;             /* rows read: in [lo, hi] and not skipped */
+} gpuds_aggres;
+
+/* Free every array of *pRes (free()) and zero it. */
+static inline void gpudsAggResFree(gpuds_aggres *pRes){
+  void *a[] = { pRes->aKeyTag, pRes->aKeyVal, pRes->aRepTag, pRes->aRepVal,
+    pRes->aRepKey, pRes->aRepRow, pRes->aRows, pRes->aN, pRes->aNReal,
+    pRes->aPos, pRes->aNeg, pRes->aSum, pRes->aErr, pRes->aTag, pRes->aVal,
+    pRes->aKey, pRes->aRow, pRes->aFlags, pRes->aLeftKey, pRes->aLeftRow };
+  size_t i;
+  for(i=0; i<sizeof(a)/sizeof(a[0]); i++) free(a[i]);
+  memset(pRes, 0, sizeof(*pRes));
+}
+
 typedef struct gpuds_cols_ops {
   const char *zBackend;      /* "cuda" or "host" */
 
@@ -229,6 +403,11 @@ typedef struct gpuds_cols_ops {
 
   /* Message of the last failed call ("" if none). */
   const char *(*xErrmsg)(gpuds_cols *p);
+
+  /* GROUP BY and aggregates over the rows that match a filter: see
+  ** gpuds_agg below.  GPUDS_MISUSE where the backend has none (the caller
+  ** then reads the rows with xQuery and aggregates them itself). */
+  int (*xAgg)(gpuds_cols *p, const gpuds_agg *pAgg, gpuds_aggres *pRes);
 } gpuds_cols_ops;
 
 extern const gpuds_cols_ops gpudsHostColsOps;    /* backend/host_cols.c */

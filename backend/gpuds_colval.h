@@ -348,4 +348,116 @@ GPUDS_HD uint64_t gpudsColSortKey(uint8_t tag, uint64_t val){
   return (cls<<62) | body;
 }
 
+/* ---- aggregation (gpuds_backend.h, xAgg) ---------------------------- */
+
+/* The canonical value of (tag, val) for grouping and DISTINCT: a REAL
+** that equals an integer of int64's range is that INTEGER (-0.0 is 0), so
+** that values SQLite finds equal (1 and 1.0) are one; the rest as they
+** are (NULL as (NULL, 0)). */
+GPUDS_HD void gpudsColCanon(uint8_t tag, uint64_t val, uint8_t *pTag, uint64_t *pVal){
+  if( tag==GPUDS_TAG_REAL ){
+    double r = gpudsColDouble(val);
+    if( r>=-9223372036854775808.0 && r<9223372036854775808.0 && (double)(int64_t)r==r ){
+      *pTag = GPUDS_TAG_INT; *pVal = (uint64_t)(int64_t)r;
+      return;
+    }
+  }
+  *pTag = tag;
+  *pVal = tag==GPUDS_TAG_NULL ? 0 : val;
+}
+
+/* The order of canonical values (gpudsColCanon) in which xAgg returns its
+** groups: NULL < numbers (by value) < text < blob, text and blobs by their
+** 8 bytes as an unsigned number.  -1, 0 (the same value), 1. */
+GPUDS_HD int gpudsColGroupCmp(uint8_t ta, uint64_t a, uint8_t tb, uint64_t b){
+  int ca = gpudsColClass(ta), cb = gpudsColClass(tb);
+  if( ca!=cb ) return ca<cb ? -1 : 1;
+  if( ca==1 ){
+    int o = gpudsColCompare(ta, a, tb, b);
+    return o<0 ? -1 : o>0;
+  }
+  if( ca==0 ) return 0;
+  return a<b ? -1 : a>b;
+}
+
+/* SQLite's "v / n" (op GPUDS_AGGKEY_DIV, 1) or "v % n" (GPUDS_AGGKEY_MOD,
+** 2) of a number or NULL v = (tag, val) and an integer n (its OP_Divide
+** and OP_Remainder): the result in *pTag, *pVal (NULL where SQLite's is
+** NULL: n is 0, or v is NULL).  Integers divide as C does, except that
+** INT64_MIN / -1 is the REAL 2^63; a REAL divides as a double, and its
+** remainder is that of the integer SQLite makes of it (clamped to int64's
+** range), as a REAL.  Returns 0, leaving the outputs alone, for TEXT and
+** BLOB (SQLite converts them to numbers first: the caller's part). */
+GPUDS_HD int gpudsColDivMod(int op, int64_t n, uint8_t tag, uint64_t val,
+                            uint8_t *pTag, uint64_t *pVal){
+  *pTag = GPUDS_TAG_NULL; *pVal = 0;
+  if( tag==GPUDS_TAG_TEXT || tag==GPUDS_TAG_BLOB ) return 0;
+  if( tag==GPUDS_TAG_NULL || n==0 ) return 1;
+  if( tag==GPUDS_TAG_INT ){
+    int64_t i = (int64_t)val;
+    if( op==1 ){
+      if( n==-1 && i==(int64_t)0x8000000000000000ULL ){
+        *pTag = GPUDS_TAG_REAL; *pVal = gpudsColReal(9223372036854775808.0);
+        return 1;
+      }
+      *pTag = GPUDS_TAG_INT; *pVal = (uint64_t)(i / n);
+    }else{
+      *pTag = GPUDS_TAG_INT; *pVal = (uint64_t)(n==-1 ? 0 : i % n);
+    }
+    return 1;
+  }
+  {
+    double r = gpudsColDouble(val), q;
+    if( op==1 ){
+      q = r / (double)n;
+    }else{
+      int64_t i = r<=-9223372036854775808.0 ? (int64_t)0x8000000000000000ULL
+                : r>=9223372036854775808.0 ? (int64_t)0x7fffffffffffffffULL
+                : (int64_t)r;
+      q = (double)(n==-1 ? 0 : i % n);
+    }
+    if( q!=q ) return 1;                       /* NaN: SQLite's NULL */
+    *pTag = GPUDS_TAG_REAL; *pVal = gpudsColReal(q);
+  }
+  return 1;
+}
+
+/* Does value (tag, val) satisfy term (op, ctag, cval) of an aggregation's
+** filter?  gpudsColMatch, or for GPUDS_CMP_IN gpudsColMatchIn over
+** aInTag/aInVal (cval names the slice); bExact: a TEXT or BLOB value
+** whose 8 bytes equal the constant's (one of the list's) is equal to it.
+** 0 no, 1 yes, 2 maybe. */
+GPUDS_HD int gpudsColMatchAgg(uint8_t tag, uint64_t val, int op, uint8_t ctag,
+                              uint64_t cval, const uint8_t *aInTag,
+                              const uint64_t *aInVal, int bExact){
+  int r;
+  if( op==GPUDS_CMP_IN ){
+    uint32_t i0 = (uint32_t)(cval>>32), nv = (uint32_t)cval;
+    r = gpudsColMatchIn(tag, val, ctag, aInTag + i0, aInVal + i0, nv);
+    if( r==2 && bExact && ctag==0 && gpudsColClass(tag)>=2 ) r = 1;
+    return r;
+  }
+  r = gpudsColMatch(tag, val, op, ctag, cval);
+  if( r==2 && bExact && tag==ctag && val==cval && gpudsColClass(tag)>=2 ){
+    r = gpudsColApply(op, tag, ctag, GPUDS_ORD_EQ);
+  }
+  return r;
+}
+
+/* Add x to the compensated sum (*pS, *pC) (Kahan-Babuska-Neumaier): *pS
+** + *pC is the sum.  Where a sum is infinite the compensation is not a
+** number; the caller then takes *pS alone. */
+GPUDS_HD void gpudsColKbnAdd(double *pS, double *pC, double x){
+  double s = *pS, t = s + x;
+  if( (s<0 ? -s : s) >= (x<0 ? -x : x) ) *pC += (s - t) + x;
+  else *pC += (x - t) + s;
+  *pS = t;
+}
+
+/* Merge the compensated sum (s2, c2) into (*pS, *pC). */
+GPUDS_HD void gpudsColKbnMerge(double *pS, double *pC, double s2, double c2){
+  gpudsColKbnAdd(pS, pC, s2);
+  *pC += c2;
+}
+
 #endif /* GPUDS_COLVAL_H */

@@ -2,25 +2,16 @@
 ** host_cols.c -- the host column set (gpuds_cols_ops): the non-key columns
 ** of a table as arrays in host memory, filtered and ordered by tight loops
 ** over them.  The reference the CUDA column set (kernels/cols.cu) is
-** checked against, and what a table without a GPU runs.
+** checked against, and what a table without a GPU runs.  Its aggregation
+** (xAgg) is host_agg.c.
 */
 #include "gpuds_backend.h"
 #include "gpuds_colval.h"
 #include "gpuds_sort.h"
+#include "host_cols.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-
-typedef struct HostCols {
-  int nCol;
-  int64_t n;
-  int bSorted;               /* aKey ascending */
-  int64_t *aKey;
-  uint64_t *aRow;
-  uint8_t *aTag;             /* nCol*n: column c of row i at c*n+i */
-  uint64_t *aVal;
-  char zErr[128];
-} HostCols;
 
 static HostCols *hc(gpuds_cols *p){ return (HostCols*)p; }
 
@@ -71,7 +62,7 @@ static int colsLoad(gpuds_cols **pp, int nCol, int64_t n, int bSorted,
 }
 
 /* First index i in sorted a[0..n-1] with a[i] >= k. */
-static int64_t lowerBound(const int64_t *a, int64_t n, int64_t k){
+int64_t gpudsHostLowerBound(const int64_t *a, int64_t n, int64_t k){
   int64_t lo = 0, hi = n;
   while( lo<hi ){
     int64_t mid = lo + (hi-lo)/2;
@@ -116,8 +107,8 @@ static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
   }
   if( q->iOrderCol>=p->nCol ) return GPUDS_MISUSE;
   if( p->bSorted ){
-    i0 = lowerBound(p->aKey, p->n, q->lo);
-    i1 = q->hi==INT64_MAX ? p->n : lowerBound(p->aKey, p->n, q->hi+1);
+    i0 = gpudsHostLowerBound(p->aKey, p->n, q->lo);
+    i1 = q->hi==INT64_MAX ? p->n : gpudsHostLowerBound(p->aKey, p->n, q->hi+1);
   }
   aIdx = malloc((size_t)(i1>i0 ? i1-i0 : 1)*8);
   aS = malloc((size_t)(i1>i0 ? i1-i0 : 1)*8);
@@ -126,7 +117,7 @@ static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
     int64_t k = p->aKey[i];
     if( k<q->lo || k>q->hi ) continue;
     if( q->nSkip>0 ){
-      int64_t j = lowerBound(q->aSkip, q->nSkip, k);
+      int64_t j = gpudsHostLowerBound(q->aSkip, q->nSkip, k);
       if( j<q->nSkip && q->aSkip[j]==k ) continue;
     }
     if( !rowMatches(p, i, q) ) continue;
@@ -192,5 +183,5 @@ static const char *colsErrmsg(gpuds_cols *pCols){
 }
 
 const gpuds_cols_ops gpudsHostColsOps = {
-  "host", colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg
+  "host", colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg, gpudsHostColsAgg
 };

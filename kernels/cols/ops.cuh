@@ -172,8 +172,17 @@ const char *colsErrmsg(gpuds_cols *pCols){
   return pCols ? cc(pCols)->zErr : "";
 }
 
+// xAgg: not on the GPU yet.  GPUDS_MISUSE, which the SQLite side answers
+// by aggregating the rows of an xQuery itself.
+int colsAgg(gpuds_cols *pCols, const gpuds_agg *pAgg, gpuds_aggres *pRes){
+  (void)pAgg;
+  memset(pRes, 0, sizeof(*pRes));
+  if( pCols ) snprintf(cc(pCols)->zErr, sizeof(cc(pCols)->zErr), "no aggregation on the GPU");
+  return GPUDS_MISUSE;
+}
+
 }  // namespace
 
 extern "C" const gpuds_cols_ops gpudsCudaColsOps = {
-  "cuda", colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg
+  "cuda", colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg, colsAgg
 };

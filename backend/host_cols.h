@@ -1,0 +1,27 @@
+/*
+** host_cols.h -- the host column set's arrays (host_cols.c), shared with
+** its aggregation (host_agg.c).
+*/
+#ifndef GPUDS_HOST_COLS_H
+#define GPUDS_HOST_COLS_H
+
+#include "gpuds_backend.h"
+
+typedef struct HostCols {
+  int nCol;
+  int64_t n;
+  int bSorted;               /* aKey ascending */
+  int64_t *aKey;
+  uint64_t *aRow;
+  uint8_t *aTag;             /* nCol*n: column c of row i at c*n+i */
+  uint64_t *aVal;
+  char zErr[128];
+} HostCols;
+
+/* First index i in sorted a[0..n-1] with a[i] >= k. */
+int64_t gpudsHostLowerBound(const int64_t *a, int64_t n, int64_t k);
+
+/* xAgg of the host column set (host_agg.c). */
+int gpudsHostColsAgg(gpuds_cols *p, const gpuds_agg *pAgg, gpuds_aggres *pRes);
+
+#endif
