@@ -68,7 +68,10 @@
 //   2. kAggClass: each row's class (not read, filtered, leftover, counted)
 //      into a byte a row, and the counts;
 //   NO KEY, NO COUNTD (the fast path: nothing is waited for until the
-//      end): one group, dense number 0;
+//      end): one group, dense number 0; with at most 3 aggregates besides
+//      count(*), one pass (kAggOne) classifies the rows and steps the
+//      states, lanes in registers, no class array (written only where
+//      leftover rows must be found), then kAggW2 and kAggFinal;
 //   otherwise kAggStats finds, over the counted rows, the least and
 //      greatest of each key's three words and of each COUNTD's canonical
 //      tag and value, and the host reads the counters (one wait);
@@ -216,18 +219,26 @@ int sortPairs(CudaCols *p, cub::DoubleBuffer<uint64_t> &keys,
 }
 
 // DeviceSelect::If of the positions first..first+nItems-1 with pred into
-// out, the count into the device Hdr's nSel, then read back into *pnSel.
+// out, the count into *dCount on the device (nothing waited for).
 template<typename IdxT, typename Pred>
-int selectIf(CudaCols *p, int64_t first, int64_t nItems, Pred pred, IdxT *out,
-             int64_t *pnSel){
+int selectTo(CudaCols *p, int64_t first, int64_t nItems, Pred pred, IdxT *out, int64_t *dCount){
   thrust::counting_iterator<int64_t> it(first);
-  int64_t *dCount = &((Hdr*)p->par.p)->nSel;
   size_t nTmp = 0;
   GPUDS_CK(p, cub::DeviceSelect::If(nullptr, nTmp, it, out, dCount, nItems, pred, p->st));
   int rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp);
   if( rc ) return rc;
   nTmp = p->tmp.n;
   GPUDS_CK(p, cub::DeviceSelect::If(p->tmp.p, nTmp, it, out, dCount, nItems, pred, p->st));
+  return GPUDS_OK;
+}
+
+// selectTo with the count into the device Hdr's nSel, then read back into
+// *pnSel.
+template<typename IdxT, typename Pred>
+int selectIf(CudaCols *p, int64_t first, int64_t nItems, Pred pred, IdxT *out,
+             int64_t *pnSel){
+  int rc = selectTo<IdxT>(p, first, nItems, pred, out, &((Hdr*)p->par.p)->nSel);
+  if( rc ) return rc;
   Hdr h;
   rc = readHdr(p, &h);
   if( rc ) return rc;

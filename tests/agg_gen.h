@@ -224,6 +224,25 @@ static void agReqMake(AgRng *g, AgReq *r, const AgSet *s){
 
 static void agReqFree(AgReq *r){ free(r->aSkip); r->aSkip = 0; }
 
+/* Make request r on a set of nCol columns invalid in one random way, or
+** leave it: a key's or an aggregate's column or kind out of range, the
+** representative of no MIN or MAX, an IN slice past nIn, too many keys or
+** aggregates. */
+static void agReqBreak(AgRng *g, AgReq *r, int nCol){
+  switch( agBelow(g, 10) ){
+    case 0: if( r->a.nKey ) r->aKey[0].iCol = nCol + (int)agBelow(g, 2); break;
+    case 1: if( r->a.nKey ) r->aKey[0].op = 3; break;
+    case 2: if( r->a.nFn ) r->aFn[0].fn = agBelow(g, 2) ? 0 : 7; break;
+    case 3: if( r->a.nFn ) r->aFn[0].iCol = agBelow(g, 2) ? -2 : nCol; break;
+    case 4: r->a.iRepFn = r->a.nFn; break;
+    case 5: if( r->a.nFn ){ r->a.iRepFn = 0; r->aFn[0].fn = GPUDS_AGG_SUM; } break;
+    case 6: if( r->a.q.nTerm ){ r->aTerm[0].op = GPUDS_CMP_IN; r->aTerm[0].val = 40; } break;
+    case 7: r->a.nKey = GPUDS_AGG_KEY_MAX+1; break;
+    case 8: r->a.nFn = GPUDS_AGG_FN_MAX+1; break;
+    default: break;
+  }
+}
+
 /* The rules' view of set s under request a (pointers into s and a; the
 ** term array aT of a->q.nTerm entries, the ambiguous lists into aAmb). */
 static int agReqView(const AgSet *s, const gpuds_agg *a, AggReq *r, AggTermD *aT, uint64_t *aAmb){

@@ -351,16 +351,7 @@ static void testCheck(void){
     gpuds_aggres hr;
     int rcH, rcR;
     agReqMake(&gR, &q, &s);
-    switch( agBelow(&gR, 8) ){       /* break one thing */
-      case 0: if( q.a.nKey ) q.aKey[0].iCol = 2 + (int)agBelow(&gR, 2); break;
-      case 1: if( q.a.nKey ) q.aKey[0].op = 3; break;
-      case 2: if( q.a.nFn ) q.aFn[0].fn = agBelow(&gR, 2) ? 0 : 7; break;
-      case 3: if( q.a.nFn ) q.aFn[0].iCol = -2; break;
-      case 4: q.a.iRepFn = q.a.nFn; break;
-      case 5: if( q.a.q.nTerm ){ q.aTerm[0].op = GPUDS_CMP_IN; q.aTerm[0].val = 40; } break;
-      case 6: q.a.nKey = GPUDS_AGG_KEY_MAX+1; break;
-      default: break;
-    }
+    agReqBreak(&gR, &q, s.nCol);
     rcH = gpudsHostColsOps.xAgg(pC, &q.a, &hr);
     rcR = aggReqCheck(&q.a, s.nCol);
     CHECK(rcH==rcR || (rcH==GPUDS_OK && rcR==GPUDS_OK), "check %d, host %d", rcR, rcH);

@@ -61,21 +61,6 @@ int aggReadHdr(CudaCols *p, AggRun &R){
   return GPUDS_OK;
 }
 
-// DeviceSelect::If of positions first..first+nItems-1 into out; the count
-// into the device counters' nSel (no wait).
-template<typename IdxT, typename Pred>
-int aggSelect(CudaCols *p, AggRun &R, int64_t first, int64_t nItems, Pred pred, IdxT *out){
-  thrust::counting_iterator<int64_t> it(first);
-  int64_t *dCount = &R.dH->nSel;
-  size_t nTmp = 0;
-  GPUDS_CK(p, cub::DeviceSelect::If(nullptr, nTmp, it, out, dCount, nItems, pred, p->st));
-  int rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp);
-  if( rc ) return rc;
-  nTmp = p->tmp.n;
-  GPUDS_CK(p, cub::DeviceSelect::If(p->tmp.p, nTmp, it, out, dCount, nItems, pred, p->st));
-  return GPUDS_OK;
-}
-
 // The parameters into pinned memory and up (one copy): AggHdr | AggReq |
 // terms | skip list | IN values | IN tags | ambiguous values, pointers set
 // to where they land.
@@ -161,18 +146,26 @@ int aggBatch(const CudaCols *p, const AggRun &R, int64_t nPer){
 
 // Path W: dense group numbers (R.S of them).  Blocks of kAggW1 take
 // contiguous shares of the rows (as many blocks as the set's size calls
-// for, at most 16 an SM: the order of merges is fixed by n alone).
-int aggDense(CudaCols *p, AggRun &R){
+// for, at most 16 an SM: the order of merges is fixed by n alone).  bOne:
+// kAggOne instead (no key, no COUNTD, few aggregates; R.S is 1).
+int aggDense(CudaCols *p, AggRun &R, bool bOne){
   const int64_t nBlk64 = (p->n + 1023)/1024;
   const int nBlk = (int)(nBlk64<1 ? 1 : nBlk64>(int64_t)p->nSM*16 ? (int64_t)p->nSM*16 : nBlk64);
   const int nSlot = (int)R.S;
-  const int yb = aggBatch(p, R, (int64_t)nBlk*nSlot);
+  const int yb = bOne ? R.req.nSt : aggBatch(p, R, (int64_t)nBlk*nSlot);
   const size_t nPart = alignUp((size_t)yb*nBlk*nSlot*sizeof(AggSt));
   int rc = ensure(p, p->aP, nPart + aggKeepBytes(R));
   size_t nP = 0;
   if( rc || (rc = aggResAlloc(p, R, nPart, &nP))!=0 ) return rc;
   AggSt *part = (AggSt*)p->aP.p;
   const size_t smem = (size_t)kAggWW*nSlot*sizeof(AggSt);
+  if( bOne ){
+    kAggOne<<<nBlk, kAggWT, 0, p->st>>>(R.dR, R.dH, part);
+    GPUDS_CK_LAUNCH(p, "kAggOne");
+    kAggW2<<<dim3(1, R.req.nSt), kAggRT, 0, p->st>>>(R.dR, part, nBlk, 1, 0, R.keep, R.out);
+    GPUDS_CK_LAUNCH(p, "kAggW2");
+    return GPUDS_OK;
+  }
   for(int y0=0; y0<R.req.nSt; y0+=yb){
     const int ny = R.req.nSt-y0<yb ? R.req.nSt-y0 : yb;
     kAggW1<<<dim3(nBlk, ny), kAggWT, smem, p->st>>>(R.dR, R.dH, R.dSt, nSlot, y0, part);
@@ -323,7 +316,7 @@ int aggLeftovers(CudaCols *p, AggRun &R, gpuds_aggres *pR){
   int64_t *oK = (int64_t*)(o + 2*nI + 2*n8);
   uint64_t *oR = (uint64_t*)(o + 2*nI + 3*n8);
   AggIs pred{R.dSt, i0, (uint8_t)AGG_ST_LEFT};
-  if( (rc = aggSelect<IdxT>(p, R, i0, i1-i0, pred, idx))!=0 ) return rc;
+  if( (rc = selectTo<IdxT>(p, i0, i1-i0, pred, idx, &R.dH->nSel))!=0 ) return rc;
   if( !p->bSorted && m>1 ){
     kAggLeft<IdxT><<<gridFor(p, m), kBlock, 0, p->st>>>(idx, m, p->dKey, p->dRow, wA, nullptr, nullptr);
     GPUDS_CK_LAUNCH(p, "kAggLeft");
@@ -438,11 +431,14 @@ int aggT(CudaCols *p, const gpuds_agg *a, gpuds_aggres *pR){
   }
   if( (rc = ensure(p, p->aSt, (size_t)p->n))!=0 ) return rc;
   R.dSt = (uint8_t*)p->aSt.p;
-  kAggClass<<<gridFor(p, p->n), kBlock, 0, p->st>>>(R.dR, R.dH, R.dSt);
-  GPUDS_CK_LAUNCH(p, "kAggClass");
-
-  // no key and no COUNTD: dense number 0 for all, nothing to wait for
+  // no key and no COUNTD: dense number 0 for all, nothing to wait for;
+  // with few aggregates, one pass classifies and aggregates (kAggOne)
   const bool fast = r.nKey==0 && r.nCd==0;
+  const bool one = fast && r.nSt<=kAggOneMax && !p->aggForceL;
+  if( !one ){
+    kAggClass<<<gridFor(p, p->n), kBlock, 0, p->st>>>(R.dR, R.dH, R.dSt, 1);
+    GPUDS_CK_LAUNCH(p, "kAggClass");
+  }
   if( !fast ){
     if( r.nKey + r.nCd>0 ){
       kAggStats<<<dim3(gridFor(p, p->n), r.nKey + r.nCd), kBlock, 0, p->st>>>(R.dR, R.dH, R.dSt);
@@ -474,10 +470,10 @@ int aggT(CudaCols *p, const gpuds_agg *a, gpuds_aggres *pR){
     kA = (uint64_t*)s; kB = (uint64_t*)(s + n8);
     payA = (IdxT*)(s + 2*n8); payB = (IdxT*)(s + 2*n8 + nI);
     AggIs pred{R.dSt, R.hH->i0, (uint8_t)AGG_ST_COUNTED};
-    if( (rc = aggSelect<IdxT>(p, R, R.hH->i0, R.hH->i1 - R.hH->i0, pred, perm))!=0 ) return rc;
+    if( (rc = selectTo<IdxT>(p, R.hH->i0, R.hH->i1 - R.hH->i0, pred, perm, &R.dH->nSel))!=0 ) return rc;
   }
   if( R.bDense ){
-    if( (rc = aggDense(p, R))!=0 ) return rc;
+    if( (rc = aggDense(p, R, one))!=0 ) return rc;
   }else if( bSort ){
     if( (rc = aggSorted<IdxT>(p, R, perm, flags, gidp1, segStart, kA, kB, payB))!=0 ) return rc;
     if( (rc = aggSortedStates<IdxT>(p, R, perm, segStart))!=0 ) return rc;
@@ -504,6 +500,11 @@ int aggT(CudaCols *p, const gpuds_agg *a, gpuds_aggres *pR){
   }
   if( R.S>0 && (rc = aggCollect(p, R, pR))!=0 ) return rc;
   pR->nRead = H.nRead;
+  if( H.nLeft>0 && one ){
+    // the rows' classes, which kAggOne did not keep
+    kAggClass<<<gridFor(p, p->n), kBlock, 0, p->st>>>(R.dR, R.dH, R.dSt, 0);
+    GPUDS_CK_LAUNCH(p, "kAggClass");
+  }
   if( H.nLeft>0 && (rc = aggLeftovers<IdxT>(p, R, pR))!=0 ) return rc;
   if( p->aggTime ){
     float ms = 0;

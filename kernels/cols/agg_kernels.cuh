@@ -107,8 +107,8 @@ __global__ void kAggBounds(const int64_t *key, int64_t n, int64_t lo, int64_t hi
 // ------------------------------------------------------------ classes --
 
 // The class of every row h->i0..h->i1-1 (aggClassify) into st[i - i0], and
-// the rows read, counted and leftover added into h.
-__global__ void __launch_bounds__(kBlock) kAggClass(const AggReq *gr, AggHdr *h, uint8_t *st){
+// (bCount) the rows read, counted and leftover added into h.
+__global__ void __launch_bounds__(kBlock) kAggClass(const AggReq *gr, AggHdr *h, uint8_t *st, int bCount){
   __shared__ AggReq sr;
   aggLoadReq(gr, &sr);
   const int64_t i0 = h->i0, i1 = h->i1;
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kBlock) kAggClass(const AggReq *gr, AggHdr *h,
     nCnt += __shfl_down_sync(0xffffffffu, nCnt, o);
     nLeft += __shfl_down_sync(0xffffffffu, nLeft, o);
   }
-  if( (threadIdx.x & 31)==0 ){
+  if( bCount && (threadIdx.x & 31)==0 ){
     if( nRead ) atomicAdd((ull*)&h->nRead, nRead);
     if( nCnt ) atomicAdd((ull*)&h->nCounted, nCnt);
     if( nLeft ) atomicAdd((ull*)&h->nLeft, nLeft);
@@ -262,6 +262,64 @@ __global__ void __launch_bounds__(kAggRT) kAggW2(const AggReq *gr, const AggSt *
   }
   aggBlockReduce(kind, acc, sRed);
   if( threadIdx.x==0 ) aggStore(&sr, y, acc, keep, &out, g, nSlot);
+}
+
+// No key, no COUNTD, at most kAggOneMax state aggregates: one pass that
+// classifies each row of h->i0..h->i1-1 (counts into h, no class array)
+// and steps the counted ones into every state, lanes in registers.  Warps
+// take contiguous shares as in kAggW1; a warp's lanes merge in a fixed
+// tree, the block's warps in order, into part[y*gridDim.x + block] (the
+// layout kAggW2 reads with one slot).
+constexpr int kAggOneMax = 4;
+__global__ void __launch_bounds__(kAggWT) kAggOne(const AggReq *gr, AggHdr *h, AggSt *part){
+  __shared__ AggReq sr;
+  __shared__ AggSt sW[kAggWW][kAggOneMax];
+  aggLoadReq(gr, &sr);
+  const int lane = threadIdx.x & 31, wb = threadIdx.x >> 5, nSt = sr.nSt;
+  const int64_t i0 = h->i0, i1 = h->i1;
+  const int64_t nW = (int64_t)gridDim.x*kAggWW, wg = (int64_t)blockIdx.x*kAggWW + wb;
+  int64_t per = (i1 - i0 + nW - 1)/nW;
+  per = (per + 31) & ~(int64_t)31;
+  const int64_t a = i0 + wg*per, b = a + per<i1 ? a + per : i1;
+  AggSt acc[kAggOneMax];
+  ull nRead = 0, nCnt = 0, nLeft = 0;
+#pragma unroll
+  for(int y=0; y<kAggOneMax; y++) aggZero(acc[y]);
+  for(int64_t i=a + lane; i<b; i+=32){
+    const int c = aggClassify(&sr, i);
+    nRead += c!=AGG_ST_OUT;
+    nLeft += c==AGG_ST_LEFT;
+    if( c!=AGG_ST_COUNTED ) continue;
+    nCnt++;
+#pragma unroll
+    for(int y=0; y<kAggOneMax; y++){
+      if( y<nSt ) aggAddRow(&sr, sr.stKind[y], sr.stCol[y], &acc[y], i);
+    }
+  }
+#pragma unroll
+  for(int y=0; y<kAggOneMax; y++){
+    if( y<nSt ){                               // the same for the whole block
+      aggWarpReduce(sr.stKind[y], acc[y]);
+      if( lane==0 ) sW[wb][y] = acc[y];
+    }
+  }
+  for(int o=16; o>0; o>>=1){
+    nRead += __shfl_down_sync(0xffffffffu, nRead, o);
+    nCnt += __shfl_down_sync(0xffffffffu, nCnt, o);
+    nLeft += __shfl_down_sync(0xffffffffu, nLeft, o);
+  }
+  if( lane==0 ){
+    if( nRead ) atomicAdd((ull*)&h->nRead, nRead);
+    if( nCnt ) atomicAdd((ull*)&h->nCounted, nCnt);
+    if( nLeft ) atomicAdd((ull*)&h->nLeft, nLeft);
+  }
+  __syncthreads();
+  if( (int)threadIdx.x<nSt ){
+    const int y = threadIdx.x;
+    AggSt m = sW[0][y];
+    for(int w=1; w<kAggWW; w++) aggMerge(sr.stKind[y], &m, &sW[w][y]);
+    part[(int64_t)y*gridDim.x + blockIdx.x] = m;
+  }
 }
 
 // ----------------------------------------------- path L: sorted groups --

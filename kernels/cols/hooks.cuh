@@ -32,7 +32,7 @@ extern "C" int gpudsCudaColsIndexed(gpuds_cols *pCols){
 }
 
 // Test hook: steer xAgg's paths.  bSorted: groups always sorted (path L),
-// never dense numbers; laneRows: rows a lane steps in a chunk of path L
+// never dense numbers, and no fused pass (kAggOne); laneRows: rows a lane steps in a chunk of path L
 // (0: the default); r2BlockMax: groups up to which a block, not a warp,
 // merges a group's chunks (0: the default); yBatch: most aggregates one
 // launch computes (0: as memory allows).

@@ -7,8 +7,8 @@
 // aggregate) go to both and every field must agree (REAL sums within 1e-15
 // of the sum of the magnitudes).  Each request runs three times on the
 // GPU: as it comes, again (bit for bit the same: no result may depend on
-// timing), and with the groups always sorted and small chunks, merges and
-// launches (the other paths, every kernel variant).
+// timing), and with the groups always sorted, no fused pass, small chunks,
+// merges and launches (the other paths, every kernel variant).
 //
 // Usage: test_agg [small | bench | bench8]
 //   (none)  the random requests at full size (a few hundred, sets up to
@@ -92,8 +92,8 @@ static void checkOne(gpuds_cols *g, gpuds_cols *h, const AgSet &s, const gpuds_a
     CHECK(rc2==GPUDS_OK && sameBits(r1, r2, a.nKey, a.nFn), "%s: a second run differs", zWhat);
     if( rc2==GPUDS_OK ) T.nRepeat++;
     gpudsAggResFree(&r2);
-    // groups sorted, chunks of 32 x 1..4 rows, warp or block merges, one
-    // to three aggregates a launch
+    // groups sorted (no fused pass), chunks of 32 x 1..4 rows, warp or
+    // block merges, one to three aggregates a launch
     gpudsCudaColsAggTune(g, 1, 1 + (int64_t)agBelow(&gR, 4), agBelow(&gR, 2) ? 1 : 1000000,
                          1 + (int)agBelow(&gR, 3));
     int rc3 = G->xAgg(g, &a, &r3);
@@ -155,15 +155,7 @@ static void testMisuse(){
   for(int i=0; i<200; i++){
     AgReq q;
     agReqMake(&gR, &q, &s);
-    switch( agBelow(&gR, 7) ){
-      case 0: if( q.a.nKey ) q.aKey[0].iCol = 2; break;
-      case 1: if( q.a.nKey ) q.aKey[0].op = 3; break;
-      case 2: if( q.a.nFn ) q.aFn[0].fn = 9; break;
-      case 3: if( q.a.nFn ) q.aFn[0].iCol = -2; break;
-      case 4: q.a.iRepFn = q.a.nFn; break;
-      case 5: if( q.a.q.nTerm ){ q.aTerm[0].op = GPUDS_CMP_IN; q.aTerm[0].val = 99; } break;
-      default: q.a.nFn = GPUDS_AGG_FN_MAX+1; break;
-    }
+    agReqBreak(&gR, &q, s.nCol);
     gpuds_aggres rg, rh;
     int rcH = H->xAgg(h, &q.a, &rh), rcG = G->xAgg(g, &q.a, &rg);
     CHECK(rcG==rcH, "misuse %d: rc %d, host %d", i, rcG, rcH);
