@@ -68,7 +68,7 @@
 //   2. kAggClass: each row's class (not read, filtered, leftover, counted)
 //      into a byte a row, and the counts;
 //   NO KEY, NO COUNTD (the fast path: nothing is waited for until the
-//      end): one group, dense number 0; with at most 3 aggregates besides
+//      end): one group, dense number 0; with at most one aggregate besides
 //      count(*), one pass (kAggOne) classifies the rows and steps the
 //      states, lanes in registers, no class array (written only where
 //      leftover rows must be found), then kAggW2 and kAggFinal;

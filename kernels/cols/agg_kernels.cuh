@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <cub/cub.cuh>
 #include <cstdint>
 
 #include "gpuds_backend.h"
@@ -52,31 +53,19 @@ __device__ __forceinline__ void aggZero(AggSt &s){
   for(int w=0; w<6; w++) s.w[w] = 0;
 }
 
-// The warp's states merged in a fixed tree: lane 0 holds all 32.  Every
-// lane of the warp calls it.
-__device__ __forceinline__ void aggWarpReduce(int kind, AggSt &acc){
-  const int lane = threadIdx.x & 31;
-  for(int o=16; o>0; o>>=1){
-    AggSt x;
-#pragma unroll
-    for(int w=0; w<6; w++) x.w[w] = __shfl_down_sync(0xffffffffu, acc.w[w], o);
-    if( lane+o<32 ) aggMerge(kind, &acc, &x);
+// States merged (aggMerge) as CUB's reductions take them.  WarpReduce and
+// BlockReduce (warp reductions, then the warps' results in order) merge in
+// an order fixed by the thread numbers: lane or thread 0 holds the result.
+struct AggOp {
+  int kind;
+  __device__ __forceinline__ AggSt operator()(const AggSt &a, const AggSt &b) const {
+    AggSt r = a;
+    aggMerge(kind, &r, &b);
+    return r;
   }
-}
-
-// The block's states merged in a fixed tree: thread 0 holds them all.
-// Every thread of the block calls it (blockDim.x a multiple of 32, at most
-// 1024); sRed: 32 states of shared memory.
-__device__ __forceinline__ void aggBlockReduce(int kind, AggSt &acc, AggSt *sRed){
-  const int lane = threadIdx.x & 31, wb = threadIdx.x >> 5, nW = blockDim.x >> 5;
-  aggWarpReduce(kind, acc);
-  if( lane==0 ) sRed[wb] = acc;
-  __syncthreads();
-  if( wb==0 ){
-    if( lane<nW ) acc = sRed[lane]; else aggZero(acc);
-    aggWarpReduce(kind, acc);
-  }
-}
+};
+typedef cub::WarpReduce<AggSt> AggWarpRed;
+typedef cub::BlockReduce<AggSt, kAggRT> AggBlockRed;
 
 // Hand state acc of state aggregate y of group g on: BASE and the
 // representative's aggregate into keep (g, S+g), the rest reported into
@@ -252,7 +241,7 @@ __global__ void __launch_bounds__(kAggWT) kAggW1(const AggReq *gr, const AggHdr 
 __global__ void __launch_bounds__(kAggRT) kAggW2(const AggReq *gr, const AggSt *part, int nBlk, int nSlot,
                                                   int y0, AggSt *keep, gpuds_aggres out){
   __shared__ AggReq sr;
-  __shared__ AggSt sRed[32];
+  __shared__ AggBlockRed::TempStorage tmp;
   aggLoadReq(gr, &sr);
   const int y = y0 + blockIdx.y, kind = sr.stKind[y], g = blockIdx.x;
   AggSt acc;
@@ -260,20 +249,23 @@ __global__ void __launch_bounds__(kAggRT) kAggW2(const AggReq *gr, const AggSt *
   for(int b=threadIdx.x; b<nBlk; b+=blockDim.x){
     aggMerge(kind, &acc, &part[((int64_t)blockIdx.y*nBlk + b)*nSlot + g]);
   }
-  aggBlockReduce(kind, acc, sRed);
+  acc = AggBlockRed(tmp).Reduce(acc, AggOp{kind});
   if( threadIdx.x==0 ) aggStore(&sr, y, acc, keep, &out, g, nSlot);
 }
 
-// No key, no COUNTD, at most kAggOneMax state aggregates: one pass that
+// No key, no COUNTD, at most kAggOneMax state aggregates (BASE and one
+// more: count(*) and sum, avg, min... of a filter; more would cost this
+// latency-bound pass registers and occupancy): one pass that
 // classifies each row of h->i0..h->i1-1 (counts into h, no class array)
 // and steps the counted ones into every state, lanes in registers.  Warps
 // take contiguous shares as in kAggW1; a warp's lanes merge in a fixed
 // tree, the block's warps in order, into part[y*gridDim.x + block] (the
 // layout kAggW2 reads with one slot).
-constexpr int kAggOneMax = 4;
-__global__ void __launch_bounds__(kAggWT) kAggOne(const AggReq *gr, AggHdr *h, AggSt *part){
+constexpr int kAggOneMax = 2;
+__global__ void __launch_bounds__(kAggWT, 5) kAggOne(const AggReq *gr, AggHdr *h, AggSt *part){
   __shared__ AggReq sr;
   __shared__ AggSt sW[kAggWW][kAggOneMax];
+  __shared__ AggWarpRed::TempStorage tmp[kAggWW];
   aggLoadReq(gr, &sr);
   const int lane = threadIdx.x & 31, wb = threadIdx.x >> 5, nSt = sr.nSt;
   const int64_t i0 = h->i0, i1 = h->i1;
@@ -299,8 +291,9 @@ __global__ void __launch_bounds__(kAggWT) kAggOne(const AggReq *gr, AggHdr *h, A
 #pragma unroll
   for(int y=0; y<kAggOneMax; y++){
     if( y<nSt ){                               // the same for the whole block
-      aggWarpReduce(sr.stKind[y], acc[y]);
+      acc[y] = AggWarpRed(tmp[wb]).Reduce(acc[y], AggOp{sr.stKind[y]});
       if( lane==0 ) sW[wb][y] = acc[y];
+      __syncwarp();
     }
   }
   for(int o=16; o>0; o>>=1){
@@ -401,6 +394,7 @@ __global__ void __launch_bounds__(kBlock) kAggL1(const AggReq *gr, const IdxT *p
                                                   const int64_t *chunkFirst, int64_t nSeg, int64_t cMax,
                                                   int64_t ch, int y0, AggSt *part){
   __shared__ AggReq sr;
+  __shared__ AggWarpRed::TempStorage tmp[kBlock/32];
   aggLoadReq(gr, &sr);
   const int y = y0 + blockIdx.y, kind = sr.stKind[y], col = sr.stCol[y];
   const int lane = threadIdx.x & 31;
@@ -416,7 +410,7 @@ __global__ void __launch_bounds__(kBlock) kAggL1(const AggReq *gr, const IdxT *p
   AggSt acc;
   aggZero(acc);
   for(int64_t p=p0 + lane; p<p1; p+=32) aggAddRow(&sr, kind, col, &acc, (int64_t)perm[p]);
-  aggWarpReduce(kind, acc);
+  acc = AggWarpRed(tmp[threadIdx.x>>5]).Reduce(acc, AggOp{kind});
   if( lane==0 ) part[(int64_t)blockIdx.y*cMax + c] = acc;
 }
 
@@ -428,7 +422,8 @@ __global__ void __launch_bounds__(kAggRT) kAggL2(const AggReq *gr, const AggSt *
                                                   const int64_t *chunkFirst, int64_t nSeg, int64_t cMax,
                                                   int y0, AggSt *keep, gpuds_aggres out){
   __shared__ AggReq sr;
-  __shared__ AggSt sRed[32];
+  __shared__ AggWarpRed::TempStorage wtmp[kAggRT/32];
+  __shared__ AggBlockRed::TempStorage btmp;
   aggLoadReq(gr, &sr);
   const int y = y0 + blockIdx.y, kind = sr.stKind[y];
   const int64_t g = TPG==32 ? (int64_t)blockIdx.x*(kAggRT/32) + (threadIdx.x>>5) : (int64_t)blockIdx.x;
@@ -440,8 +435,8 @@ __global__ void __launch_bounds__(kAggRT) kAggL2(const AggReq *gr, const AggSt *
       aggMerge(kind, &acc, &part[(int64_t)blockIdx.y*cMax + c]);
     }
   }
-  if( TPG==32 ) aggWarpReduce(kind, acc);
-  else aggBlockReduce(kind, acc, sRed);
+  if( TPG==32 ) acc = AggWarpRed(wtmp[threadIdx.x>>5]).Reduce(acc, AggOp{kind});
+  else acc = AggBlockRed(btmp).Reduce(acc, AggOp{kind});
   if( t==0 && g<nSeg ) aggStore(&sr, y, acc, keep, &out, g, nSeg);
 }
 
