@@ -18,6 +18,7 @@ __attribute__((visibility("default")))
 #endif
 int sqlite3_gpuds_init(sqlite3 *db, char **pzErrMsg,
                        const sqlite3_api_routines *pApi){
+  char zErr[300];
   int rc;
   SQLITE_EXTENSION_INIT2(pApi);
   if( sqlite3_libversion_number()<3032000 ){
@@ -25,7 +26,10 @@ int sqlite3_gpuds_init(sqlite3 *db, char **pzErrMsg,
                                 sqlite3_libversion());
     return SQLITE_ERROR;
   }
-  gpudsConfigLoad();
+  if( gpudsConfigLoad(zErr, sizeof(zErr)) ){
+    *pzErrMsg = sqlite3_mprintf("gpuds: %s", zErr);
+    return SQLITE_ERROR;
+  }
   rc = gpudsRegisterModules(db);
   if( rc==SQLITE_OK ) rc = gpudsRegisterFunctions(db);
   return rc;
