@@ -13,7 +13,7 @@ import os
 import random
 import sqlite3
 
-from gpuds_testlib import EXT, connect
+from gpuds_testlib import EXT
 
 COLS = "k INTEGER PRIMARY KEY, v INTEGER, r REAL, s TEXT"
 GPUDS = ("t", "h")
