@@ -614,8 +614,9 @@ int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
   rc = mainFailed(p, rc, "scan");
   if( rc ) return rc;
   if( !bOrdered && pScan->pos!=0 ){
-    return gpudsVtabError(p, SQLITE_NOMEM, "scan: the store moved to the host "
-                          "(%s) in the middle of a scan of it", p->zStoreWhy);
+    return gpudsVtabError(p, SQLITE_ERROR, "scan: the store moved to the host "
+                          "(%s) in the middle of a scan of it; run the statement "
+                          "again", p->zStoreWhy);
   }
   return gpudsStoreScan(p, pScan, nMax, aKey, aVal, pnOut);
 }

@@ -16,6 +16,8 @@ needed (test_gpumem.py is the same on the GPU, under a real cap).
    moved table's gpuds_info() says its store is on the host and why, and
    after reopening (the table loaded again) it is not on the host for
    that reason any more.  On a machine with a GPU the stores are the GPU's.
+3. The one statement a move may fail: without a mirror, a gpuhash store
+   that moves in the middle of a scan of it.
 
     GPUDS_EXT=build/gpuds.so /usr/bin/python3 tests/test_gpumem_host.py [runs]
 GPUDS_TEST_SCALE multiplies the runs (default about 60 per mode).
@@ -101,7 +103,7 @@ def one_run(hook, path, n, mirror, rows, counting=False):
         hook(-1)
         c.close()
         return 0
-    w = G.Workload(c, T, seed=n, rows=rows, label=label)
+    w = G.Workload(c, T, seed=n, rows=rows, label=label, scan_retry=mirror == "0")
     w.run()
     calls = hook(-1)
     if counting:
@@ -154,6 +156,37 @@ def moves(runs):
     pin.close()
 
 
+def scan_limit():
+    """GPUDS_MIRROR=0: a gpuhash store that moves in the middle of a scan of
+    it (past its first page of 65,536 entries) fails that statement, saying
+    so; run again, it is answered from the moved store."""
+    pin = connect(":memory:")
+    hook = G.store_hook()
+    os.environ["GPUDS_MIRROR"] = "0"
+    q = "SELECT count(*), sum(v) FROM h WHERE k > 5"
+    want = [(149995, sum(range(6, 150001)))]
+    for n in (1, 2):
+        c = connect(":memory:")
+        c.execute("CREATE VIRTUAL TABLE h USING gpuhash(k INTEGER PRIMARY KEY, v)")
+        c.execute(G.series(1, 150000) + "INSERT INTO h SELECT x, x FROM c")
+        hook(n)
+        try:
+            got, err = c.execute(q).fetchall(), None
+        except sqlite3.Error as e:
+            got, err = None, str(e)
+        hook(-1)
+        if n == 1:
+            check(got == want, "a move at a scan's first page: the scan goes on", (got, err))
+        else:
+            check(err is not None and "in the middle of a scan" in err and "run the statement again" in err,
+                  "a move past a hash scan's first page fails the statement, saying so", (got, err))
+        check(c.execute(q).fetchall() == want, "run again after the move (call %d)" % n)
+        check(G.placements(c)["h"]["store_why"] == G.HOOK_WHY, "the store is on the host (call %d)" % n)
+        c.close()
+    del os.environ["GPUDS_MIRROR"]
+    pin.close()
+
+
 def main():
     if not EXT:
         print("SKIPPED: GPUDS_EXT is not set")
@@ -164,6 +197,7 @@ def main():
         os.environ.pop(v, None)
     setting()
     moves(runs)
+    scan_limit()
     return T.finish()
 
 
