@@ -109,7 +109,8 @@ static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
 #define HOOK_WHY "a test failed this call to the store as a full GPU would"
 static int gHookOn = 0;                 /* atomics: any thread may call */
 static uint64_t gHookN = 0, gHookAt = 0;
-static _Thread_local int tHooked = 0;   /* the thread's last main call failed by it */
+static _Thread_local int tHooked = 0;   /* while on: the thread's last main
+                                        ** call was failed by it */
 
 __attribute__((visibility("default")))
 uint64_t gpuds_test_store_nomem(int64_t n){
@@ -119,21 +120,27 @@ uint64_t gpuds_test_store_nomem(int64_t n){
   return k;
 }
 
-/* Count a call to a main store: true if the hook fails it. */
+/* Count a call to a main store: true if the hook fails it.  Off, it costs
+** one load. */
 static int hookFires(void){
   uint64_t k;
-  tHooked = 0;
   if( !__atomic_load_n(&gHookOn, __ATOMIC_RELAXED) ) return 0;
   k = __atomic_add_fetch(&gHookN, 1, __ATOMIC_SEQ_CST);
   tHooked = k==__atomic_load_n(&gHookAt, __ATOMIC_SEQ_CST);
   return tHooked;
+}
+
+/* True if the calling thread's last call to a main store was failed by
+** the hook. */
+static int hooked(void){
+  return __atomic_load_n(&gHookOn, __ATOMIC_RELAXED) && tHooked;
 }
 /* A call to a table's main store, under the hook. */
 #define MAIN(call) (hookFires() ? GPUDS_NOMEM : (call))
 
 /* Why the calling thread's last call to store pS (ops pOps) failed. */
 static const char *whyFailed(const gpuds_store_ops *pOps, gpuds_store *pS){
-  return tHooked ? HOOK_WHY : pOps->xErrmsg(pS);
+  return hooked() ? HOOK_WHY : pOps->xErrmsg(pS);
 }
 
 /* ------------------------------------------------------------ placement */
@@ -165,7 +172,7 @@ static const gpuds_store_ops *hostOpsFor(const GpudsTable *p){
 ** if bMirror) moves that store to the host: out of memory on the GPU, or
 ** with a mirror to take over (GPUDS_MIRROR=1 on the host), or the hook. */
 static int movesOn(const gpuds_store_ops *pOps, int bMirror, int rc){
-  return rc==GPUDS_NOMEM && (opsGpu(pOps) || bMirror || tHooked);
+  return rc==GPUDS_NOMEM && (opsGpu(pOps) || bMirror || hooked());
 }
 
 /* The ops of table p's column set, or, where it has none, those its next
@@ -262,7 +269,7 @@ int gpudsStoreCreate(GpudsTable *p, GpudsStores *pNew){
   pNew->pOps = gpudsStoreOps(p->eKind);
   rc = MAIN(pNew->pOps->xCreate(&pNew->pStore, &zErr));
   if( movesOn(pNew->pOps, 0, rc) ){
-    sqlite3_snprintf((int)sizeof(pNew->zWhy), pNew->zWhy, "%s", tHooked ? HOOK_WHY : zErr ? zErr : "out of memory");
+    sqlite3_snprintf((int)sizeof(pNew->zWhy), pNew->zWhy, "%s", hooked() ? HOOK_WHY : zErr ? zErr : "out of memory");
     free(zErr);
     zErr = 0;
     pNew->pOps = hostOpsFor(p);
@@ -462,7 +469,7 @@ static void *buildJobRun(void *pArg){
   if( j->pS ){
     j->rc = j->bMain ? MAIN(j->pOps->xBulkLoad(j->pS, j->n, j->aKey, j->aVal))
                      : j->pOps->xBulkLoad(j->pS, j->n, j->aKey, j->aVal);
-    j->bHooked = j->bMain && tHooked;
+    j->bHooked = j->bMain && hooked();
     if( j->rc ) sqlite3_snprintf((int)sizeof(j->zWhy), j->zWhy, "%s", whyFailed(j->pOps, j->pS));
   }else{
     gpudsFilterFill(j->pFilter, j->aKey, (int64_t)j->n);
