@@ -85,7 +85,7 @@ static void buildColumns(GpudsBuild *b){
   int eWhen = gpudsConfig()->eColsOnLoad;
   int bCancel;
   if( t->nCol<2 || eWhen==GPUDS_COLSLOAD_OFF ) return;
-  if( eWhen==GPUDS_COLSLOAD_AUTO && gpudsColsOps(t->pOps)==&gpudsHostColsOps ) return;
+  if( eWhen==GPUDS_COLSLOAD_AUTO && gpudsStoreColsOps(t)==&gpudsHostColsOps ) return;
   pthread_mutex_lock(&b->mu);
   bCancel = b->bCancel;
   pthread_mutex_unlock(&b->mu);
@@ -160,7 +160,7 @@ static void buildFree(GpudsBuild *b){
   GpudsTable *t = &b->t;
   if( t->pStore ){
     gpudsStoreFreeRows(t);
-    gpudsStoreFree(t, t->pStore, t->pMirror);
+    gpudsStoreFree(t);
   }
   gpudsStoreColsDrop(t);
   gpudsFilterFree(&t->filter);
@@ -196,7 +196,7 @@ int gpudsBuildStart(GpudsTable *p, int eHow, GpudsBuild **ppBuild){
   b->t.zDb = (char*)"main";      /* the file is the thread's main database */
   b->t.eKind = p->eKind;
   b->t.nCol = p->nCol;
-  b->t.pOps = p->pOps;
+  b->t.pOps = gpudsStoreOps(p->eKind);
   b->t.iFormat = p->iFormat;
   b->t.eEnc = p->eEnc;
   b->bHold = gpudsConfig()->eLazyLoad==GPUDS_LAZY_HOLD;
@@ -268,10 +268,7 @@ int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, const GpudsMeta *m, int *pbIn
   if( rc==SQLITE_OK && t->bLoaded && m->iFormat==p->iFormat && buildMatches(b, m) ){
     p->bMaxValid = 0;
     gpudsStoreFreeRows(p);
-    gpudsStoreFree(p, p->pStore, p->pMirror);
-    p->pStore = t->pStore;
-    p->pMirror = t->pMirror;
-    p->pMirOps = t->pMirOps;
+    gpudsStoreTake(p, t);
     gpudsFilterFree(&p->filter);
     p->filter = t->filter;
     p->iGeneration = t->iGeneration;
@@ -286,9 +283,9 @@ int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, const GpudsMeta *m, int *pbIn
     p->cs.nRows = t->cs.nRows;
     p->cs.nBuild += t->cs.nBuild;
     p->cs.aBytes = t->cs.aBytes;
+    memcpy(p->cs.zWhy, t->cs.zWhy, sizeof(p->cs.zWhy));
     t->cs.pCols = 0;
     t->cs.aBytes = 0;
-    t->pStore = t->pMirror = 0;
     memset(&t->filter, 0, sizeof(t->filter));
     *pbInstalled = 1;
   }

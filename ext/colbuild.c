@@ -2,8 +2,9 @@
 ** colbuild.c -- the build of a table's column set (issue #12): every row
 ** of the store decoded into its non-key columns' tags and 8-byte values
 ** (gpudsRowColVal) on one thread per CPU, handed to the column set's
-** backend (xLoad: the GPU's beside a GPU store, the host's where the GPU
-** is full or absent).
+** backend (xLoad: the GPU's where the table's backend is the GPU's, the
+** host's where the GPU is absent, or full, or GPUDS_GPU_MEMORY would be
+** passed: then until the table is loaded again, cs.zWhy saying why).
 **
 ** Called by the first column query (colset.c) and by a background load
 ** (bgload.c), which builds the set with the store so that the first
@@ -143,11 +144,14 @@ int gpudsColsBuild(GpudsTable *p){
     goto build_out;
   }
   decodeAll(&b, cs->aBytes);
-  for(cs->pOps = gpudsColsOps(p->pOps); ; cs->pOps = &gpudsHostColsOps){
+  for(cs->pOps = gpudsStoreColsOps(p); ; cs->pOps = &gpudsHostColsOps){
     rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, gpudsStoreOrdered(p),
                          b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
     if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
-    /* The GPU is full: the host column set answers the same plans. */
+    /* The GPU cannot hold it (full, or GPUDS_GPU_MEMORY): the host column
+    ** set answers the same plans, and takes every build until the table is
+    ** loaded again (cs->zWhy, gpudsStoreColsOps). */
+    sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", zErr ? zErr : "out of memory");
     free(zErr);
     zErr = 0;
   }

@@ -216,6 +216,20 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   gq.nMost = q->nMost;
   cs->nQuery++;
   rc = cs->pOps->xQuery(cs->pCols, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
+  if( rc==GPUDS_NOMEM && cs->pOps!=&gpudsHostColsOps ){
+    /* The GPU has no room for the query's workspace: the set moves to the
+    ** host (until the table is loaded again) and the query runs there. */
+    sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", cs->pOps->xErrmsg(cs->pCols));
+    rc = gpudsColsBuild(p);
+    free(aSkip);
+    aSkip = 0;
+    if( rc==SQLITE_OK ) rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
+    if( rc ) goto run_out;
+    gq.aSkip = aSkip; gq.nSkip = nSkip;
+    free(aGK); free(aGR); free(aGS);
+    aGK = 0; aGR = 0; aGS = 0; nG = 0;
+    rc = cs->pOps->xQuery(cs->pCols, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
+  }
   if( rc ){
     rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend, cs->pOps->xErrmsg(cs->pCols));
     goto run_out;

@@ -64,6 +64,11 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** smallest size); it grows by rebuilds as keys arrive. */
 #define GPUDS_FILTER_INITIAL_KEYS 1024
 
+/* Bytes of the reason a table's store or column set lives on the host
+** though the GPU was meant to hold it (GpudsTable.zStoreWhy,
+** GpudsColState.zWhy): the message of the allocation the GPU refused. */
+#define GPUDS_WHY_MAX 320
+
 /* Module kinds */
 #define GPUDS_MOD_GFSL    GPUDS_ORDERED
 #define GPUDS_MOD_GPUHASH GPUDS_HASH
@@ -225,6 +230,11 @@ typedef struct GpudsColState {
                               ** found on demand (coltext.c) */
   int64_t *aDirty;            /* keys changed in the store since pCols */
   int64_t nDirty, nDirtyAlloc;
+  char zWhy[GPUDS_WHY_MAX];   /* "": the set goes where the store's backend
+                              ** puts it; else why it is on the host: the GPU
+                              ** could not hold it (colbuild.c, colset.c), and
+                              ** builds go to the host until the table is
+                              ** loaded again */
   int64_t nBuild;             /* sets built (statistics) */
   int64_t nQuery;             /* queries run on sets (statistics) */
   int64_t nCapped;            /* of them, past their nMost: scanned instead */
@@ -259,6 +269,10 @@ struct GpudsTable {
   gpuds_store *pStore;        /* committed (and flushed) rows */
   const gpuds_store_ops *pMirOps;  /* host mirror of a GPU store (store.c) */
   gpuds_store *pMirror;       /* or NULL */
+  char zStoreWhy[GPUDS_WHY_MAX];  /* "", or why the store is on the host
+                              ** though the GPU was meant to hold it (it ran
+                              ** out of GPU memory, or GPUDS_GPU_MEMORY
+                              ** would be passed): store.c */
   GpudsWbuf wb;               /* write buffer of the open transaction */
   GpudsLoader wArena;         /* arena for the rows of big write buffers */
   GpudsFilter filter;         /* keys that might be in pStore */
@@ -386,17 +400,28 @@ int gpudsWbufSyncLost(const GpudsTable *p);
 void gpudsWbufSynced(GpudsTable *p);
 void gpudsFilterRebuild(GpudsTable *p);
 
-/* The store and its host mirror (store.c) */
-int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir);
-void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir);
+/* The store and its host mirror (store.c).  A store being built for a
+** table (a load's), until gpudsStoreInstall makes it the table's: */
+typedef struct GpudsStores {
+  const gpuds_store_ops *pOps;     /* the store */
+  gpuds_store *pStore;
+  const gpuds_store_ops *pMirOps;  /* its host mirror, or NULLs */
+  gpuds_store *pMirror;
+  char zWhy[GPUDS_WHY_MAX];        /* as GpudsTable.zStoreWhy */
+} GpudsStores;
+int gpudsStoreCreate(GpudsTable *p, GpudsStores *pNew);
+void gpudsStoresFree(GpudsStores *pS);
+void gpudsStoreInstall(GpudsTable *p, GpudsStores *pNew);
+void gpudsStoreTake(GpudsTable *p, GpudsTable *pFrom);
+void gpudsStoreFree(GpudsTable *p);
 int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
                     const int64_t *aKey, const uint64_t *aVal,
                     uint8_t *aFound, uint64_t *aOld);
-int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
-                   size_t n, const int64_t *aKey, const uint64_t *aVal);
-int gpudsStoreBuild(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
+int gpudsStoreBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_t *aVal);
+int gpudsStoreBuild(GpudsTable *p, GpudsStores *pNew,
                     size_t n, const int64_t *aKey, const uint64_t *aVal,
                     GpudsFilter *pFilter);
+const gpuds_cols_ops *gpudsStoreColsOps(const GpudsTable *p);
 int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
                      uint8_t *aFound, uint64_t *aVal);
 int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,

@@ -178,6 +178,50 @@ static void appendBytes(sqlite3_str *s, long long n){
   else sqlite3_str_appendf(s, "%.1f %s", x, azUnit[i]);
 }
 
+/* Why table p's store (bCols 0) or column set (1) is on the host, given
+** the device probe's answer (bGpu, zDev); NULL where it is on the GPU. */
+static const char *whyHost(const GpudsTable *p, int bCols, int bGpu, const char *zDev){
+  const char *zBackend = bCols ? gpudsStoreColsOps(p)->zBackend : p->pOps->zBackend;
+  const char *zWhy = bCols ? p->cs.zWhy : p->zStoreWhy;
+  if( strcmp(zBackend, "host")!=0 ) return 0;
+  if( zWhy[0] ) return zWhy;
+  if( !bGpu ) return zDev;
+  return gpudsConfig()->bForceHost ? "GPUDS_BACKEND=host" : "no GPU store for it";
+}
+
+/* Append ",\"placement\":{...}" to s: where table p's store and column
+** set live (gpu or host) and, for one on the host, why. */
+static void placementJson(sqlite3_str *s, const GpudsTable *p, int bGpu, const char *zDev){
+  int i;
+  sqlite3_str_appendall(s, ",\"placement\":{");
+  for(i=0; i<2; i++){
+    const char *zWhy = whyHost(p, i, bGpu, zDev);
+    sqlite3_str_appendf(s, "%s\"%s\":\"%s\",\"%s_why\":", i ? "," : "",
+                        i ? "column_set" : "store", zWhy ? "host" : "gpu",
+                        i ? "column_set" : "store");
+    if( zWhy ) jsonString(s, zWhy); else sqlite3_str_appendall(s, "null");
+  }
+  sqlite3_str_appendall(s, "}");
+}
+
+/* Append the GPU memory gpuds holds in this process to s, as JSON. */
+static void gpuMemJson(sqlite3_str *s){
+  const gpuds_config *c = gpudsConfig();
+  gpuds_gpumem m;
+  gpudsGpuMemory(&m);
+  sqlite3_str_appendall(s, "\"gpu_memory\":{\"cap\":");
+  if( c->bGpuMemCap ){
+    sqlite3_str_appendf(s, "%llu,\"cap_setting\":", (unsigned long long)c->nGpuMemCap);
+    jsonString(s, c->zGpuMemory);
+  }else{
+    sqlite3_str_appendall(s, "null,\"cap_setting\":null");
+  }
+  sqlite3_str_appendf(s, ",\"held\":%llu,\"peak\":%llu,\"refused_by_cap\":%llu,"
+                      "\"refused_by_gpu\":%llu},",
+                      (unsigned long long)m.nHeld, (unsigned long long)m.nPeak,
+                      (unsigned long long)m.nRefusedCap, (unsigned long long)m.nRefusedGpu);
+}
+
 /* gpuds_info('table'): table p described in a few lines of text for people
 ** (gpuds_info() without an argument gives the same and more as JSON). */
 static void tableText(sqlite3_context *ctx, GpudsTable *p){
@@ -186,7 +230,8 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   int bGpu = gpudsCudaDevice(zDev, sizeof(zDev), 0, 0);
   int bCuda = strcmp(p->pOps->zBackend, "cuda")==0;
   int bHash = p->eKind==GPUDS_HASH;
-  const char *zCols = (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend;
+  const char *zCols = gpudsStoreColsOps(p)->zBackend;
+  const char *zWhy;
   sqlite3_str *s = sqlite3_str_new(0);
   long long nBytes;
   int n;
@@ -203,7 +248,8 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   zStore[0] = 0;
   p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
   nBytes = jsonNumber(zStore, bCuda ? "device_bytes" : "bytes");
-  sqlite3_str_appendf(s, "store: %s", bHash ? "hash table" : bCuda ? "skiplist (GFSL)" : "B+tree");
+  sqlite3_str_appendf(s, "store: %s", p->pOps->kind==GPUDS_HASH ? "hash table"
+                      : bCuda ? "skiplist (GFSL)" : "B+tree");
   sqlite3_str_appendall(s, bCuda ? " on the GPU" : " on the host");
   if( nBytes>=0 ){
     sqlite3_str_appendall(s, ", ");
@@ -212,9 +258,10 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   }
   if( bCuda ){
     sqlite3_str_appendf(s, " (%s)\n", zDev);
+  }else if( p->zStoreWhy[0] ){
+    sqlite3_str_appendf(s, "; the GPU could not hold it: %s\n", p->zStoreWhy);
   }else{
-    sqlite3_str_appendf(s, "; the GPU is not used: %s\n",
-        !bGpu ? zDev : gpudsConfig()->bForceHost ? "GPUDS_BACKEND=host" : "no GPU store for it");
+    sqlite3_str_appendf(s, "; the GPU is not used: %s\n", whyHost(p, 0, bGpu, zDev));
   }
   if( p->pMirror ){
     zStore[0] = 0;
@@ -228,10 +275,25 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   if( p->cs.pCols ){
     sqlite3_str_appendf(s, "built over %lld rows, ", (long long)p->cs.nRows);
     appendBytes(s, gpudsColsBytes(p));
-    sqlite3_str_appendf(s, "; queries: %lld; keys changed since the build: %lld\n",
+    sqlite3_str_appendf(s, "; queries: %lld; keys changed since the build: %lld",
                         (long long)p->cs.nQuery, (long long)p->cs.nDirty);
   }else{
-    sqlite3_str_appendall(s, "not built (the first filter or ORDER BY on a non-key column builds it)\n");
+    sqlite3_str_appendall(s, "not built (the first filter or ORDER BY on a non-key column builds it)");
+  }
+  zWhy = p->cs.zWhy[0] ? p->cs.zWhy : 0;
+  if( zWhy ) sqlite3_str_appendf(s, "; the GPU could not hold it: %s", zWhy);
+  sqlite3_str_appendall(s, "\n");
+  if( bGpu ){
+    gpuds_gpumem m;
+    gpudsGpuMemory(&m);
+    sqlite3_str_appendall(s, "GPU memory gpuds holds in this process: ");
+    appendBytes(s, (long long)m.nHeld);
+    if( gpudsConfig()->bGpuMemCap ){
+      sqlite3_str_appendf(s, " of a cap of ");
+      appendBytes(s, (long long)gpudsConfig()->nGpuMemCap);
+      sqlite3_str_appendf(s, " (GPUDS_GPU_MEMORY=%s)", gpudsConfig()->zGpuMemory);
+    }
+    sqlite3_str_appendall(s, "\n");
   }
   if( p->wb.nOver>0 ){
     sqlite3_str_appendf(s, "this transaction: %lld keys written, not yet applied to the store\n",
@@ -287,6 +349,7 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   }
   sqlite3_str_appendf(s, "\"gpu_memory_total\":%llu,\"gpu_memory_free\":%llu,",
                       (unsigned long long)nTotal, (unsigned long long)nFree);
+  gpuMemJson(s);
   sqlite3_str_appendf(s, "\"sqlite\":\"%s\",\"tables\":[", sqlite3_libversion());
   zStore = sqlite3_malloc(INFO_STORE_MAX*2);
   pthread_mutex_lock(&tableListMutex);
@@ -302,6 +365,7 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     sqlite3_str_appendf(s, "%s{\"name\":", nTab++ ? "," : "");
     jsonString(s, zFull ? zFull : "");
     sqlite3_free(zFull);
+    placementJson(s, p, bGpu, zDev);
     sqlite3_str_appendf(s, ",\"module\":\"%s\",\"backend\":\"%s\","
         "\"host_mirror\":%s,\"load\":\"%s\","
         "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,\"mirror\":%s,"
@@ -314,7 +378,7 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         (long long)gpudsShadowRows(p), (long long)p->wb.nOver,
         (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}",
         zMir && zMir[0] ? zMir : "null",
-        (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend, p->cs.pCols ? "true" : "false",
+        gpudsStoreColsOps(p)->zBackend, p->cs.pCols ? "true" : "false",
         (long long)p->cs.nRows, (long long)gpudsColsBytes(p),
         p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,
         (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery,

@@ -678,7 +678,8 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
   LoadWorkerArg aArg[LOAD_MAX_WORKERS];
   GpudsFilter f;
   GpudsDigest dig = {0, 0, 0};
-  gpuds_store *pNew = 0, *pNewMir = 0;
+  GpudsStores st;
+  memset(&st, 0, sizeof(st));
   memset(&out, 0, sizeof(out));
   memset(&f, 0, sizeof(f));
   rc = gpudsRunListCap(p, &aRun, &aN, &aCap, &nRun);
@@ -726,18 +727,16 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
   for(i=0; aR && i<nRun; i++) loadRowsFree(&aR[i]);
   sqlite3_free(aR);
 
-  if( rc==SQLITE_OK ) rc = gpudsStoreCreate(p, &pNew, &pNewMir);
+  if( rc==SQLITE_OK ) rc = gpudsStoreCreate(p, &st);
   if( rc==SQLITE_OK ){
     gpudsFilterAlloc(&f, out.n + out.n/4); /* none: slower, never wrong */
-    rc = gpudsStoreBuild(p, pNew, pNewMir, (size_t)out.n, out.aKey, out.aVal, &f);
+    rc = gpudsStoreBuild(p, &st, (size_t)out.n, out.aKey, out.aVal, &f);
   }
   if( rc==SQLITE_OK ){
     /* Replace the store, its rows and the filter. */
     p->bMaxValid = 0;
     gpudsStoreFreeRows(p);
-    gpudsStoreFree(p, p->pStore, p->pMirror);
-    p->pStore = pNew;
-    p->pMirror = pNewMir;
+    gpudsStoreInstall(p, &st);
     gpudsFilterFree(&p->filter);
     p->filter = f;
     p->iGeneration = iGen;
@@ -747,7 +746,7 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
     p->nLoadRows = out.n;
     out.n = 0;                              /* the rows are the store's now */
   }else{
-    gpudsStoreFree(p, pNew, pNewMir);
+    gpudsStoresFree(&st);
     gpudsFilterFree(&f);
   }
   loadRowsFree(&out);

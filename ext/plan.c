@@ -169,7 +169,7 @@ static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
                       : (bOrdered ? "gpuhash (ordered mirror)" : "gpuhash"));
   if( x->bCols ){
     sqlite3_str_appendf(pStr, "%s column set: ",
-                        strcmp(p->pOps->zBackend, "host")==0 ? "host" : "GPU");
+                        strcmp(gpudsStoreColsOps(p)->zBackend, "host")==0 ? "host" : "GPU");
   }
   for(i=0; i<x->nArg; i++){
     if( x->aeArg[i]==PLAN_LIMIT ){ bLimit = 1; continue; }

@@ -689,6 +689,15 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
         sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s", p->cs.pOps->zBackend);
       }else if( rc==GPUDS_MISUSE ){
         rc = SQLITE_OK;               /* no aggregation there: the host's */
+      }else if( rc==GPUDS_NOMEM && p->cs.pOps!=&gpudsHostColsOps ){
+        /* The GPU has no room for the aggregation's workspace: the set
+        ** moves to the host (built there by the next query, until the
+        ** table is loaded again: cs.zWhy), and this evaluation takes every
+        ** group from its rows. */
+        sqlite3_snprintf((int)sizeof(p->cs.zWhy), p->cs.zWhy, "%s",
+                         p->cs.pOps->xErrmsg(p->cs.pCols));
+        gpudsStoreColsDrop(p);
+        rc = SQLITE_OK;
       }else{
         rc = gpudsVtabError(p, rc, "%s column set: %s", p->cs.pOps->zBackend,
                             p->cs.pOps->xErrmsg(p->cs.pCols));

@@ -110,7 +110,7 @@ static void tableFree(GpudsTable *p){
   gpudsWbufClear(p);
   gpudsStoreFreeRows(p);
   gpudsLoaderEnd(&p->wArena);
-  if( p->pOps ) gpudsStoreFree(p, p->pStore, p->pMirror);
+  gpudsStoreFree(p);
   gpudsFilterFree(&p->filter);
   for(i=0; i<p->nCol; i++) sqlite3_free(p->azCol[i]);
   sqlite3_free(p->azCol);
@@ -169,6 +169,7 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   GpudsSchema sch;
   GpudsTable *p = 0;
   GpudsVtab *pV;
+  GpudsStores st;
   char *zErr = 0;
   int rc;
 
@@ -245,7 +246,8 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     sqlite3_free(pV);
     return SQLITE_ERROR;
   }
-  rc = gpudsStoreCreate(p, &p->pStore, &p->pMirror);
+  rc = gpudsStoreCreate(p, &st);
+  if( rc==SQLITE_OK ) gpudsStoreInstall(p, &st);
   if( rc ){
     *pzErr = sqlite3_mprintf("%s: %s", argv[0], p->base.zErrMsg ? p->base.zErrMsg : "cannot create the store");
     tableFree(p);

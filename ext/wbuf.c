@@ -515,7 +515,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   if( bAllUpsert && (p->pOps->xCount(p->pStore)==0 || flushAppends(p, f)) ){
     /* Only inserts, into an empty store or past its largest key (keys
     ** written in order): the bulk-build path. */
-    rc = gpudsStoreBulk(p, p->pStore, p->pMirror, n, f->aKey, f->aNew);
+    rc = gpudsStoreBulk(p, n, f->aKey, f->aNew);
     memset(f->aFound, 0, n);      /* no old values: aOld stays NULL */
   }else{
     f->aOld = malloc(n*8);
