@@ -21,6 +21,8 @@
 #include "common/check.cuh"
 #include "cols/layout.cuh"
 #include "cols/store.cuh"
+#include "cols/select.cuh"
+#include "cols/index.cuh"
 #include "cols/agg_kernels.cuh"
 
 namespace {
