@@ -40,6 +40,10 @@ void colsFree(gpuds_cols *pCols){
   if( p->hPin ) (void)cudaFreeHost(p->hPin);
   if( p->st ) (void)cudaStreamDestroy(p->st);
   (void)cudaGetLastError();
+  /* The arrays and workspaces above were freed without their sizes: what
+  ** the set's account still holds goes back to the process's account. */
+  gpuds_mem::account().held -= p->mem.bytes;
+  p->mem.bytes = 0;
   free(p);
 }
 
