@@ -29,7 +29,7 @@
 ** Thread safety: the private table is touched by the thread alone until it
 ** ends (pthread_join orders its writes before the installer's reads); the
 ** backend promises that distinct stores may be used from distinct threads
-** (gpuds_backend.h); rows come from the load's own arenas (row.c).
+** (gpuds_backend.h); rows come from the load's own arenas (arena.c).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3

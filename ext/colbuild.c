@@ -25,7 +25,7 @@ typedef struct BuildCtx {
   uint64_t *aRow;
   uint8_t *aTag;            /* nCol*n, column-major */
   uint64_t *aVal;
-  int eText;                /* how the table's records hold text (row.c) */
+  int eText;                /* how the table's records hold text (textenc.c) */
 } BuildCtx;
 
 /* gpudsStoreEach callback: append a page of entries (decoded later). */

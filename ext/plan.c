@@ -18,7 +18,7 @@
 ** other columns every term but IS [NOT] NULL is a superset SQLite checks
 ** again (colOpLetter).  Text is compared and ordered as SQLite's BINARY
 ** collation does in the database's encoding (its UTF-16 bytes in a UTF-16
-** database: row.c), in the set and in the exact checks.
+** database: textenc.c), in the set and in the exact checks.
 ** Every key constraint the plan takes is omitted (the plan is exact, with
 ** SQLite's comparison rules for non-integer values); LIMIT and OFFSET are
 ** taken as a hint for the size of the first page only (not omitted, and the
@@ -101,7 +101,7 @@ static int isNumericAff(char a){
 ** checks again (not omitted): 'a' =, 'A' IS, 'b' !=, 'B' IS NOT, ranges
 ** 'x'...'Y' on TEXT columns and 'z'...'W' on untyped ones.  The set
 ** orders text as SQLite's BINARY collation does in the database's
-** encoding (row.c). */
+** encoding (textenc.c). */
 static char colOpLetter(int op, char aff){
   int bNum = isNumericAff(aff);
   int bText = aff==GPUDS_AFF_TEXT;

@@ -92,8 +92,8 @@ typedef struct GpudsDigest {
   int64_t nEntries;       /* sum of their entry counts */
 } GpudsDigest;
 
-/* How table p's records hold text (row.c's eText, gpuds_int.h): the one
-** place that decides it from the storage format.  From format
+/* How table p's records hold text (eText, gpuds_int.h): the one place
+** that decides it from the storage format.  From format
 ** SHADOW_FORMAT_TEXT on, in the database's encoding, byte for byte as
 ** SQLite's records hold it; before, as UTF-8 (what SQLite's conversion
 ** made of it), which in a UTF-16 database orders as the UTF-16 SQLite
