@@ -373,6 +373,14 @@ int gpudsColsAmbig(GpudsTable *p, int iCol, const uint64_t **paAmbig, int64_t *p
 int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...);
 int gpudsErrorV(sqlite3_vtab *pVtab, int rc, const char *zFmt, va_list ap);
 
+/* Statements on the table's connection (stmt.c): printf-formatted SQL run
+** or prepared, its error in the table's message; a PRAGMA's one value. */
+int gpudsRunExec(GpudsTable *p, const char *zFmt, ...);
+int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...);
+int gpudsPragmaPick(sqlite3 *db, const char *zSql, const char *const *azValue,
+                    int nValue);
+int gpudsPragmaIs(sqlite3 *db, const char *zSql, const char *zValue);
+
 /* Write buffer (wbuf.c) */
 int gpudsWbufInit(GpudsTable *p);
 void gpudsWbufClear(GpudsTable *p);
