@@ -49,17 +49,6 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** from an arena (vtab.c). */
 #define GPUDS_ARENA_ROWS 1024
 
-/* A key range of a hash table at most this wide is answered by one batch
-** lookup of its keys instead of a scan of every slot (vtab.c)... */
-#define GPUDS_HASH_RANGE_KEYS 65536
-/* ... and only while it is at most GPUDS_HASH_RANGE_PER_ROW keys per row of
-** the store plus GPUDS_HASH_RANGE_SLACK: a scan visits every slot and then
-** snapshots, sorts and looks up every row, while a probe for an absent key
-** stops at its first empty slot, so many probes per row are still cheaper;
-** the slack keeps short ranges on empty or tiny tables on the batch path. */
-#define GPUDS_HASH_RANGE_PER_ROW 16
-#define GPUDS_HASH_RANGE_SLACK   64
-
 /* The key filter of a new table is sized for this many keys (filter.c's
 ** smallest size); it grows by rebuilds as keys arrive. */
 #define GPUDS_FILTER_INITIAL_KEYS 1024
