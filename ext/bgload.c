@@ -72,7 +72,7 @@ int gpudsDbIsWal(sqlite3 *db, const char *zDb){
   return bWal;
 }
 
-/* After the load, the column set (issue #12) of a table with non-key
+/* After the load, the column set of a table with non-key
 ** columns where it would be on the GPU (GPUDS_COLUMNS_ON_LOAD: =1 the
 ** host's too, =0 never; never with GPUDS_COLUMN_PLANS=off): the first
 ** column query after opening then finds it built, as a transaction finds

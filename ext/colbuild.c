@@ -1,5 +1,5 @@
 /*
-** colbuild.c -- the build of a table's column set (issue #12): every row
+** colbuild.c -- the build of a table's column set: every row
 ** of the store decoded into its non-key columns' tags and 8-byte values
 ** (gpudsRowColVal) on one thread per CPU, handed to the column set's
 ** backend (xLoad: the GPU's beside a GPU store, the host's where the GPU
