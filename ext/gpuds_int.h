@@ -70,7 +70,7 @@ typedef struct GpudsRowPos {
   uint32_t iHdr, iBody, nHdr;
 } GpudsRowPos;
 
-/* --------------------------------------------------- handles and arenas */
+/* ------------------------------------------ handles and arenas (arena.c) */
 /* A row handle is its record's address; bit 0 marks a record in a load
 ** arena (arena.c).  Spare arena blocks for loaders: a list whose links
 ** arena.c keeps. */
@@ -105,7 +105,7 @@ int gpudsBlocksAdd(GpudsBlocks *pList, int bHuge);
 void gpudsBlocksFree(GpudsBlocks *pList);
 void gpudsMemTrim(void);
 
-/* ------------------------------------------------------------------ text */
+/* ----------------------------------------------------- text (textenc.c) */
 /* How a table's records hold text (the eText arguments of row.c and
 ** textenc.c; which one a table's storage format gives: gpudsTableText,
 ** runfmt.h): SQLITE_UTF8, SQLITE_UTF16LE or SQLITE_UTF16BE, text in that
@@ -128,7 +128,7 @@ int gpudsTextCmp(const unsigned char *a, uint32_t na, const unsigned char *b, ui
                  int eText);
 int gpudsBytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb);
 
-/* ------------------------------------------------------- records (row.c) */
+/* ------------------------------------------------------ records (row.c) */
 uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff,
                      int eText);
 int gpudsRealToInt(double r, sqlite3_int64 *pi);
