@@ -1,5 +1,5 @@
 /*
-** colbuild.c -- the build of a table's column set (issue #12): every row
+** colbuild.c -- the build of a table's column set: every row
 ** of the store decoded into its non-key columns' tags and 8-byte values
 ** (gpudsRowColVal) on one thread per CPU, handed to the column set's
 ** backend (xLoad: the GPU's where the table's backend is the GPU's, the
@@ -26,7 +26,7 @@ typedef struct BuildCtx {
   uint64_t *aRow;
   uint8_t *aTag;            /* nCol*n, column-major */
   uint64_t *aVal;
-  int eText;                /* how the table's records hold text (row.c) */
+  int eText;                /* how the table's records hold text (textenc.c) */
 } BuildCtx;
 
 /* gpudsStoreEach callback: append a page of entries (decoded later). */

@@ -1,5 +1,5 @@
 /*
-** colset.c -- reads that filter or order by non-key columns (issue #12),
+** colset.c -- reads that filter or order by non-key columns,
 ** as the open transaction sees the table.
 **
 ** The table's column set (backend gpuds_cols_ops: on the GPU beside a GPU

@@ -4,16 +4,16 @@
 **
 ** Why a mirror: SQLite asks for one row at a time (a point SELECT, each
 ** outer row of a join, each duplicate check of a plain INSERT, the first
-** rows of a short range), and a GPU round trip costs tens of microseconds,
-** several times an ordinary table's whole lookup.  The mirror (key -> row
+** rows of a short range), and a GPU round trip costs several times an
+** ordinary table's whole lookup.  The mirror (key -> row
 ** handle) answers those exactly; the GPU answers batches: flushed writes,
 ** bulk loads, IN lists and long scans of an ordered store.
 **
 ** The mirror is always the host's ordered store (a B+tree), whatever the
-** GPU store's kind (issues #12/#13).  A GPU hash store has no key order, and
+** GPU store's kind.  A GPU hash store has no key order, and
 ** a mirror of the same kind made every key range and ORDER BY k on gpuhash
 ** snapshot the keys in range, sort them and read the rows back through
-** random probes (0.5-0.7x an ordinary table on an H100); an ordered mirror
+** random probes (slower than an ordinary table); an ordered mirror
 ** answers them as gfsl's does, by walking leaves in key order, and takes
 ** fewer bytes per row than a host hash at 70% load.  So every scan of a
 ** hash store with a mirror is a scan of the mirror (gpudsStoreScan), and

@@ -1,8 +1,8 @@
-/* view.h -- the gpuds_view module: its SELECT (viewdef.c), the SELECT
-** bound to a table (viewdef.c), its evaluation (viewrun.c, viewexact.c)
-** and the module (view.c). */
-#ifndef GPUDS_VIEW_H
-#define GPUDS_VIEW_H
+/* view_int.h -- declarations shared by the files of the gpuds_view
+** module: its SELECT and its binding to a table (viewdef.c), its
+** evaluation (viewrun.c, viewexact.c) and the module (view.c). */
+#ifndef GPUDS_VIEW_INT_H
+#define GPUDS_VIEW_INT_H
 
 /* An expression on a column: the column, or its "/ n" or "% n"
 ** (GPUDS_AGGKEY_xxx). */
