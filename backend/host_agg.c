@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <pthread.h>
 
 /* A group's state: fixed slots, then each aggregate's. */
 typedef union Slot { int64_t i; uint64_t u; double d; } Slot;
@@ -95,8 +94,6 @@ typedef struct AggPart {
   int64_t *aLeft, nLeft, nLeftAlloc;   /* leftover rows' indices */
   int64_t nRead;
   int rc;
-  pthread_t tid;
-  int bThread;
 } AggPart;
 
 /* ------------------------------------------------------------ helpers */
@@ -761,14 +758,7 @@ int gpudsHostColsAgg(gpuds_cols *pCols, const gpuds_agg *a, gpuds_aggres *pR){
     }
   }
   if( rc==GPUDS_OK ){
-    for(t=1; t<nPart; t++){
-      aPart[t].bThread = pthread_create(&aPart[t].tid, 0, partRun, &aPart[t])==0;
-    }
-    partRun(&aPart[0]);
-    for(t=1; t<nPart; t++){
-      if( aPart[t].bThread ) pthread_join(aPart[t].tid, 0);
-      else partRun(&aPart[t]);
-    }
+    gpudsHostRunParts(partRun, aPart, sizeof(aPart[0]), nPart);
     for(t=0; t<nPart; t++){
       if( aPart[t].rc ) rc = aPart[t].rc;
       pR->nRead += aPart[t].nRead;

@@ -85,8 +85,6 @@ typedef struct ScanPart {
   int64_t r0, r1;
   int64_t *aIdx;
   int64_t nOut;
-  pthread_t tid;
-  int bThread;
 } ScanPart;
 
 static void *scanRun(void *pArg){
@@ -119,6 +117,22 @@ int gpudsHostThreads(int64_t nRow){
   return n<1 ? 1 : (int)n;
 }
 
+/* xRun on each of the nPart parts of the array aPart (szPart bytes a
+** part), at once: parts 1.. on threads of their own (on this one where a
+** thread cannot be made), part 0 on this one; returns when all are done. */
+void gpudsHostRunParts(void *(*xRun)(void*), void *aPart, size_t szPart, int nPart){
+  pthread_t aTid[HOST_MAX_THREADS];
+  int aOk[HOST_MAX_THREADS], t;
+  for(t=1; t<nPart; t++){
+    aOk[t] = pthread_create(&aTid[t], 0, xRun, (char*)aPart + szPart*(size_t)t)==0;
+  }
+  xRun(aPart);
+  for(t=1; t<nPart; t++){
+    if( aOk[t] ) pthread_join(aTid[t], 0);
+    else xRun((char*)aPart + szPart*(size_t)t);
+  }
+}
+
 /* The indices of the rows [i0, i1) that match q, ascending, into aIdx
 ** (room for i1-i0): their number, or more than q->nMost (> 0) where more
 ** match (the indices then undefined).  One share of the rows a thread. */
@@ -135,14 +149,7 @@ static int64_t scanAll(const HostCols *p, const gpuds_query *q, int64_t i0, int6
     w->r1 = i0 + (i1-i0)*(t+1)/nPart;
     w->aIdx = aIdx + (w->r0 - i0);
   }
-  for(t=1; t<nPart; t++){
-    aPart[t].bThread = pthread_create(&aPart[t].tid, 0, scanRun, &aPart[t])==0;
-  }
-  scanRun(&aPart[0]);
-  for(t=1; t<nPart; t++){
-    if( aPart[t].bThread ) pthread_join(aPart[t].tid, 0);
-    else scanRun(&aPart[t]);
-  }
+  gpudsHostRunParts(scanRun, aPart, sizeof(aPart[0]), nPart);
   for(t=0; t<nPart; t++){
     if( aPart[t].aIdx!=aIdx+nOut && aPart[t].nOut>0 ){
       memmove(aIdx+nOut, aPart[t].aIdx, (size_t)aPart[t].nOut*8);
