@@ -74,6 +74,31 @@ static inline int64_t gpudsHostTermPass(const HostCols *p, const gpuds_query *q,
   int64_t j, m = 0;
   const uint8_t *aTag = pT->iCol>=0 ? &p->aTag[(size_t)pT->iCol*(size_t)p->n] : 0;
   const uint64_t *aVal = pT->iCol>=0 ? &p->aVal[(size_t)pT->iCol*(size_t)p->n] : 0;
+  uint32_t any = 0;
+  uint8_t aT[3] = { 0xff, 0xff, 0xff };
+  uint64_t aV[3] = { 0, 0, 0 };
+  int nPair = 0;
+  if( gpudsColAsPairs(op, pT->tag, pT->val, &any, aT, aV, &nPair) ){
+    /* =, IS, IS [NOT] NULL: the values that may match are a few words and
+    ** whole tags.  A text or blob whose 8 bytes match is a "maybe" but for
+    ** the constant's own 8 bytes where bExact; a whole tag is a "maybe"
+    ** (another affinity could convert it) but for IS [NOT] NULL. */
+    const int rAny = op==GPUDS_CMP_ISNULL || op==GPUDS_CMP_NOTNULL ? 1 : 2;
+    for(j=0; j<n; j++){
+      int64_t i = aSel[j];
+      uint8_t tag = aTag ? aTag[i] : GPUDS_TAG_INT;
+      uint64_t val = aTag ? aVal[i] : (uint64_t)p->aKey[i];
+      int r = 0;
+      if( (any>>tag) & 1u ){
+        r = rAny;
+      }else if( (tag==aT[0] && val==aV[0]) || (tag==aT[1] && val==aV[1])
+             || (tag==aT[2] && val==aV[2]) ){
+        r = gpudsColClass(tag)<2 || (bExact && tag==pT->tag && val==pT->val) ? 1 : 2;
+      }
+      if( r ){ aSel[m] = i; aMaybe[m] = aMaybe[j] | (r==2); m++; }
+    }
+    return m;
+  }
   if( op>=GPUDS_CMP_EQ && op<=GPUDS_CMP_GE
    && (pT->tag==GPUDS_TAG_INT || pT->tag==GPUDS_TAG_REAL) ){
     /* a number: numbers compare inline, other values by the rules */
@@ -94,6 +119,18 @@ static inline int64_t gpudsHostTermPass(const HostCols *p, const gpuds_query *q,
       }else{
         r = gpudsColMatch(tag, val, op, pT->tag, pT->val);
       }
+      if( r ){ aSel[m] = i; aMaybe[m] = aMaybe[j] | (r==2); m++; }
+    }
+    return m;
+  }
+  if( op==GPUDS_CMP_IN ){
+    /* its own loop: the rules of IN alone, inlined */
+    for(j=0; j<n; j++){
+      int64_t i = aSel[j];
+      uint8_t tag = aTag ? aTag[i] : GPUDS_TAG_INT;
+      uint64_t val = aTag ? aVal[i] : (uint64_t)p->aKey[i];
+      int r = gpudsColMatchAgg(tag, val, GPUDS_CMP_IN, pT->tag, pT->val, q->aInTag, q->aInVal,
+                               bExact);
       if( r ){ aSel[m] = i; aMaybe[m] = aMaybe[j] | (r==2); m++; }
     }
     return m;

@@ -133,9 +133,10 @@ static void reqMake(Req *r, const Set *s){
   for(t=0; t<q->nTerm; t++){
     gpuds_term *pT = &r->aTerm[t];
     static const int aOp[] = { GPUDS_CMP_EQ, GPUDS_CMP_NE, GPUDS_CMP_LT, GPUDS_CMP_LE,
-      GPUDS_CMP_GT, GPUDS_CMP_GE, GPUDS_CMP_ISNULL, GPUDS_CMP_NOTNULL, GPUDS_CMP_ISNOT, GPUDS_CMP_IN };
+      GPUDS_CMP_GT, GPUDS_CMP_GE, GPUDS_CMP_ISNULL, GPUDS_CMP_NOTNULL, GPUDS_CMP_ISNOT, GPUDS_CMP_IN,
+      GPUDS_CMP_ANYEQ };
     pT->iCol = (int)below(s->nCol+1) - 1;
-    pT->op = aOp[below(10)];
+    pT->op = aOp[below(sizeof(aOp)/sizeof(aOp[0]))];
     if( pT->op==GPUDS_CMP_IN ){
       int m = 1 + (int)below(4), j;
       /* sorted by gpudsColInCompare, duplicates dropped */
