@@ -140,6 +140,8 @@ void gpudsLoaderBegin(GpudsLoader *L);
 void gpudsLoaderEnd(GpudsLoader *L);
 uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol);
 uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h);
+void gpudsRowsRepack(uint64_t *aRow, size_t n, uint64_t **paOrig);
+void gpudsRowsRepackUndo(uint64_t *aRow, size_t n, uint64_t **paOrig);
 size_t gpudsLoaderSpanMax(void);
 int gpudsBlocksAdd(GpudsBlocks *pList, int bHuge);
 void gpudsBlocksFree(GpudsBlocks *pList);
@@ -229,6 +231,20 @@ typedef struct GpudsColState {
   int64_t nQuery;             /* queries run on sets (statistics) */
   int64_t nCapped;            /* of them, past their nMost: scanned instead */
 } GpudsColState;
+
+/* One flush of the write buffer, applied to the store as one batch
+** (gpudsStoreFlush): its keys, the values written and what the store held
+** before.  The write buffer's undo log keeps it until the transaction ends. */
+struct GpudsFlush {
+  size_t n;
+  int64_t *aKey;        /* keys, ascending */
+  uint64_t *aNew;       /* values written (0 = deleted) */
+  uint8_t *aFound;      /* key was in the store before */
+  uint64_t *aOld;       /* its value then; NULL after a bulk load (every
+                        ** key was new: all 0) */
+  uint64_t *aOrig;      /* if the rows were repacked: the overlay's handles,
+                        ** which the undo log knows (aNew holds the copies) */
+};
 
 /* A batch the open transaction applied to the store (gpudsWbufBatches):
 ** n distinct keys, ascending, and the values written (0 = deleted).  A view
@@ -384,16 +400,12 @@ int gpudsWbufBatches(GpudsTable *p, int bUnsynced, GpudsBatch **paBatch,
                      int64_t *pnBatch);
 int gpudsWbufSyncLost(const GpudsTable *p);
 void gpudsWbufSynced(GpudsTable *p);
-void gpudsFilterRebuild(GpudsTable *p);
 
 /* The store and its host mirror (store.c) */
 int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir);
 void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir);
-int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
-                    const int64_t *aKey, const uint64_t *aVal,
-                    uint8_t *aFound, uint64_t *aOld);
-int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
-                   size_t n, const int64_t *aKey, const uint64_t *aVal);
+int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f);
+int gpudsStoreUndo(GpudsTable *p, const GpudsFlush *f);
 int gpudsStoreBuild(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
                     size_t n, const int64_t *aKey, const uint64_t *aVal,
                     GpudsFilter *pFilter);

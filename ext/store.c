@@ -142,7 +142,7 @@ static int allUpsertsAscending(size_t n, const uint8_t *aOp, const int64_t *aKey
 /* Apply a batch of distinct keys to the store and its mirror: both or
 ** neither.  aFound/aOld may be NULL, and aVal where the batch holds no
 ** upsert (as for xBatch). */
-int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
+static int storeBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
                     const int64_t *aKey, const uint64_t *aVal,
                     uint8_t *aFound, uint64_t *aOld){
   uint8_t *aF = aFound, *aInv = 0;
@@ -187,12 +187,12 @@ batch_out:
   return rc;
 }
 
-/* Bulk-load sorted distinct new keys into pMain and its mirror pMir (a
-** table's stores, or fresh ones being built by a reload): both or neither. */
-int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
-                   size_t n, const int64_t *aKey, const uint64_t *aVal){
+/* Bulk-load sorted distinct new keys into the table's store and its
+** mirror: both or neither. */
+static int storeBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_t *aVal){
+  gpuds_store *pMain = p->pStore, *pMir = p->pMirror;
   int rc;
-  if( pMain==p->pStore ) gpudsStoreColsDrop(p);
+  gpudsStoreColsDrop(p);
   rc = p->pOps->xBulkLoad(pMain, n, aKey, aVal);
   if( rc ) return storeErr(p, p->pOps, pMain, rc, "bulk load");
   if( pMir ){
@@ -208,6 +208,147 @@ int gpudsStoreBulk(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
     }
   }
   return rc;
+}
+
+/* ------------------------------------------------------------ key filter
+** The key filter (filter.c) holds every key of the store and, since keys
+** are never removed from it, some that are gone: its rules live here,
+** beside the batches that change the store. */
+
+/* The key filter is rebuilt once the keys deleted from the store since the
+** last rebuild pass half of those added plus FILTER_STALE_SLACK: stale keys
+** only cost false "maybe" answers, and the slack spares a small table a
+** rebuild at every delete. */
+#define FILTER_STALE_SLACK 1024
+
+/* gpudsStoreEach() callback: add a page's keys to the filter. */
+static int filterAddCb(GpudsTable *p, void *pCtx, const int64_t *aK,
+                       const uint64_t *aV, size_t n){
+  gpudsFilterAddMany(&p->filter, aK, (int64_t)n);
+  return SQLITE_OK;
+}
+
+/* Rebuild the key filter from the store's contents (none if memory is
+** short: slower, never wrong). */
+static void filterRebuild(GpudsTable *p){
+  int64_t n = p->pOps->xCount(p->pStore);
+  if( gpudsFilterReset(&p->filter, n*2) ) return;
+  if( gpudsStoreEach(p, filterAddCb, 0) ) gpudsFilterFree(&p->filter);
+}
+
+/* Account the keys of flush f, just applied to the store, in the filter. */
+static void filterAfterFlush(GpudsTable *p, const GpudsFlush *f){
+  size_t i, nNew = 0;
+  int bFull = 0;
+  /* Only the flush's upserts add keys: its deletes only make it staler. */
+  for(i=0; i<f->n; i++) nNew += f->aNew[i]!=0;
+  if( p->filter.nAdded + (int64_t)nNew > p->filter.nCap ){
+    /* It would overflow: size it for the new contents in one rebuild.
+    ** When the flush found none of its keys and the store now holds as
+    ** many as it upserted, the store was empty and holds just those
+    ** (a first bulk load): the filter is made from the flush, not from a
+    ** scan of the store. */
+    size_t nFound = 0;
+    for(i=0; i<f->n; i++) nFound += f->aFound[i]!=0;
+    if( nFound==0 && p->pOps->xCount(p->pStore)==(int64_t)nNew ){
+      if( gpudsFilterReset(&p->filter, (int64_t)nNew*2) ) return;   /* none: slower, never wrong */
+      gpudsFilterAddIf(&p->filter, f->aKey, f->aNew, (int64_t)f->n);
+      return;
+    }
+    filterRebuild(p);
+    return;
+  }
+  /* the upserts' keys, their blocks prefetched (a random line each) */
+  if( nNew ) bFull = gpudsFilterAddIf(&p->filter, f->aKey, f->aNew, (int64_t)f->n);
+  for(i=0; i<f->n; i++){
+    if( !f->aNew[i] && f->aFound[i] ) p->filter.nStale++;
+  }
+  if( bFull || p->filter.nStale > p->filter.nAdded/2 + FILTER_STALE_SLACK ){
+    filterRebuild(p);
+  }
+}
+
+/* ------------------------------------------------------------ flushes */
+
+/* A flush of at least this many new keys, all past the largest key of an
+** ordered store, is bulk-loaded rather than applied as a batch (see
+** flushAppends; the column set's threshold for dropping itself). */
+#define FLUSH_APPEND_MIN 65536
+
+/* True if the keys of flush f (ascending) all lie past the largest key of
+** an ordered store, and there are enough of them for a bulk load to beat a
+** batch (it drops the column set and, on the host, may rebuild the tree):
+** they are all new, so found/old are all 0. */
+static int flushAppends(GpudsTable *p, const GpudsFlush *f){
+  gpuds_scan s;
+  int64_t kMax = 0;
+  uint64_t v = 0;
+  size_t nOut = 0;
+  if( p->eKind!=GPUDS_ORDERED || f->n<FLUSH_APPEND_MIN ) return 0;
+  memset(&s, 0, sizeof(s));
+  s.lo = INT64_MIN; s.hi = INT64_MAX; s.desc = 1;
+  if( gpudsStoreScan(p, &s, 1, &kMax, &v, &nOut)!=SQLITE_OK ){
+    sqlite3_free(p->base.zErrMsg);         /* not an error: take the batch path */
+    p->base.zErrMsg = 0;
+    return 0;
+  }
+  return nOut==1 && f->aKey[0]>kMax;
+}
+
+/* Apply flush f (f->n distinct keys ascending, f->aNew their values, 0
+** deleting) to the store and its mirror as one batch, filling f->aFound
+** and f->aOld with what they held before, and account it in the key
+** filter and the column set's log.  Only inserts, into an empty store or
+** past its largest key (keys written in order), take the bulk-build path:
+** f->aOld stays NULL (every key was new).  All-or-nothing: on error the
+** store is unchanged. */
+int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f){
+  size_t n = f->n, i;
+  uint8_t *aOp = malloc(n ? n : 1);
+  int rc, bAllUpsert = 1;
+  if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  for(i=0; i<n; i++){
+    aOp[i] = f->aNew[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
+    if( f->aNew[i]==0 ) bAllUpsert = 0;
+  }
+  if( bAllUpsert && (p->pOps->xCount(p->pStore)==0 || flushAppends(p, f)) ){
+    rc = storeBulk(p, n, f->aKey, f->aNew);
+    memset(f->aFound, 0, n);      /* no old values: aOld stays NULL */
+  }else{
+    f->aOld = malloc(n ? n*8 : 8);
+    if( f->aOld==0 ){
+      free(aOp);
+      return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    }
+    rc = storeBatch(p, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
+  }
+  free(aOp);
+  if( rc==SQLITE_OK ) filterAfterFlush(p, f);
+  return rc;
+}
+
+/* Take flush f back: put what each key held before it into the store and
+** its mirror (the inverse batch) and add the keys that come back to the
+** key filter (a rebuild since the flush may have dropped them).
+** All-or-nothing. */
+int gpudsStoreUndo(GpudsTable *p, const GpudsFlush *f){
+  uint8_t *aOp = malloc(f->n ? f->n : 1);
+  size_t i;
+  int rc, bFull = 0;
+  if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  for(i=0; i<f->n; i++){
+    aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
+  }
+  /* (after a bulk load aOld is NULL: every key was new, every operation
+  ** a delete, and xBatch takes no values for a batch without an upsert) */
+  rc = storeBatch(p, f->n, aOp, f->aKey, f->aOld, 0, 0);
+  free(aOp);
+  if( rc ) return rc;
+  for(i=0; i<f->n; i++){
+    if( f->aFound[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
+  }
+  if( bFull ) filterRebuild(p);
+  return SQLITE_OK;
 }
 
 /* One part of gpudsStoreBuild: a bulk load into a store, or the filling
