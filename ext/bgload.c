@@ -85,7 +85,7 @@ static void buildColumns(GpudsBuild *b){
   int eWhen = gpudsConfig()->eColsOnLoad;
   int bCancel;
   if( t->nCol<2 || eWhen==GPUDS_COLSLOAD_OFF ) return;
-  if( eWhen==GPUDS_COLSLOAD_AUTO && gpudsColsOps(t->pOps)==&gpudsHostColsOps ) return;
+  if( eWhen==GPUDS_COLSLOAD_AUTO && strcmp(gpudsColsBackend(t), "host")==0 ) return;
   pthread_mutex_lock(&b->mu);
   bCancel = b->bCancel;
   pthread_mutex_unlock(&b->mu);

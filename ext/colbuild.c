@@ -114,9 +114,8 @@ static void decodeAll(BuildCtx *b, uint8_t *aBytes){
 int gpudsColsBuild(GpudsTable *p){
   GpudsColState *cs = &p->cs;
   BuildCtx b;
-  char *zErr = 0;
   int rc;
-  int64_t nStore = p->pOps->xCount(p->pStore);
+  int64_t nStore = gpudsStoreCount(p);
 
   gpudsStoreColsDrop(p);
   memset(&b, 0, sizeof(b));
@@ -143,23 +142,7 @@ int gpudsColsBuild(GpudsTable *p){
     goto build_out;
   }
   decodeAll(&b, cs->aBytes);
-  for(cs->pOps = gpudsColsOps(p->pOps); ; cs->pOps = &gpudsHostColsOps){
-    rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, gpudsStoreOrdered(p),
-                         b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
-    if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
-    /* The GPU is full: the host column set answers the same plans. */
-    free(zErr);
-    zErr = 0;
-  }
-  if( rc ){
-    cs->pCols = 0;
-    gpudsVtabError(p, rc, "cannot build the %s column set: %s", cs->pOps->zBackend,
-                   zErr ? zErr : "error");
-    free(zErr);
-    goto build_out;
-  }
-  cs->nRows = b.n;
-  cs->nBuild++;
+  rc = gpudsStoreColsLoad(p, b.nCol, b.n, b.aKey, b.aRow, b.aTag, b.aVal);
 build_out:
   free(b.aKey); free(b.aRow);
   free(b.aTag); free(b.aVal);

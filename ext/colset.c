@@ -197,7 +197,7 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   OrderCtx oc = orderOf(q);
 
   *pn = 0; *paKey = 0; *paRow = 0; *pbPartial = 0;
-  if( cs->pCols==0 ){
+  if( !gpudsColsBuilt(p) ){
     rc = gpudsColsBuild(p);
     if( rc ) return rc;
   }
@@ -215,11 +215,8 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   gq.nFirst = q->nFirst;
   gq.nMost = q->nMost;
   cs->nQuery++;
-  rc = cs->pOps->xQuery(cs->pCols, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
-  if( rc ){
-    rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend, cs->pOps->xErrmsg(cs->pCols));
-    goto run_out;
-  }
+  rc = gpudsStoreColsQuery(p, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
+  if( rc ) goto run_out;
   if( nG<0 ){            /* more than q->nMost: the caller scans instead */
     cs->nCapped++;
     *pn = -1;
@@ -304,9 +301,4 @@ int64_t gpudsColsAfter(const GpudsColQuery *q, const int64_t *aKey, const uint64
     if( orderCmp(&oc, aKey[mid], aRow[mid], kLast, rLast)<=0 ) lo = mid+1; else hi = mid;
   }
   return lo;
-}
-
-/* Bytes the table's column set holds (0 if none). */
-int64_t gpudsColsBytes(GpudsTable *p){
-  return p->cs.pCols ? p->cs.pOps->xBytes(p->cs.pCols) : 0;
 }

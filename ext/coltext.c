@@ -126,7 +126,7 @@ static int gatherCb(GpudsTable *p, void *pCtx, const int64_t *aK, const uint64_t
 static int textPass(GpudsTable *p, int iCol, GpudsColText *pT){
   TextJob aJob[TEXT_MAX_THREADS];
   Gather g;
-  int64_t nStore = p->pOps->xCount(p->pStore), k = 0;
+  int64_t nStore = gpudsStoreCount(p), k = 0;
   int nJob = 1, i, rc = SQLITE_OK;
   uint64_t s;
   memset(&g, 0, sizeof(g));

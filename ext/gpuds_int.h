@@ -401,7 +401,20 @@ int gpudsWbufBatches(GpudsTable *p, int bUnsynced, GpudsBatch **paBatch,
 int gpudsWbufSyncLost(const GpudsTable *p);
 void gpudsWbufSynced(GpudsTable *p);
 
-/* The store and its host mirror (store.c) */
+/* The store and its host mirror (store.c): the only file that calls the
+** backends' ops tables, the column set's included */
+int64_t gpudsStoreCount(const GpudsTable *p);
+const char *gpudsStoreBackend(const GpudsTable *p);
+const char *gpudsStoreKindBackend(int eKind);
+int gpudsStoreHasMirror(const GpudsTable *p);
+int gpudsStoreInfo(GpudsTable *p, int bMirror, char *zBuf, size_t nBuf);
+int gpudsColsBuilt(const GpudsTable *p);
+const char *gpudsColsBackend(const GpudsTable *p);
+int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
+                       const uint64_t *aRow, const uint8_t *aTag, const uint64_t *aVal);
+int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
+                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort);
+int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes);
 int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir);
 void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir);
 int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f);

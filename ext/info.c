@@ -184,9 +184,9 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   char *zStore = sqlite3_malloc(INFO_STORE_MAX);
   char zDev[256];
   int bGpu = gpudsCudaDevice(zDev, sizeof(zDev), 0, 0);
-  int bCuda = strcmp(p->pOps->zBackend, "cuda")==0;
+  int bCuda = strcmp(gpudsStoreBackend(p), "cuda")==0;
   int bHash = p->eKind==GPUDS_HASH;
-  const char *zCols = (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend;
+  const char *zCols = gpudsColsBackend(p);
   sqlite3_str *s = sqlite3_str_new(0);
   long long nBytes;
   int n;
@@ -200,8 +200,7 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   }else{
     sqlite3_str_appendall(s, "not loaded yet (its first statement loads it)\n");
   }
-  zStore[0] = 0;
-  p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
+  gpudsStoreInfo(p, 0, zStore, INFO_STORE_MAX);
   nBytes = jsonNumber(zStore, bCuda ? "device_bytes" : "bytes");
   sqlite3_str_appendf(s, "store: %s", bHash ? "hash table" : bCuda ? "skiplist (GFSL)" : "B+tree");
   sqlite3_str_appendall(s, bCuda ? " on the GPU" : " on the host");
@@ -216,16 +215,14 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
     sqlite3_str_appendf(s, "; the GPU is not used: %s\n",
         !bGpu ? zDev : gpudsConfig()->bForceHost ? "GPUDS_BACKEND=host" : "no GPU store for it");
   }
-  if( p->pMirror ){
-    zStore[0] = 0;
-    p->pMirOps->xInfo(p->pMirror, zStore, INFO_STORE_MAX);
+  if( gpudsStoreInfo(p, 1, zStore, INFO_STORE_MAX) ){
     nBytes = jsonNumber(zStore, "bytes");
     sqlite3_str_appendall(s, "host mirror: B+tree (point lookups and key order)");
     if( nBytes>=0 ){ sqlite3_str_appendall(s, ", "); appendBytes(s, nBytes); }
     sqlite3_str_appendall(s, "\n");
   }
   sqlite3_str_appendf(s, "column set (%s): ", strcmp(zCols, "cuda")==0 ? "GPU" : "host");
-  if( p->cs.pCols ){
+  if( gpudsColsBuilt(p) ){
     sqlite3_str_appendf(s, "built over %lld rows, ", (long long)p->cs.nRows);
     appendBytes(s, gpudsColsBytes(p));
     sqlite3_str_appendf(s, "; queries: %lld; keys changed since the build: %lld\n",
@@ -258,8 +255,8 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   char zDev[256];
   uint64_t nFree = 0, nTotal = 0;
   int bGpu = gpudsCudaDevice(zDev, sizeof(zDev), &nFree, &nTotal);
-  const gpuds_store_ops *pOrd = gpudsStoreOps(GPUDS_ORDERED);
-  const gpuds_store_ops *pHash = gpudsStoreOps(GPUDS_HASH);
+  const char *zOrd = gpudsStoreKindBackend(GPUDS_ORDERED);
+  const char *zHash = gpudsStoreKindBackend(GPUDS_HASH);
   sqlite3_str *s = sqlite3_str_new(0);
   GpudsTable *p;
   int nTab = 0;
@@ -273,10 +270,9 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   }
   sqlite3_str_appendf(s, "{\"version\":\"%s\",", GPUDS_VERSION);
   sqlite3_str_appendf(s, "\"backend\":\"%s\",",
-      (strcmp(pOrd->zBackend, "cuda")==0 || strcmp(pHash->zBackend, "cuda")==0)
-      ? "cuda" : "host");
+      (strcmp(zOrd, "cuda")==0 || strcmp(zHash, "cuda")==0) ? "cuda" : "host");
   sqlite3_str_appendf(s, "\"backends\":{\"gfsl\":\"%s\",\"gpuhash\":\"%s\"},",
-                      pOrd->zBackend, pHash->zBackend);
+                      zOrd, zHash);
   sqlite3_str_appendall(s, "\"device\":");
   jsonString(s, bGpu ? zDev : "none");
   sqlite3_str_appendall(s, ",");
@@ -294,11 +290,8 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     if( p->db!=db ) continue;
     char *zFull = sqlite3_mprintf("%s.%s", p->zDb, p->zName);
     char *zMir = zStore ? zStore + INFO_STORE_MAX : 0;
-    if( zStore ) p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
-    if( zMir ){
-      zMir[0] = 0;
-      if( p->pMirror ) p->pMirOps->xInfo(p->pMirror, zMir, INFO_STORE_MAX);
-    }
+    if( zStore ) gpudsStoreInfo(p, 0, zStore, INFO_STORE_MAX);
+    if( zMir ) gpudsStoreInfo(p, 1, zMir, INFO_STORE_MAX);
     sqlite3_str_appendf(s, "%s{\"name\":", nTab++ ? "," : "");
     jsonString(s, zFull ? zFull : "");
     sqlite3_free(zFull);
@@ -308,13 +301,13 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         "\"column_set\":{\"backend\":\"%s\",\"built\":%s,\"rows\":%lld,"
         "\"bytes\":%lld,\"bytes_per_row\":%.1f,\"changed_keys\":%lld,"
         "\"builds\":%lld,\"queries\":%lld,\"scanned_instead\":%lld}}",
-        p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", p->pOps->zBackend,
-        p->pMirror ? "true" : "false",
+        p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", gpudsStoreBackend(p),
+        gpudsStoreHasMirror(p) ? "true" : "false",
         p->pBuild ? "background" : p->bLoaded ? "loaded" : "not loaded",
         (long long)gpudsShadowRows(p), (long long)p->wb.nOver,
         (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}",
         zMir && zMir[0] ? zMir : "null",
-        (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend, p->cs.pCols ? "true" : "false",
+        gpudsColsBackend(p), gpudsColsBuilt(p) ? "true" : "false",
         (long long)p->cs.nRows, (long long)gpudsColsBytes(p),
         p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,
         (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery,

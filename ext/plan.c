@@ -169,7 +169,7 @@ static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
                       : (bOrdered ? "gpuhash (ordered mirror)" : "gpuhash"));
   if( x->bCols ){
     sqlite3_str_appendf(pStr, "%s column set: ",
-                        strcmp(p->pOps->zBackend, "host")==0 ? "host" : "GPU");
+                        strcmp(gpudsStoreBackend(p), "host")==0 ? "host" : "GPU");
   }
   for(i=0; i<x->nArg; i++){
     if( x->aeArg[i]==PLAN_LIMIT ){ bLimit = 1; continue; }
@@ -191,7 +191,7 @@ static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
                         (pInfo->idxNum & PLAN_DESC) ? " DESC" : "");
   }
   if( bLimit ) sqlite3_str_appendall(pStr, bOffset ? " LIMIT ? OFFSET ?" : " LIMIT ?");
-  if( x->bCols && p->cs.pCols==0 ){
+  if( x->bCols && !gpudsColsBuilt(p) ){
     sqlite3_str_appendall(pStr, " (the column set is not built yet: the first run builds it)");
   }
   if( x->bColsOnceBuilt ){
@@ -321,7 +321,7 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
       colCost = COLS_LAUNCH_COST + nRow/COLS_SCAN_DIV + colRows;
       keyCostBuilt = keyCost;
       colCostBuilt = colCost;
-      if( p->cs.pCols==0 && nColArg==0 && iOrderCol<0
+      if( !gpudsColsBuilt(p) && nColArg==0 && iOrderCol<0
        && !(iLimit>=0 && pInfo->nOrderBy>0) ){
         /* no set yet, a plan on the key alone: the set would be built from
         ** every row, while the hash scan's snapshot passes over the slots

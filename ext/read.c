@@ -411,7 +411,7 @@ int gpudsKeyExists(GpudsTable *p, int64_t k, int *pbExists){
     *pbExists = v!=0;
     return SQLITE_OK;
   }
-  if( p->pOps->xCount(p->pStore)==0 ) return SQLITE_OK;
+  if( gpudsStoreCount(p)==0 ) return SQLITE_OK;
   if( !gpudsFilterMaybe(&p->filter, k) ) return SQLITE_OK;
   {
     /* The write buffer does not hold k (checked above): ask the store. */

@@ -314,7 +314,7 @@ static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch
 static int shadowMetaWrite(GpudsTable *p, int bAll, const GpudsDigest *pAdd,
                            const GpudsDigest *pDel){
   int64_t iStamp = shadowRandom(), iGen = p->iGeneration + 1, nEnt = 0;
-  int64_t nRows = p->pOps->xCount(p->pStore);
+  int64_t nRows = gpudsStoreCount(p);
   uint64_t uDigest = 0, uLayout = 0;
   int rc;
   if( !bAll ){
@@ -446,7 +446,7 @@ static int shadowDigestError(GpudsTable *p){
 ** with each other (a deleted or changed run, or a changed count):
 ** SQLITE_CORRUPT_VTAB, and the table is loaded again on the next try. */
 static int shadowRowsCheck(GpudsTable *p, const GpudsMeta *m){
-  int64_t nHeld = p->pOps->xCount(p->pStore);
+  int64_t nHeld = gpudsStoreCount(p);
   if( nHeld==m->nRows ) return SQLITE_OK;
   p->bLoaded = 0;
   return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged: it says %lld rows, "
@@ -568,7 +568,7 @@ int gpudsShadowPending(const GpudsTable *p){
 /* The rows of the table as of the last refresh: the store's, or t_meta's
 ** while pending (for plan costs). */
 int64_t gpudsShadowRows(const GpudsTable *p){
-  return p->pBuild ? p->nMetaRows : p->pOps->xCount(p->pStore);
+  return p->pBuild ? p->nMetaRows : gpudsStoreCount(p);
 }
 
 /* The store must hold the table now (a scan, a write, a check): wait for
@@ -735,7 +735,7 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
     rc = shadowDigestError(p);
   }
   if( rc ) goto check_out;
-  nStore = p->pOps->xCount(p->pStore);
+  nStore = gpudsStoreCount(p);
   if( c.nBad ){
     *pzResult = sqlite3_mprintf("%s: %lld of %lld shadow rows disagree; first: %s",
                                 p->zName, (long long)c.nBad, (long long)c.n, c.zFirst);

@@ -86,19 +86,133 @@ static void colsLog(GpudsTable *p, size_t n, const uint8_t *aOp, const int64_t *
   }
 }
 
+/* ------------------------------------------------------------ what it is
+** Only this file calls the backends' ops tables (the store's, the
+** mirror's, the column set's): the rest of ext/ asks through these. */
+
+/* Keys the store holds (with the open transaction's flushed batches). */
+int64_t gpudsStoreCount(const GpudsTable *p){
+  return p->pOps->xCount(p->pStore);
+}
+
+/* The backend a new table of kind eKind (GPUDS_ORDERED or GPUDS_HASH)
+** gets: "cuda" or "host". */
+const char *gpudsStoreKindBackend(int eKind){
+  return gpudsStoreOps(eKind)->zBackend;
+}
+
+/* The backend of the table's store: "cuda" or "host". */
+const char *gpudsStoreBackend(const GpudsTable *p){
+  return p->pOps->zBackend;
+}
+
+/* True if the table's store has a host mirror. */
+int gpudsStoreHasMirror(const GpudsTable *p){
+  return p->pMirror!=0;
+}
+
+/* The JSON object the store (bMirror: its host mirror) describes itself
+** with, into zBuf (at most nBuf bytes); 0 and zBuf empty if there is no
+** such store. */
+int gpudsStoreInfo(GpudsTable *p, int bMirror, char *zBuf, size_t nBuf){
+  zBuf[0] = 0;
+  if( bMirror ){
+    if( p->pMirror==0 ) return 0;
+    p->pMirOps->xInfo(p->pMirror, zBuf, nBuf);
+  }else{
+    p->pOps->xInfo(p->pStore, zBuf, nBuf);
+  }
+  return 1;
+}
+
+/* True if the table has a column set. */
+int gpudsColsBuilt(const GpudsTable *p){
+  return p->cs.pCols!=0;
+}
+
+/* The backend of the table's column set ("cuda" or "host"), or of the one
+** a build would try first. */
+const char *gpudsColsBackend(const GpudsTable *p){
+  return (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend;
+}
+
+/* Make the table's column set from the arrays of a build (colbuild.c:
+** n rows, nCol columns, see gpuds_cols_ops.xLoad), on the backend beside
+** the store, or on the host's where the GPU is full.  On error the table
+** has none and its message says why. */
+int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
+                       const uint64_t *aRow, const uint8_t *aTag, const uint64_t *aVal){
+  GpudsColState *cs = &p->cs;
+  char *zErr = 0;
+  int rc;
+  for(cs->pOps = gpudsColsOps(p->pOps); ; cs->pOps = &gpudsHostColsOps){
+    rc = cs->pOps->xLoad(&cs->pCols, nCol, n, gpudsStoreOrdered(p),
+                         aKey, aRow, aTag, aVal, &zErr);
+    if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
+    /* The GPU is full: the host column set answers the same plans. */
+    free(zErr);
+    zErr = 0;
+  }
+  if( rc ){
+    cs->pCols = 0;
+    gpudsVtabError(p, rc, "cannot build the %s column set: %s", cs->pOps->zBackend,
+                   zErr ? zErr : "error");
+    free(zErr);
+    return rc;
+  }
+  cs->nRows = n;
+  cs->nBuild++;
+  return SQLITE_OK;
+}
+
+/* Query the table's column set (built: gpudsColsBuilt): xQuery, its error
+** in the table's message. */
+int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
+                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort){
+  GpudsColState *cs = &p->cs;
+  int rc = cs->pOps->xQuery(cs->pCols, q, pn, paKey, paRow, paSort);
+  if( rc ){
+    return gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
+                          cs->pOps->xErrmsg(cs->pCols));
+  }
+  return SQLITE_OK;
+}
+
+/* Aggregate on the table's column set (built): xAgg.  GPUDS_MISUSE, with
+** no message, where the backend has no aggregation; another error with
+** its message. */
+int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes){
+  GpudsColState *cs = &p->cs;
+  int rc = cs->pOps->xAgg(cs->pCols, pAgg, pRes);
+  if( rc && rc!=GPUDS_MISUSE ){
+    return gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
+                          cs->pOps->xErrmsg(cs->pCols));
+  }
+  return rc;
+}
+
+/* Bytes the table's column set holds (0 if none). */
+int64_t gpudsColsBytes(GpudsTable *p){
+  return p->cs.pCols ? p->cs.pOps->xBytes(p->cs.pCols) : 0;
+}
+
+/* ------------------------------------------------------------ the store */
+
 /* Copy the last error of store pS into the table's error message. */
 static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
                     int rc, const char *zWhat){
   return gpudsVtabError(p, rc, "%s: %s", zWhat, pOps->xErrmsg(pS));
 }
 
-/* Create an empty store (and its mirror, for a GPU store) for table p.  On
-** failure *ppMain and *ppMir are NULL and the table's error is set. */
+/* Create an empty store (and its mirror, for a GPU store) for table p, on
+** the backend chosen for its kind (at its first store, once).  On failure
+** *ppMain and *ppMir are NULL and the table's error is set. */
 int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir){
   char *zErr = 0;
   int eMirror = gpudsConfig()->eMirror;
   int rc;
   *ppMain = 0; *ppMir = 0;
+  if( p->pOps==0 ) p->pOps = gpudsStoreOps(p->eKind);
   rc = p->pOps->xCreate(ppMain, &zErr);
   if( rc ){
     gpudsVtabError(p, rc, "cannot create the %s store: %s", p->pOps->zBackend, zErr ? zErr : "error");
@@ -125,7 +239,7 @@ int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir){
 
 /* Free a store and its mirror (either may be NULL). */
 void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir){
-  if( pMain ) p->pOps->xDestroy(pMain);
+  if( pMain && p->pOps ) p->pOps->xDestroy(pMain);
   if( pMir && p->pMirOps ) p->pMirOps->xDestroy(pMir);
 }
 

@@ -472,11 +472,8 @@ static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
   q.aSkip = aSkip; q.nSkip = nSkip;
   q.iOrderCol = -1;
   q.nFirst = 1;
-  rc = cs->pOps->xQuery(cs->pCols, &q, &n, &aK, &aR, 0);
-  if( rc ){
-    return gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
-                          cs->pOps->xErrmsg(cs->pCols));
-  }
+  rc = gpudsStoreColsQuery(p, &q, &n, &aK, &aR, 0);
+  if( rc ) return rc;
   bOk = n==0 || gpudsRowColCmp(gpudsRowOf(aR[0]), iCol, v, r->eText)==GPUDS_ORD_EQ;
   free(aK); free(aR);
   i = pX->n<VIEW_EXACT_CACHE ? pX->n++ : pX->iNext++ % VIEW_EXACT_CACHE;
@@ -678,20 +675,17 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
 
   /* 2. the column set */
   if( rc==SQLITE_OK && !r->bEmpty ){
-    if( p->cs.pCols==0 ) rc = gpudsColsBuild(p);
+    if( !gpudsColsBuilt(p) ) rc = gpudsColsBuild(p);
     if( rc==SQLITE_OK ) rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
     if( rc==SQLITE_OK ) rc = aggReqMake(r, pExact, aSkip, nSkip, &req);
     if( rc==SQLITE_OK ){
       p->cs.nQuery++;
-      rc = p->cs.pOps->xAgg(p->cs.pCols, &req.a, &res);
+      rc = gpudsStoreColsAgg(p, &req.a, &res);
       if( rc==GPUDS_OK ){
         bAgg = 1;
-        sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s", p->cs.pOps->zBackend);
+        sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s", gpudsColsBackend(p));
       }else if( rc==GPUDS_MISUSE ){
         rc = SQLITE_OK;               /* no aggregation there: the host's */
-      }else{
-        rc = gpudsVtabError(p, rc, "%s column set: %s", p->cs.pOps->zBackend,
-                            p->cs.pOps->xErrmsg(p->cs.pCols));
       }
     }
     pStat->nRead = res.nRead;

@@ -110,7 +110,7 @@ static void tableFree(GpudsTable *p){
   gpudsWbufClear(p);
   gpudsStoreFreeRows(p);
   gpudsLoaderEnd(&p->wArena);
-  if( p->pOps ) gpudsStoreFree(p, p->pStore, p->pMirror);
+  gpudsStoreFree(p, p->pStore, p->pMirror);
   gpudsFilterFree(&p->filter);
   for(i=0; i<p->nCol; i++) sqlite3_free(p->azCol[i]);
   sqlite3_free(p->azCol);
@@ -235,7 +235,6 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   sqlite3_free(sch.zDecl);
   p->zDb = sqlite3_mprintf("%s", argv[1]);
   p->zName = sqlite3_mprintf("%s", argv[2]);
-  p->pOps = gpudsStoreOps(eKind);
   p->nFlushRows = gpudsConfig()->nFlushRows;
   if( !p->zDb || !p->zName ){ tableFree(p); sqlite3_free(pV); return SQLITE_NOMEM; }
   if( p->eEnc==0 ){
@@ -808,7 +807,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
     if( kOld==kNew ) bExists = 0;        /* an UPDATE in place */
   }
   if( bExists<0 && !p->bMaxValid && p->wb.nOver==0
-   && (gpudsStoreOrdered(p) || p->pOps->xCount(p->pStore)==0) ){
+   && (gpudsStoreOrdered(p) || gpudsStoreCount(p)==0) ){
     /* Learn the largest key while that is cheap (one key of an ordered
     ** store, or an empty table), for the test below. */
     int bAny = 0;
