@@ -79,6 +79,8 @@ typedef struct gpuds_config {
   int bHugePages;        /* GPUDS_HUGE_PAGES: 0 when =0 (no MADV_HUGEPAGE
                          ** for B+tree leaf slabs, hint tables, row arenas) */
   int eColsOnLoad;       /* GPUDS_COLUMNS_ON_LOAD, GPUDS_COLSLOAD_xxx */
+  int bNoShare;          /* GPUDS_SHARE=0: no connection shares another's
+                         ** copy of a table (ext/copy.c) */
 } gpuds_config;
 
 /* Read the environment into the process's configuration: 0, or 1 if a

@@ -107,18 +107,28 @@ static void decodeAll(BuildCtx *b, uint8_t *aBytes){
 /* A build of at least this many rows ends with a trim of the heap. */
 #define COLS_TRIM_ROWS 65536
 
-/* Build the table's column set from the store's rows (dropping any it
-** had).  On error the table has none and its message says why.  The store
-** must not change meanwhile; a table nothing else sees (a background
-** load's) may be built on any thread. */
+/* Build the column set of the table's copy from the store's rows, unless
+** it has one (another table of the copy built it meanwhile).  On error the
+** copy has none and the table's message says why.  The latch held for
+** reading keeps the store as it is meanwhile, and the copy's muCols other
+** builds out; a table nothing else sees (a background load's) may be
+** built on any thread. */
 int gpudsColsBuild(GpudsTable *p){
-  GpudsColState *cs = &p->cs;
+  GpudsCopy *c = p->pCopy;
+  GpudsColState *cs = &c->cs;
   BuildCtx b;
   int rc;
-  int64_t nStore = gpudsStoreCount(p);
+  int64_t nStore;
 
-  gpudsStoreColsDrop(p);
   memset(&b, 0, sizeof(b));
+  gpudsLatchRead(p);
+  pthread_mutex_lock(&c->muCols);
+  if( gpudsColsBuilt(p) ){
+    pthread_mutex_unlock(&c->muCols);
+    gpudsLatchReadEnd(p);
+    return SQLITE_OK;
+  }
+  nStore = gpudsStoreCount(p);
   b.nCol = p->nCol-1;
   b.eText = gpudsTableText(p);
   b.nAlloc = nStore>0 ? nStore : 1;
@@ -136,6 +146,7 @@ int gpudsColsBuild(GpudsTable *p){
     if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "column set: the store's count and its rows disagree");
     goto build_out;
   }
+  free(cs->aBytes);              /* (of a build that failed) */
   cs->aBytes = calloc((size_t)(b.nCol>0 ? b.nCol : 1), 1);
   if( cs->aBytes==0 ){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory building the column set");
@@ -144,6 +155,8 @@ int gpudsColsBuild(GpudsTable *p){
   decodeAll(&b, cs->aBytes);
   rc = gpudsStoreColsLoad(p, b.nCol, b.n, b.aKey, b.aRow, b.aTag, b.aVal);
 build_out:
+  pthread_mutex_unlock(&c->muCols);
+  gpudsLatchReadEnd(p);
   free(b.aKey); free(b.aRow);
   free(b.aTag); free(b.aVal);
   /* The build's arrays (a GPU set holds its copy on the device, a host one

@@ -27,33 +27,39 @@ SQLITE_EXTENSION_INIT3
 /* ------------------------------------------------------------- helpers */
 
 /* The keys the column set must not answer for, sorted and distinct, in
-** *paSkip (malloc()'d, NULL if none): those logged since it was
-** built and those of the write buffer. */
+** *paSkip (malloc()'d, NULL if none): those logged since it was built,
+** those of the copy's versions newer than the table's snapshot, and those
+** of the write buffer.  The caller holds the latch for reading until it
+** has queried the set with them. */
 int gpudsColsSkipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
-  GpudsColState *cs = &p->cs;
-  int64_t nAlloc = cs->nDirty + p->wb.nOver, n = 0, i, j;
-  int64_t *a;
+  int64_t *a = 0, n = 0, i, j;
+  int rc;
   *paSkip = 0; *pn = 0;
-  if( nAlloc==0 ) return SQLITE_OK;
-  a = malloc((size_t)nAlloc*8);
-  if( a==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-  if( cs->nDirty ) memcpy(a, cs->aDirty, cs->nDirty*8);
-  n = cs->nDirty;
-  if( p->wb.nOver ){
+  rc = gpudsStoreColsSkip(p, &a, &n);
+  if( rc==SQLITE_OK && p->wb.nOver ){
     gpuds_scan s;
     uint64_t *aV = malloc((size_t)p->wb.nOver*8);
+    int64_t *aNew = realloc(a, (size_t)(n + p->wb.nOver)*8), nEnd = n + p->wb.nOver;
     size_t nOut = 0;
-    int rc = SQLITE_OK;
-    if( aV==0 ){ free(a); return gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); }
+    if( aNew ) a = aNew;
+    if( aV==0 || aNew==0 ){
+      free(aV); free(a);
+      return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    }
     memset(&s, 0, sizeof(s));
     s.lo = INT64_MIN; s.hi = INT64_MAX;
-    while( rc==SQLITE_OK && !s.done && n<nAlloc ){
-      rc = gpudsOverlayScan(p, &s, (size_t)(nAlloc-n), &a[n], aV, &nOut);
+    while( rc==SQLITE_OK && !s.done && n<nEnd ){
+      rc = gpudsOverlayScan(p, &s, (size_t)(nEnd-n), &a[n], aV, &nOut);
       n += (int64_t)nOut;
     }
     free(aV);
     if( rc ){ free(a); return rc; }
   }
+  if( rc ){
+    free(a);
+    return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  }
+  if( n==0 ){ free(a); return SQLITE_OK; }
   if( gpudsSortKeys(a, 0, (size_t)n) ){
     free(a);
     return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
@@ -174,15 +180,10 @@ int gpudsColsTerms(GpudsTable *p, const GpudsColTerm *aTerm, int nTerm, gpuds_te
   return SQLITE_OK;
 }
 
-/* Run query q on table p as the open transaction sees it: the matching
-** rows' keys and row handles in q's order, in *paKey and *paRow (malloc()'d,
-** the caller frees) and their number in *pn.  *pbPartial: only a prefix of
-** the order (q->nFirst > 0 and more rows may follow).  Where q->nMost > 0
-** and the set finds more matches than that, *pn is -1 and nothing is
-** returned. */
-int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
-                 int64_t **paKey, uint64_t **paRow, int *pbPartial){
-  GpudsColState *cs = &p->cs;
+/* gpudsColsRun, under the latch. */
+static int colsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
+                   int64_t **paKey, uint64_t **paRow, int *pbPartial){
+  GpudsColState *cs = &p->pCopy->cs;
   gpuds_term *aT = 0;
   gpuds_query gq;
   int64_t *aSkip = 0, nSkip = 0, nG = 0, nX = 0, i, j, nOut = 0;
@@ -214,11 +215,11 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   gq.iOrderCol = q->iOrderCol; gq.bDesc = q->bDesc;
   gq.nFirst = q->nFirst;
   gq.nMost = q->nMost;
-  cs->nQuery++;
+  __atomic_add_fetch(&cs->nQuery, 1, __ATOMIC_RELAXED);
   rc = gpudsStoreColsQuery(p, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
   if( rc ) goto run_out;
   if( nG<0 ){            /* more than q->nMost: the caller scans instead */
-    cs->nCapped++;
+    __atomic_add_fetch(&cs->nCapped, 1, __ATOMIC_RELAXED);
     *pn = -1;
     goto run_out;
   }
@@ -285,6 +286,21 @@ run_out:
   free(aInTag); free(aInVal);
   free(aXK); free(aXR); free(aXF);
   free(aGK); free(aGR); free(aGS);
+  return rc;
+}
+
+/* Run query q on table p as the open transaction sees it: the matching
+** rows' keys and row handles in q's order, in *paKey and *paRow (malloc()'d,
+** the caller frees) and their number in *pn.  *pbPartial: only a prefix of
+** the order (q->nFirst > 0 and more rows may follow).  Where q->nMost > 0
+** and the set finds more matches than that, *pn is -1 and nothing is
+** returned. */
+int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
+                 int64_t **paKey, uint64_t **paRow, int *pbPartial){
+  int rc;
+  gpudsLatchRead(p);
+  rc = colsRun(p, q, pn, paKey, paRow, pbPartial);
+  gpudsLatchReadEnd(p);
   return rc;
 }
 

@@ -222,17 +222,28 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
     sqlite3_str_appendall(s, "\n");
   }
   sqlite3_str_appendf(s, "column set (%s): ", strcmp(zCols, "cuda")==0 ? "GPU" : "host");
+  gpudsLatchRead(p);
   if( gpudsColsBuilt(p) ){
-    sqlite3_str_appendf(s, "built over %lld rows, ", (long long)p->cs.nRows);
+    const GpudsColState *cs = &p->pCopy->cs;
+    sqlite3_str_appendf(s, "built over %lld rows, ", (long long)cs->nRows);
     appendBytes(s, gpudsColsBytes(p));
     sqlite3_str_appendf(s, "; queries: %lld; keys changed since the build: %lld\n",
-                        (long long)p->cs.nQuery, (long long)p->cs.nDirty);
+                        (long long)cs->nQuery, (long long)cs->nDirty);
+    gpudsLatchReadEnd(p);
   }else{
+    gpudsLatchReadEnd(p);
     sqlite3_str_appendall(s, "not built (the first filter or ORDER BY on a non-key column builds it)\n");
   }
   if( p->wb.nOver>0 ){
     sqlite3_str_appendf(s, "this transaction: %lld keys written, not yet applied to the store\n",
                         (long long)p->wb.nOver);
+  }
+  {
+    int nUsers = gpudsCopyUsers(p);
+    if( nUsers>1 ){
+      sqlite3_str_appendf(s, "shared with %d other table object%s of this process\n",
+                          nUsers-1, nUsers>2 ? "s" : "");
+    }
   }
   sqlite3_free(zStore);
   n = sqlite3_str_length(s);
@@ -290,8 +301,10 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     if( p->db!=db ) continue;
     char *zFull = sqlite3_mprintf("%s.%s", p->zDb, p->zName);
     char *zMir = zStore ? zStore + INFO_STORE_MAX : 0;
+    const GpudsColState *cs = &p->pCopy->cs;
     if( zStore ) gpudsStoreInfo(p, 0, zStore, INFO_STORE_MAX);
     if( zMir ) gpudsStoreInfo(p, 1, zMir, INFO_STORE_MAX);
+    gpudsLatchRead(p);
     sqlite3_str_appendf(s, "%s{\"name\":", nTab++ ? "," : "");
     jsonString(s, zFull ? zFull : "");
     sqlite3_free(zFull);
@@ -300,7 +313,8 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,\"mirror\":%s,"
         "\"column_set\":{\"backend\":\"%s\",\"built\":%s,\"rows\":%lld,"
         "\"bytes\":%lld,\"bytes_per_row\":%.1f,\"changed_keys\":%lld,"
-        "\"builds\":%lld,\"queries\":%lld,\"scanned_instead\":%lld}}",
+        "\"builds\":%lld,\"queries\":%lld,\"scanned_instead\":%lld},"
+        "\"copy\":{\"tables\":%d,\"versions\":%lld}}",
         p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", gpudsStoreBackend(p),
         gpudsStoreHasMirror(p) ? "true" : "false",
         p->pBuild ? "background" : p->bLoaded ? "loaded" : "not loaded",
@@ -308,10 +322,11 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}",
         zMir && zMir[0] ? zMir : "null",
         gpudsColsBackend(p), gpudsColsBuilt(p) ? "true" : "false",
-        (long long)p->cs.nRows, (long long)gpudsColsBytes(p),
-        p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,
-        (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery,
-        (long long)p->cs.nCapped);
+        (long long)cs->nRows, (long long)gpudsColsBytes(p),
+        cs->nRows ? (double)gpudsColsBytes(p)/(double)cs->nRows : 0.0,
+        (long long)cs->nDirty, (long long)cs->nBuild, (long long)cs->nQuery,
+        (long long)cs->nCapped, gpudsCopyUsers(p), (long long)gpudsCopyVersions(p));
+    gpudsLatchReadEnd(p);
   }
   sqlite3_str_appendall(s, "],\"views\":[");
   {

@@ -27,9 +27,18 @@
 ** what makes the inverse exact.  GPUDS_MIRROR=0 turns the mirror off (to
 ** measure the GPU paths alone); GPUDS_MIRROR=1 adds one to a host store
 ** (for tests).
+**
+** The store, mirror, key filter and column set are a copy's (copy.c),
+** which the connections of the process share: every call here takes the
+** copy's latch (version.c), for reading around a read, for writing around
+** a batch, and a read gives the table's snapshot: the store's answer with
+** the versions newer than the snapshot laid over it (version.c).  Calls on
+** a backend that takes no concurrent reads (gpudsStoreReadsShared) are
+** also serialised by the copy's muCall.
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "gpuds_sort.h"
 #include <string.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -47,37 +56,55 @@ SQLITE_EXTENSION_INIT3
 #define COLS_DIRTY_MIN 65536
 #define COLS_DIRTY_DIV 8
 
-/* Drop the table's column set and its log of changed keys. */
-void gpudsStoreColsDrop(GpudsTable *p){
-  if( p->cs.pCols ) p->cs.pOps->xFree(p->cs.pCols);
-  p->cs.pCols = 0;
-  p->cs.nRows = 0;
-  free(p->cs.aDirty);
-  p->cs.aDirty = 0;
-  p->cs.nDirty = p->cs.nDirtyAlloc = 0;
-  free(p->cs.aBytes);
-  p->cs.aBytes = 0;
-  if( p->cs.aText ){
+/* Serialise a read call on a store of pOps where its backend needs it
+** (gpudsStoreReadsShared). */
+static void callBegin(GpudsCopy *c, const gpuds_store_ops *pOps){
+  if( !gpudsStoreReadsShared(pOps) ) pthread_mutex_lock(&c->muCall);
+}
+static void callEnd(GpudsCopy *c, const gpuds_store_ops *pOps){
+  if( !gpudsStoreReadsShared(pOps) ) pthread_mutex_unlock(&c->muCall);
+}
+/* ... and on a column set of pOps. */
+static void colsCallBegin(GpudsCopy *c, const gpuds_cols_ops *pOps){
+  if( !gpudsColsReadsShared(pOps) ) pthread_mutex_lock(&c->muCall);
+}
+static void colsCallEnd(GpudsCopy *c, const gpuds_cols_ops *pOps){
+  if( !gpudsColsReadsShared(pOps) ) pthread_mutex_unlock(&c->muCall);
+}
+
+/* Drop copy c's column set and its log of changed keys (nobody reads it:
+** the latch is held for writing, or the copy is nobody else's). */
+void gpudsStoreColsDrop(GpudsCopy *c){
+  GpudsColState *cs = &c->cs;
+  if( cs->pCols ) cs->pOps->xFree(cs->pCols);
+  __atomic_store_n(&cs->pCols, (gpuds_cols*)0, __ATOMIC_RELEASE);
+  cs->nRows = 0;
+  free(cs->aDirty);
+  cs->aDirty = 0;
+  cs->nDirty = cs->nDirtyAlloc = 0;
+  free(cs->aBytes);
+  cs->aBytes = 0;
+  if( cs->aText ){
     int i;
-    for(i=0; i<p->nCol-1; i++) free(p->cs.aText[i].aAmbig);
-    free(p->cs.aText);
-    p->cs.aText = 0;
+    for(i=0; i<c->nCol-1; i++) free(cs->aText[i].aAmbig);
+    free(cs->aText);
+    cs->aText = 0;
   }
 }
 
 /* Log the keys that batch aOp/aKey changed for the column set, or drop the
 ** set when the log is too long to be worth keeping (or memory runs out). */
-static void colsLog(GpudsTable *p, size_t n, const uint8_t *aOp, const int64_t *aKey){
-  GpudsColState *cs = &p->cs;
+static void colsLog(GpudsCopy *c, size_t n, const uint8_t *aOp, const int64_t *aKey){
+  GpudsColState *cs = &c->cs;
   int64_t nMax = cs->nRows/COLS_DIRTY_DIV;
   size_t i;
   if( cs->pCols==0 ) return;
   if( nMax<COLS_DIRTY_MIN ) nMax = COLS_DIRTY_MIN;
-  if( cs->nDirty + (int64_t)n > nMax ){ gpudsStoreColsDrop(p); return; }
+  if( cs->nDirty + (int64_t)n > nMax ){ gpudsStoreColsDrop(c); return; }
   if( cs->nDirty + (int64_t)n > cs->nDirtyAlloc ){
     int64_t nNew = (cs->nDirty + (int64_t)n)*2;
     int64_t *a = realloc(cs->aDirty, (size_t)nNew*8);
-    if( a==0 ){ gpudsStoreColsDrop(p); return; }
+    if( a==0 ){ gpudsStoreColsDrop(c); return; }
     cs->aDirty = a;
     cs->nDirtyAlloc = nNew;
   }
@@ -86,13 +113,38 @@ static void colsLog(GpudsTable *p, size_t n, const uint8_t *aOp, const int64_t *
   }
 }
 
+/* Copy the last error of store pS into the table's error message (p may
+** be NULL: no message). */
+static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
+                    int rc, const char *zWhat){
+  if( p==0 ) return rc;
+  return gpudsVtabError(p, rc, "%s: %s", zWhat, pOps->xErrmsg(pS));
+}
+
 /* ------------------------------------------------------------ what it is
 ** Only this file calls the backends' ops tables (the store's, the
 ** mirror's, the column set's): the rest of ext/ asks through these. */
 
-/* Keys the store holds (with the open transaction's flushed batches). */
-int64_t gpudsStoreCount(const GpudsTable *p){
-  return p->pOps->xCount(p->pStore);
+/* Keys the store holds: the newest state, with the writer's flushed
+** batches. */
+int64_t gpudsStoreCount(GpudsTable *p){
+  GpudsCopy *c = p->pCopy;
+  int64_t n;
+  gpudsLatchRead(p);
+  callBegin(c, c->pOps);
+  n = c->pOps->xCount(c->pStore);
+  callEnd(c, c->pOps);
+  gpudsLatchReadEnd(p);
+  return n;
+}
+
+/* Rows of the table at p's snapshot (without its write buffer). */
+int64_t gpudsStoreRows(GpudsTable *p){
+  int64_t n;
+  gpudsLatchRead(p);
+  n = gpudsStoreCount(p) - gpudsVersionDelta(p);
+  gpudsLatchReadEnd(p);
+  return n;
 }
 
 /* The backend a new table of kind eKind (GPUDS_ORDERED or GPUDS_HASH)
@@ -103,50 +155,64 @@ const char *gpudsStoreKindBackend(int eKind){
 
 /* The backend of the table's store: "cuda" or "host". */
 const char *gpudsStoreBackend(const GpudsTable *p){
-  return p->pOps->zBackend;
+  return p->pCopy->pOps->zBackend;
 }
 
 /* True if the table's store has a host mirror. */
 int gpudsStoreHasMirror(const GpudsTable *p){
-  return p->pMirror!=0;
+  return p->pCopy->pMirror!=0;
 }
 
 /* The JSON object the store (bMirror: its host mirror) describes itself
 ** with, into zBuf (at most nBuf bytes); 0 and zBuf empty if there is no
 ** such store. */
 int gpudsStoreInfo(GpudsTable *p, int bMirror, char *zBuf, size_t nBuf){
+  GpudsCopy *c = p->pCopy;
+  int bAny = 1;
   zBuf[0] = 0;
+  gpudsLatchRead(p);
   if( bMirror ){
-    if( p->pMirror==0 ) return 0;
-    p->pMirOps->xInfo(p->pMirror, zBuf, nBuf);
+    if( c->pMirror==0 ){
+      bAny = 0;
+    }else{
+      callBegin(c, c->pMirOps);
+      c->pMirOps->xInfo(c->pMirror, zBuf, nBuf);
+      callEnd(c, c->pMirOps);
+    }
   }else{
-    p->pOps->xInfo(p->pStore, zBuf, nBuf);
+    callBegin(c, c->pOps);
+    c->pOps->xInfo(c->pStore, zBuf, nBuf);
+    callEnd(c, c->pOps);
   }
-  return 1;
+  gpudsLatchReadEnd(p);
+  return bAny;
 }
 
 /* True if the table has a column set. */
 int gpudsColsBuilt(const GpudsTable *p){
-  return p->cs.pCols!=0;
+  return __atomic_load_n(&p->pCopy->cs.pCols, __ATOMIC_ACQUIRE)!=0;
 }
 
 /* The backend of the table's column set ("cuda" or "host"), or of the one
 ** a build would try first. */
 const char *gpudsColsBackend(const GpudsTable *p){
-  return (p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps))->zBackend;
+  const GpudsCopy *c = p->pCopy;
+  return (gpudsColsBuilt(p) ? c->cs.pOps : gpudsColsOps(c->pOps))->zBackend;
 }
 
 /* Make the table's column set from the arrays of a build (colbuild.c:
 ** n rows, nCol columns, see gpuds_cols_ops.xLoad), on the backend beside
-** the store, or on the host's where the GPU is full.  On error the table
-** has none and its message says why. */
+** the store, or on the host's where the GPU is full.  The caller holds
+** the latch for reading and the copy's muCols.  On error the table has
+** none and its message says why. */
 int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
                        const uint64_t *aRow, const uint8_t *aTag, const uint64_t *aVal){
-  GpudsColState *cs = &p->cs;
+  GpudsColState *cs = &p->pCopy->cs;
+  gpuds_cols *pCols = 0;
   char *zErr = 0;
   int rc;
-  for(cs->pOps = gpudsColsOps(p->pOps); ; cs->pOps = &gpudsHostColsOps){
-    rc = cs->pOps->xLoad(&cs->pCols, nCol, n, gpudsStoreOrdered(p),
+  for(cs->pOps = gpudsColsOps(p->pCopy->pOps); ; cs->pOps = &gpudsHostColsOps){
+    rc = cs->pOps->xLoad(&pCols, nCol, n, gpudsStoreOrdered(p),
                          aKey, aRow, aTag, aVal, &zErr);
     if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
     /* The GPU is full: the host column set answers the same plans. */
@@ -154,7 +220,6 @@ int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
     zErr = 0;
   }
   if( rc ){
-    cs->pCols = 0;
     gpudsVtabError(p, rc, "cannot build the %s column set: %s", cs->pOps->zBackend,
                    zErr ? zErr : "error");
     free(zErr);
@@ -162,85 +227,120 @@ int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
   }
   cs->nRows = n;
   cs->nBuild++;
+  {
+    static int64_t iBuildLast = 0;
+    cs->iBuildId = __atomic_add_fetch(&iBuildLast, 1, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&cs->pCols, pCols, __ATOMIC_RELEASE);
   return SQLITE_OK;
 }
 
-/* Query the table's column set (built: gpudsColsBuilt): xQuery, its error
-** in the table's message. */
+/* Query the table's column set (built: gpudsColsBuilt; the caller holds
+** the latch for reading since it learnt the skipped keys): xQuery, its
+** error in the table's message. */
 int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
                         int64_t **paKey, uint64_t **paRow, uint64_t **paSort){
-  GpudsColState *cs = &p->cs;
-  int rc = cs->pOps->xQuery(cs->pCols, q, pn, paKey, paRow, paSort);
+  GpudsCopy *c = p->pCopy;
+  GpudsColState *cs = &c->cs;
+  int rc;
+  colsCallBegin(c, cs->pOps);
+  rc = cs->pOps->xQuery(cs->pCols, q, pn, paKey, paRow, paSort);
   if( rc ){
-    return gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
-                          cs->pOps->xErrmsg(cs->pCols));
+    rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
+                        cs->pOps->xErrmsg(cs->pCols));
   }
-  return SQLITE_OK;
+  colsCallEnd(c, cs->pOps);
+  return rc;
 }
 
-/* Aggregate on the table's column set (built): xAgg.  GPUDS_MISUSE, with
-** no message, where the backend has no aggregation; another error with
-** its message. */
+/* Aggregate on the table's column set (as gpudsStoreColsQuery): xAgg.
+** GPUDS_MISUSE, with no message, where the backend has no aggregation;
+** another error with its message. */
 int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes){
-  GpudsColState *cs = &p->cs;
-  int rc = cs->pOps->xAgg(cs->pCols, pAgg, pRes);
+  GpudsCopy *c = p->pCopy;
+  GpudsColState *cs = &c->cs;
+  int rc;
+  colsCallBegin(c, cs->pOps);
+  rc = cs->pOps->xAgg(cs->pCols, pAgg, pRes);
   if( rc && rc!=GPUDS_MISUSE ){
-    return gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
-                          cs->pOps->xErrmsg(cs->pCols));
+    rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
+                        cs->pOps->xErrmsg(cs->pCols));
   }
+  colsCallEnd(c, cs->pOps);
   return rc;
 }
 
 /* Bytes the table's column set holds (0 if none). */
 int64_t gpudsColsBytes(GpudsTable *p){
-  return p->cs.pCols ? p->cs.pOps->xBytes(p->cs.pCols) : 0;
+  GpudsCopy *c = p->pCopy;
+  int64_t n = 0;
+  gpudsLatchRead(p);
+  if( c->cs.pCols ){
+    colsCallBegin(c, c->cs.pOps);
+    n = c->cs.pOps->xBytes(c->cs.pCols);
+    colsCallEnd(c, c->cs.pOps);
+  }
+  gpudsLatchReadEnd(p);
+  return n;
+}
+
+/* The keys whose rows the column set must not give the table (the caller
+** holds the latch for reading): those changed in the store since the set
+** was built, and those of the versions newer than p's snapshot, appended
+** to *pa (malloc()'d, grown; *pn so far; in no order, repeats possible). */
+int gpudsStoreColsSkip(GpudsTable *p, int64_t **pa, int64_t *pn){
+  GpudsColState *cs = &p->pCopy->cs;
+  if( cs->nDirty ){
+    int64_t *a = realloc(*pa, (size_t)(*pn + cs->nDirty)*8);
+    if( a==0 ) return SQLITE_NOMEM;
+    memcpy(&a[*pn], cs->aDirty, (size_t)cs->nDirty*8);
+    *pa = a;
+    *pn += cs->nDirty;
+  }
+  return gpudsVersionKeys(p, pa, pn);
 }
 
 /* ------------------------------------------------------------ the store */
 
-/* Copy the last error of store pS into the table's error message. */
-static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
-                    int rc, const char *zWhat){
-  return gpudsVtabError(p, rc, "%s: %s", zWhat, pOps->xErrmsg(pS));
-}
-
-/* Create an empty store (and its mirror, for a GPU store) for table p, on
-** the backend chosen for its kind (at its first store, once).  On failure
-** *ppMain and *ppMir are NULL and the table's error is set. */
-int gpudsStoreCreate(GpudsTable *p, gpuds_store **ppMain, gpuds_store **ppMir){
+/* Create the empty stores of copy c (a mirror beside a GPU store) for
+** table p, on the backend chosen for its kind.  On failure c has none and
+** the table's error is set. */
+int gpudsStoreCreate(GpudsTable *p, GpudsCopy *c){
   char *zErr = 0;
   int eMirror = gpudsConfig()->eMirror;
   int rc;
-  *ppMain = 0; *ppMir = 0;
-  if( p->pOps==0 ) p->pOps = gpudsStoreOps(p->eKind);
-  rc = p->pOps->xCreate(ppMain, &zErr);
+  c->pStore = c->pMirror = 0;
+  c->pOps = gpudsStoreOps(p->eKind);
+  c->pMirOps = 0;
+  rc = c->pOps->xCreate(&c->pStore, &zErr);
   if( rc ){
-    gpudsVtabError(p, rc, "cannot create the %s store: %s", p->pOps->zBackend, zErr ? zErr : "error");
+    gpudsVtabError(p, rc, "cannot create the %s store: %s", c->pOps->zBackend, zErr ? zErr : "error");
     free(zErr);
+    c->pStore = 0;
     return rc;
   }
-  p->pMirOps = 0;
   /* GPUDS_MIRROR=1 mirrors a host store too: tests use it to run the
   ** mirror's routing on machines with no GPU. */
-  if( (strcmp(p->pOps->zBackend, "host")!=0 && eMirror!=GPUDS_MIRROR_NEVER)
+  if( (strcmp(c->pOps->zBackend, "host")!=0 && eMirror!=GPUDS_MIRROR_NEVER)
    || eMirror==GPUDS_MIRROR_ALWAYS ){
-    p->pMirOps = &gpudsHostOrderedOps;
-    rc = p->pMirOps->xCreate(ppMir, &zErr);
+    c->pMirOps = &gpudsHostOrderedOps;
+    rc = c->pMirOps->xCreate(&c->pMirror, &zErr);
     if( rc ){
       gpudsVtabError(p, rc, "cannot create the host mirror: %s", zErr ? zErr : "error");
       free(zErr);
-      p->pOps->xDestroy(*ppMain);
-      *ppMain = 0;
+      c->pOps->xDestroy(c->pStore);
+      c->pStore = c->pMirror = 0;
       return rc;
     }
   }
   return SQLITE_OK;
 }
 
-/* Free a store and its mirror (either may be NULL). */
-void gpudsStoreFree(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir){
-  if( pMain && p->pOps ) p->pOps->xDestroy(pMain);
-  if( pMir && p->pMirOps ) p->pMirOps->xDestroy(pMir);
+/* Free copy c's stores (not their rows: gpudsStoreFreeRows). */
+void gpudsStoreFree(GpudsCopy *c){
+  if( c->pStore && c->pOps ) c->pOps->xDestroy(c->pStore);
+  if( c->pMirror && c->pMirOps ) c->pMirOps->xDestroy(c->pMirror);
+  c->pStore = c->pMirror = 0;
 }
 
 /* True if every op of the batch is an upsert and the keys strictly
@@ -253,46 +353,47 @@ static int allUpsertsAscending(size_t n, const uint8_t *aOp, const int64_t *aKey
   return n>0;
 }
 
-/* Apply a batch of distinct keys to the store and its mirror: both or
-** neither.  aFound/aOld may be NULL, and aVal where the batch holds no
-** upsert (as for xBatch). */
+/* Apply a batch of distinct keys to the store and its mirror (the latch
+** held for writing): both or neither.  aFound/aOld may be NULL, and aVal
+** where the batch holds no upsert (as for xBatch). */
 static int storeBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
-                    const int64_t *aKey, const uint64_t *aVal,
-                    uint8_t *aFound, uint64_t *aOld){
+                      const int64_t *aKey, const uint64_t *aVal,
+                      uint8_t *aFound, uint64_t *aOld){
+  GpudsCopy *c = p->pCopy;
   uint8_t *aF = aFound, *aInv = 0;
   uint64_t *aO = aOld;
   int rc;
-  if( p->pMirror==0 ){
-    rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aFound, aOld);
-    if( rc ) return storeErr(p, p->pOps, p->pStore, rc, "applying a batch");
-    colsLog(p, n, aOp, aKey);
+  if( c->pMirror==0 ){
+    rc = c->pOps->xBatch(c->pStore, n, aOp, aKey, aVal, aFound, aOld);
+    if( rc ) return storeErr(p, c->pOps, c->pStore, rc, "applying a batch");
+    colsLog(c, n, aOp, aKey);
     return SQLITE_OK;
   }
   if( aF==0 ) aF = malloc(n ? n : 1);
   if( aO==0 ) aO = malloc(n ? n*8 : 8);
   aInv = malloc(n ? n : 1);
   if( !aF || !aO || !aInv ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto batch_out; }
-  rc = p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aF, aO);
-  if( rc ){ storeErr(p, p->pOps, p->pStore, rc, "applying a batch"); goto batch_out; }
+  rc = c->pOps->xBatch(c->pStore, n, aOp, aKey, aVal, aF, aO);
+  if( rc ){ storeErr(p, c->pOps, c->pStore, rc, "applying a batch"); goto batch_out; }
   if( allUpsertsAscending(n, aOp, aKey) ){
     /* a flush of inserts (keys sorted by the write buffer): the same
     ** result as the batch, and the mirror may merge them in one pass
     ** instead of descending the tree once a key */
-    rc = p->pMirOps->xBulkLoad(p->pMirror, n, aKey, aVal);
+    rc = c->pMirOps->xBulkLoad(c->pMirror, n, aKey, aVal);
   }else{
-    rc = p->pMirOps->xBatch(p->pMirror, n, aOp, aKey, aVal, 0, 0);
+    rc = c->pMirOps->xBatch(c->pMirror, n, aOp, aKey, aVal, 0, 0);
   }
   if( rc ){
     /* Undo the GPU batch: put back what each key held before. */
     size_t i;
-    storeErr(p, p->pMirOps, p->pMirror, rc, "applying a batch to the host mirror");
+    storeErr(p, c->pMirOps, c->pMirror, rc, "applying a batch to the host mirror");
     for(i=0; i<n; i++){
       aInv[i] = aOp[i]==GPUDS_OP_LOOKUP ? GPUDS_OP_LOOKUP
               : (aF[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE);
     }
-    p->pOps->xBatch(p->pStore, n, aInv, aKey, aO, 0, 0);
+    c->pOps->xBatch(c->pStore, n, aInv, aKey, aO, 0, 0);
   }else{
-    colsLog(p, n, aOp, aKey);
+    colsLog(c, n, aOp, aKey);
   }
 batch_out:
   if( aF!=aFound ) free(aF);
@@ -302,21 +403,21 @@ batch_out:
 }
 
 /* Bulk-load sorted distinct new keys into the table's store and its
-** mirror: both or neither. */
+** mirror (the latch held for writing): both or neither. */
 static int storeBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_t *aVal){
-  gpuds_store *pMain = p->pStore, *pMir = p->pMirror;
+  GpudsCopy *c = p->pCopy;
   int rc;
-  gpudsStoreColsDrop(p);
-  rc = p->pOps->xBulkLoad(pMain, n, aKey, aVal);
-  if( rc ) return storeErr(p, p->pOps, pMain, rc, "bulk load");
-  if( pMir ){
-    rc = p->pMirOps->xBulkLoad(pMir, n, aKey, aVal);
+  gpudsStoreColsDrop(c);
+  rc = c->pOps->xBulkLoad(c->pStore, n, aKey, aVal);
+  if( rc ) return storeErr(p, c->pOps, c->pStore, rc, "bulk load");
+  if( c->pMirror ){
+    rc = c->pMirOps->xBulkLoad(c->pMirror, n, aKey, aVal);
     if( rc ){
       uint8_t *aOp = malloc(n ? n : 1);
-      storeErr(p, p->pMirOps, pMir, rc, "bulk load into the host mirror");
+      storeErr(p, c->pMirOps, c->pMirror, rc, "bulk load into the host mirror");
       if( aOp ){
         memset(aOp, GPUDS_OP_DELETE, n);
-        p->pOps->xBatch(pMain, n, aOp, aKey, 0, 0, 0);
+        c->pOps->xBatch(c->pStore, n, aOp, aKey, 0, 0, 0);
         free(aOp);
       }
     }
@@ -327,7 +428,8 @@ static int storeBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_
 /* ------------------------------------------------------------ key filter
 ** The key filter (filter.c) holds every key of the store and, since keys
 ** are never removed from it, some that are gone: its rules live here,
-** beside the batches that change the store. */
+** beside the batches that change the store.  Only the writer reads it
+** (a key it inserts is new to the newest state). */
 
 /* The key filter is rebuilt once the keys deleted from the store since the
 ** last rebuild pass half of those added plus FILTER_STALE_SLACK: stale keys
@@ -338,25 +440,27 @@ static int storeBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_
 /* gpudsStoreEach() callback: add a page's keys to the filter. */
 static int filterAddCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                        const uint64_t *aV, size_t n){
-  gpudsFilterAddMany(&p->filter, aK, (int64_t)n);
+  gpudsFilterAddMany(&p->pCopy->filter, aK, (int64_t)n);
   return SQLITE_OK;
 }
 
 /* Rebuild the key filter from the store's contents (none if memory is
 ** short: slower, never wrong). */
 static void filterRebuild(GpudsTable *p){
-  int64_t n = p->pOps->xCount(p->pStore);
-  if( gpudsFilterReset(&p->filter, n*2) ) return;
-  if( gpudsStoreEach(p, filterAddCb, 0) ) gpudsFilterFree(&p->filter);
+  GpudsFilter *pF = &p->pCopy->filter;
+  int64_t n = gpudsStoreCount(p);
+  if( gpudsFilterReset(pF, n*2) ) return;
+  if( gpudsStoreEach(p, filterAddCb, 0) ) gpudsFilterFree(pF);
 }
 
 /* Account the keys of flush f, just applied to the store, in the filter. */
 static void filterAfterFlush(GpudsTable *p, const GpudsFlush *f){
+  GpudsFilter *pF = &p->pCopy->filter;
   size_t i, nNew = 0;
   int bFull = 0;
   /* Only the flush's upserts add keys: its deletes only make it staler. */
   for(i=0; i<f->n; i++) nNew += f->aNew[i]!=0;
-  if( p->filter.nAdded + (int64_t)nNew > p->filter.nCap ){
+  if( pF->nAdded + (int64_t)nNew > pF->nCap ){
     /* It would overflow: size it for the new contents in one rebuild.
     ** When the flush found none of its keys and the store now holds as
     ** many as it upserted, the store was empty and holds just those
@@ -364,22 +468,27 @@ static void filterAfterFlush(GpudsTable *p, const GpudsFlush *f){
     ** scan of the store. */
     size_t nFound = 0;
     for(i=0; i<f->n; i++) nFound += f->aFound[i]!=0;
-    if( nFound==0 && p->pOps->xCount(p->pStore)==(int64_t)nNew ){
-      if( gpudsFilterReset(&p->filter, (int64_t)nNew*2) ) return;   /* none: slower, never wrong */
-      gpudsFilterAddIf(&p->filter, f->aKey, f->aNew, (int64_t)f->n);
+    if( nFound==0 && gpudsStoreCount(p)==(int64_t)nNew ){
+      if( gpudsFilterReset(pF, (int64_t)nNew*2) ) return;   /* none: slower, never wrong */
+      gpudsFilterAddIf(pF, f->aKey, f->aNew, (int64_t)f->n);
       return;
     }
     filterRebuild(p);
     return;
   }
   /* the upserts' keys, their blocks prefetched (a random line each) */
-  if( nNew ) bFull = gpudsFilterAddIf(&p->filter, f->aKey, f->aNew, (int64_t)f->n);
+  if( nNew ) bFull = gpudsFilterAddIf(pF, f->aKey, f->aNew, (int64_t)f->n);
   for(i=0; i<f->n; i++){
-    if( !f->aNew[i] && f->aFound[i] ) p->filter.nStale++;
+    if( !f->aNew[i] && f->aFound[i] ) pF->nStale++;
   }
-  if( bFull || p->filter.nStale > p->filter.nAdded/2 + FILTER_STALE_SLACK ){
+  if( bFull || pF->nStale > pF->nAdded/2 + FILTER_STALE_SLACK ){
     filterRebuild(p);
   }
+}
+
+/* True if key k may be in the store (never a false "no"). */
+int gpudsStoreMaybe(GpudsTable *p, int64_t k){
+  return gpudsFilterMaybe(&p->pCopy->filter, k);
 }
 
 /* ------------------------------------------------------------ flushes */
@@ -410,12 +519,14 @@ static int flushAppends(GpudsTable *p, const GpudsFlush *f){
 }
 
 /* Apply flush f (f->n distinct keys ascending, f->aNew their values, 0
-** deleting) to the store and its mirror as one batch, filling f->aFound
-** and f->aOld with what they held before, and account it in the key
-** filter and the column set's log.  Only inserts, into an empty store or
-** past its largest key (keys written in order), take the bulk-build path:
-** f->aOld stays NULL (every key was new).  All-or-nothing: on error the
-** store is unchanged. */
+** deleting) of p's transaction to the store and its mirror as one batch,
+** filling f->aFound and f->aOld with what they held before; account it in
+** the key filter and the column set's log; link it into the copy's
+** history (version.c: the other tables lay its old values over the store
+** until it commits, and over it as long as their snapshots are older).
+** Only inserts, into an empty store or past its largest key (keys written
+** in order), take the bulk-build path: f->aOld stays NULL (every key was
+** new).  All-or-nothing: on error the store is unchanged. */
 int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f){
   size_t n = f->n, i;
   uint8_t *aOp = malloc(n ? n : 1);
@@ -425,27 +536,34 @@ int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f){
     aOp[i] = f->aNew[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
     if( f->aNew[i]==0 ) bAllUpsert = 0;
   }
-  if( bAllUpsert && (p->pOps->xCount(p->pStore)==0 || flushAppends(p, f)) ){
+  gpudsLatchWrite(p);
+  if( bAllUpsert && (gpudsStoreCount(p)==0 || flushAppends(p, f)) ){
     rc = storeBulk(p, n, f->aKey, f->aNew);
     memset(f->aFound, 0, n);      /* no old values: aOld stays NULL */
   }else{
     f->aOld = malloc(n ? n*8 : 8);
     if( f->aOld==0 ){
-      free(aOp);
-      return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+      rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    }else{
+      rc = storeBatch(p, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
     }
-    rc = storeBatch(p, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
   }
+  if( rc==SQLITE_OK ){
+    filterAfterFlush(p, f);
+    gpudsVersionAdd(p, f);
+  }
+  gpudsLatchWriteEnd(p);
   free(aOp);
-  if( rc==SQLITE_OK ) filterAfterFlush(p, f);
   return rc;
 }
 
-/* Take flush f back: put what each key held before it into the store and
-** its mirror (the inverse batch) and add the keys that come back to the
-** key filter (a rebuild since the flush may have dropped them).
-** All-or-nothing. */
-int gpudsStoreUndo(GpudsTable *p, const GpudsFlush *f){
+/* Take flush f, the newest version of p's copy, back: put what each key
+** held before it into the store and its mirror (the inverse batch), add
+** the keys that come back to the key filter (a rebuild since the flush
+** may have dropped them) and unlink it from the history.  All-or-nothing:
+** on error it stays, laid over the store for the other tables. */
+int gpudsStoreUndo(GpudsTable *p, GpudsFlush *f){
+  GpudsFilter *pF = &p->pCopy->filter;
   uint8_t *aOp = malloc(f->n ? f->n : 1);
   size_t i;
   int rc, bFull = 0;
@@ -453,17 +571,23 @@ int gpudsStoreUndo(GpudsTable *p, const GpudsFlush *f){
   for(i=0; i<f->n; i++){
     aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
   }
+  gpudsLatchWrite(p);
   /* (after a bulk load aOld is NULL: every key was new, every operation
   ** a delete, and xBatch takes no values for a batch without an upsert) */
   rc = storeBatch(p, f->n, aOp, f->aKey, f->aOld, 0, 0);
-  free(aOp);
-  if( rc ) return rc;
-  for(i=0; i<f->n; i++){
-    if( f->aFound[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
+  if( rc==SQLITE_OK ){
+    for(i=0; i<f->n; i++){
+      if( f->aFound[i] ) bFull |= gpudsFilterAdd(pF, f->aKey[i]);
+    }
+    if( bFull ) filterRebuild(p);
+    gpudsVersionRemove(p, f);
   }
-  if( bFull ) filterRebuild(p);
-  return SQLITE_OK;
+  gpudsLatchWriteEnd(p);
+  free(aOp);
+  return rc;
 }
+
+/* ------------------------------------------------------------ builds */
 
 /* One part of gpudsStoreBuild: a bulk load into a store, or the filling
 ** of a key filter; run on a thread of its own or inline. */
@@ -493,26 +617,27 @@ static void *buildJobRun(void *pArg){
 ** a thread costs more than it saves. */
 #define BUILD_THREAD_MIN 16384
 
-/* Build a reload's fresh, unpublished stores from sorted distinct keys:
-** bulk-load pMain and its mirror pMir (may be NULL) and fill the key filter
-** pFilter (sized by gpudsFilterAlloc, or holding no bits), all three at
+/* Build a load's fresh copy c (nobody else's yet, its stores empty) from
+** sorted distinct keys: bulk-load its store and mirror and fill its key
+** filter (sized by gpudsFilterAlloc, or holding no bits), all three at
 ** once when there are many keys: distinct stores may be used from distinct
 ** threads, and the filter is nobody else's yet.  The calling thread loads
 ** the mirror if there is one (it takes the most host memory, and memory
 ** the process freed is reused fastest by the thread that freed it: other
 ** threads get fresh pages from their own malloc arenas), else the main
 ** store; the other store and the filter get threads of their own.  Every
-** thread is joined before returning.  On error the table's message says
-** why, and the caller frees both stores. */
-int gpudsStoreBuild(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
-                    size_t n, const int64_t *aKey, const uint64_t *aVal,
-                    GpudsFilter *pFilter){
+** thread is joined before returning.  On error table p's message says
+** why, and the caller frees c. */
+int gpudsStoreBuild(GpudsTable *p, GpudsCopy *c, size_t n, const int64_t *aKey,
+                    const uint64_t *aVal){
   BuildJob aJob[3];                /* [0] main store, [1] mirror, [2] filter */
+  gpuds_store *pMir = c->pMirror;
+  GpudsFilter *pFilter = &c->filter;
   int i, iHere = pMir ? 1 : 0;
   memset(aJob, 0, sizeof(aJob));
-  aJob[0].pOps = p->pOps;
-  aJob[0].pS = pMain;
-  aJob[1].pOps = p->pMirOps;
+  aJob[0].pOps = c->pOps;
+  aJob[0].pS = c->pStore;
+  aJob[1].pOps = c->pMirOps;
   aJob[1].pS = pMir;
   aJob[2].pFilter = pFilter;
   for(i=0; i<3; i++){
@@ -528,23 +653,36 @@ int gpudsStoreBuild(GpudsTable *p, gpuds_store *pMain, gpuds_store *pMir,
     if( aJob[i].bThread ) pthread_join(aJob[i].tid, 0);
     else if( i==2 || (n && aJob[0].rc==GPUDS_OK && aJob[1].rc==GPUDS_OK) ) buildJobRun(&aJob[i]);
   }
-  if( aJob[0].rc ) return storeErr(p, p->pOps, pMain, aJob[0].rc, "bulk load");
+  if( aJob[0].rc ) return storeErr(p, c->pOps, c->pStore, aJob[0].rc, "bulk load");
   if( aJob[1].rc ){
-    return storeErr(p, p->pMirOps, pMir, aJob[1].rc, "bulk load into the host mirror");
+    return storeErr(p, c->pMirOps, pMir, aJob[1].rc, "bulk load into the host mirror");
   }
   return SQLITE_OK;
 }
 
-/* Look n keys up: a few on the host mirror, many on the GPU. */
+/* ------------------------------------------------------------ reads */
+
+/* Look n keys up, as p's snapshot sees them: a few on the host mirror,
+** many on the GPU. */
 int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
                      uint8_t *aFound, uint64_t *aVal){
+  GpudsCopy *c = p->pCopy;
   int rc;
-  if( p->pMirror && n<=MIRROR_MAX_LOOKUP ){
-    rc = p->pMirOps->xLookup(p->pMirror, n, aKey, aFound, aVal);
-    return rc ? storeErr(p, p->pMirOps, p->pMirror, rc, "lookup") : SQLITE_OK;
+  gpudsLatchRead(p);
+  if( c->pMirror && n<=MIRROR_MAX_LOOKUP ){
+    callBegin(c, c->pMirOps);
+    rc = c->pMirOps->xLookup(c->pMirror, n, aKey, aFound, aVal);
+    callEnd(c, c->pMirOps);
+    if( rc ) rc = storeErr(p, c->pMirOps, c->pMirror, rc, "lookup");
+  }else{
+    callBegin(c, c->pOps);
+    rc = c->pOps->xLookup(c->pStore, n, aKey, aFound, aVal);
+    callEnd(c, c->pOps);
+    if( rc ) rc = storeErr(p, c->pOps, c->pStore, rc, "lookup");
   }
-  rc = p->pOps->xLookup(p->pStore, n, aKey, aFound, aVal);
-  return rc ? storeErr(p, p->pOps, p->pStore, rc, "lookup") : SQLITE_OK;
+  if( rc==SQLITE_OK && gpudsVersionNewer(p) ) gpudsVersionLookup(p, n, aKey, aFound, aVal);
+  gpudsLatchReadEnd(p);
+  return rc;
 }
 
 /* True if the table's scans (gpudsStoreScan, gpudsStoreEach) return keys
@@ -553,32 +691,123 @@ int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
 ** mirror exists iff gpudsStoreCreate made one, which depends only on the
 ** backend and GPUDS_MIRROR, both read once. */
 int gpudsStoreOrdered(const GpudsTable *p){
+  const GpudsCopy *c = p->pCopy;
   return p->eKind==GPUDS_ORDERED
-      || (p->pMirOps!=0 && p->pMirOps->kind==GPUDS_ORDERED);
+      || (c->pMirOps!=0 && c->pMirOps->kind==GPUDS_ORDERED);
 }
 
-/* The next page of a scan.  Ordered scans continue from the last key
-** returned, so for an ordered store small pages (the first ones) come from
-** the mirror and large ones from the GPU, seamlessly.  A hash store's scans
-** all come from its mirror: the GPU hash has no key order. */
+/* The next page of a scan of the store as it is (the latch held).  Ordered
+** scans continue from the last key returned, so for an ordered store small
+** pages (the first ones) come from the mirror and large ones from the
+** GPU, seamlessly.  A hash store's scans all come from its mirror where it
+** has one: the GPU hash has no key order. */
+static int storePage(GpudsTable *p, GpudsCopy *c, gpuds_scan *pScan, size_t nMax,
+                     int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  int rc;
+  if( c->pMirror && (nMax<=MIRROR_MAX_PAGE || c->eKind!=GPUDS_ORDERED) ){
+    callBegin(c, c->pMirOps);
+    rc = c->pMirOps->xScan(c->pMirror, pScan, nMax, aKey, aVal, pnOut);
+    callEnd(c, c->pMirOps);
+    return rc ? storeErr(p, c->pMirOps, c->pMirror, rc, "scan") : SQLITE_OK;
+  }
+  callBegin(c, c->pOps);
+  rc = c->pOps->xScan(c->pStore, pScan, nMax, aKey, aVal, pnOut);
+  callEnd(c, c->pOps);
+  return rc ? storeErr(p, c->pOps, c->pStore, rc, "scan") : SQLITE_OK;
+}
+
+/* The page (aKey, aVal)[0..*pn) the store gave for the scan that stood at
+** s0 (now at *pScan), as p's snapshot sees it: the keys the newer versions
+** hold, within the key range the page covers, take their old values,
+** absent ones dropped, those the store lost put back in order.  A page
+** that grows past nMax ends at its nMax-th key, the scan going on after
+** it.  The latch held for reading; an ordered scan. */
+static int scanOverlay(GpudsTable *p, const gpuds_scan *s0, gpuds_scan *pScan,
+                       size_t nMax, int64_t *aKey, uint64_t *aVal, size_t *pn){
+  GpudsVerEnt *aE = 0;
+  size_t nE = 0, n = *pn, i, j, nOut = 0, iE;
+  int64_t lo, hi, *aK2;
+  uint64_t *aV2;
+  int rc;
+  if( n==0 && !pScan->done ) return SQLITE_OK;
+  if( !s0->desc ){
+    lo = s0->lo;
+    hi = pScan->done ? s0->hi : aKey[n-1];
+  }else{
+    hi = s0->hi;
+    lo = pScan->done ? s0->lo : aKey[n-1];
+  }
+  rc = gpudsVersionRange(p, lo, hi, &aE, &nE);
+  if( rc ) return gpudsVtabError(p, rc, "out of memory");
+  if( nE==0 ) return SQLITE_OK;
+  aK2 = malloc((n+nE)*8);
+  aV2 = malloc((n+nE)*8);
+  if( !aK2 || !aV2 ){
+    free(aK2); free(aV2); free(aE);
+    return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  }
+  /* merge the page (in scan order) with aE (ascending: walked from its end
+  ** for a descending scan) */
+  for(i=0, j=0; i<n || j<nE; ){
+    int64_t kS = 0, kE = 0;
+    int bS = i<n, bE = j<nE, bTakeE;
+    iE = s0->desc ? nE-1-j : j;
+    if( bS ) kS = aKey[i];
+    if( bE ) kE = aE[iE].k;
+    if( bS && bE ){
+      if( kS==kE ){ i++; bTakeE = 1; }
+      else bTakeE = s0->desc ? kE>kS : kE<kS;
+    }else{
+      bTakeE = bE;
+    }
+    if( bTakeE ){
+      j++;
+      if( !aE[iE].bFound ) continue;
+      aK2[nOut] = kE;
+      aV2[nOut++] = aE[iE].v;
+    }else{
+      aK2[nOut] = kS;
+      aV2[nOut++] = aVal[i++];
+    }
+  }
+  if( nOut>nMax ){
+    nOut = nMax;
+    pScan->done = 0;
+    if( !s0->desc ) pScan->lo = aK2[nOut-1] + 1;
+    else pScan->hi = aK2[nOut-1] - 1;
+  }
+  memcpy(aKey, aK2, nOut*8);
+  memcpy(aVal, aV2, nOut*8);
+  *pn = nOut;
+  free(aK2); free(aV2); free(aE);
+  return SQLITE_OK;
+}
+
+/* The next page of an ordered scan (gpudsStoreOrdered) as p's snapshot
+** sees the store: at most nMax entries, possibly none before the end
+** (test pScan->done). */
 int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
                    int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  gpuds_scan s0 = *pScan;
   int rc;
-  if( p->pMirror && (nMax<=MIRROR_MAX_PAGE || p->eKind!=GPUDS_ORDERED) ){
-    rc = p->pMirOps->xScan(p->pMirror, pScan, nMax, aKey, aVal, pnOut);
-    return rc ? storeErr(p, p->pMirOps, p->pMirror, rc, "scan") : SQLITE_OK;
+  gpudsLatchRead(p);
+  rc = storePage(p, p->pCopy, pScan, nMax, aKey, aVal, pnOut);
+  if( rc==SQLITE_OK && gpudsVersionNewer(p) && !s0.done ){
+    rc = scanOverlay(p, &s0, pScan, nMax, aKey, aVal, pnOut);
   }
-  rc = p->pOps->xScan(p->pStore, pScan, nMax, aKey, aVal, pnOut);
-  return rc ? storeErr(p, p->pOps, p->pStore, rc, "scan") : SQLITE_OK;
+  gpudsLatchReadEnd(p);
+  return rc;
 }
 
-/* Call xEach on every entry of the table's store, in pages of 64K entries
-** (key order where gpudsStoreOrdered()), until it returns non-zero, which is
-** returned.  The host mirror is walked where there is one: it holds the
-** same entries, and a walk of the GPU store would copy them back from the
-** device page by page.  The store must not change meanwhile. */
-int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
-                   const uint64_t*, size_t), void *pCtx){
+/* Call xEach on every entry of copy c's store as it is, in pages of 64K
+** entries (key order where gpudsStoreOrdered()), until it returns
+** non-zero, which is returned; the latch is held (for reading) by the
+** caller or nobody else has c.  The host mirror is walked where there is
+** one: it holds the same entries, and a walk of the GPU store would copy
+** them back from the device page by page.  p (may be NULL) is passed to
+** xEach and takes the error messages. */
+static int storeWalk(GpudsTable *p, GpudsCopy *c, int (*xEach)(GpudsTable*, void*,
+                     const int64_t*, const uint64_t*, size_t), void *pCtx){
   size_t nPage = 65536, nOut;
   int64_t *aK = sqlite3_malloc64(nPage*8);
   uint64_t *aV = sqlite3_malloc64(nPage*8);
@@ -587,11 +816,13 @@ int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t
   memset(&s, 0, sizeof(s));
   s.lo = INT64_MIN; s.hi = INT64_MAX;
   while( rc==SQLITE_OK && !s.done ){
-    if( p->pMirror ){
-      rc = p->pMirOps->xScan(p->pMirror, &s, nPage, aK, aV, &nOut);
-      if( rc ){ rc = storeErr(p, p->pMirOps, p->pMirror, rc, "scan"); break; }
+    if( c->pMirror ){
+      callBegin(c, c->pMirOps);
+      rc = c->pMirOps->xScan(c->pMirror, &s, nPage, aK, aV, &nOut);
+      callEnd(c, c->pMirOps);
+      if( rc ){ rc = storeErr(p, c->pMirOps, c->pMirror, rc, "scan"); break; }
     }else{
-      rc = gpudsStoreScan(p, &s, nPage, aK, aV, &nOut);
+      rc = storePage(p, c, &s, nPage, aK, aV, &nOut);
     }
     if( rc==SQLITE_OK && nOut ) rc = xEach(p, pCtx, aK, aV, nOut);
   }
@@ -599,7 +830,83 @@ int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t
   return rc;
 }
 
-/* gpudsStoreEach() callback: free the rows of the entries. */
+/* Call xEach on every entry of the table's store as it is (the newest
+** state), holding the copy's latch for reading throughout: the store must
+** not change meanwhile (a hash store's pages are slot positions).  See
+** storeWalk. */
+int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
+                   const uint64_t*, size_t), void *pCtx){
+  int rc;
+  gpudsLatchRead(p);
+  rc = storeWalk(p, p->pCopy, xEach, pCtx);
+  gpudsLatchReadEnd(p);
+  return rc;
+}
+
+/* Keys of [lo, hi] collected by gpudsStoreKeys. */
+typedef struct KeysCtx { int64_t lo, hi; int64_t *a; int64_t n, nAlloc; } KeysCtx;
+static int keysCb(GpudsTable *p, void *pCtx, const int64_t *aK, const uint64_t *aV,
+                  size_t n){
+  KeysCtx *x = (KeysCtx*)pCtx;
+  size_t i;
+  for(i=0; i<n; i++){
+    if( aK[i]<x->lo || aK[i]>x->hi ) continue;
+    if( x->n==x->nAlloc ){
+      int64_t nNew = x->nAlloc ? x->nAlloc*2 : 1024;
+      int64_t *a = realloc(x->a, (size_t)nNew*8);
+      if( a==0 ) return SQLITE_NOMEM;
+      x->a = a; x->nAlloc = nNew;
+    }
+    x->a[x->n++] = aK[i];
+  }
+  (void)p; (void)aV;
+  return SQLITE_OK;
+}
+
+/* The keys in [lo, hi] the store holds at p's snapshot: *paKey (malloc()'d,
+** NULL if none), *pn of them, in no order (ascending where versions were
+** laid over).  One pass under the latch: what a hash store without its
+** mirror scans. */
+int gpudsStoreKeys(GpudsTable *p, int64_t lo, int64_t hi, int64_t **paKey, int64_t *pn){
+  KeysCtx x;
+  GpudsVerEnt *aE = 0;
+  size_t nE = 0;
+  int rc;
+  memset(&x, 0, sizeof(x));
+  x.lo = lo; x.hi = hi;
+  *paKey = 0; *pn = 0;
+  gpudsLatchRead(p);
+  rc = storeWalk(p, p->pCopy, keysCb, &x);
+  if( rc==SQLITE_OK && gpudsVersionNewer(p) ){
+    rc = gpudsVersionRange(p, lo, hi, &aE, &nE);
+    if( rc==SQLITE_OK && nE ) rc = gpudsSortKeys(x.a, 0, (size_t)x.n);
+    if( rc==SQLITE_OK && nE ){
+      /* the store's keys less those the versions hold, and those of them
+      ** present at the snapshot */
+      int64_t *a = malloc((size_t)(x.n + (int64_t)nE)*8), i = 0, n = 0;
+      size_t j = 0;
+      if( a==0 ) rc = SQLITE_NOMEM;
+      while( a && (i<x.n || j<nE) ){
+        if( j>=nE || (i<x.n && x.a[i]<aE[j].k) ){ a[n++] = x.a[i++]; continue; }
+        if( i<x.n && x.a[i]==aE[j].k ) i++;
+        if( aE[j].bFound ) a[n++] = aE[j].k;
+        j++;
+      }
+      if( a ){ free(x.a); x.a = a; x.n = n; }
+    }
+  }
+  gpudsLatchReadEnd(p);
+  free(aE);
+  if( rc ){
+    free(x.a);
+    if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "out of memory");
+    return rc;
+  }
+  *paKey = x.a; *pn = x.n;
+  return SQLITE_OK;
+}
+
+/* storeWalk() callback: free the rows of the entries. */
 static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                       const uint64_t *aV, size_t n){
   size_t i;
@@ -607,24 +914,28 @@ static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   return SQLITE_OK;
 }
 
-/* Free the rows of the table's store (its entries' handles); the store
-** itself is left to gpudsStoreFree(). */
-void gpudsStoreFreeRows(GpudsTable *p){
-  gpudsStoreColsDrop(p);
-  if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
+/* Free the rows of copy c's store (its entries' handles), which nobody
+** reads any more, and its column set; the stores are left to
+** gpudsStoreFree(). */
+void gpudsStoreFreeRows(GpudsCopy *c){
+  gpudsStoreColsDrop(c);
+  if( c->pStore ) storeWalk(0, c, freeRowsCb, 0);
 }
 
 /* gpudsStoreEach() callback over the host mirror: every entry of the page
 ** is in the GPU store with the same value. */
 static int mirrorCompareCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                            const uint64_t *aV, size_t n){
+  GpudsCopy *c = p->pCopy;
   uint64_t *aG = sqlite3_malloc64(n*8);
   uint8_t *aF = sqlite3_malloc64(n);
   size_t i;
   int rc = (aG && aF) ? SQLITE_OK : SQLITE_NOMEM;
   if( rc==SQLITE_OK ){
-    rc = p->pOps->xLookup(p->pStore, n, aK, aF, aG);
-    if( rc ) storeErr(p, p->pOps, p->pStore, rc, "lookup");
+    callBegin(c, c->pOps);
+    rc = c->pOps->xLookup(c->pStore, n, aK, aF, aG);
+    callEnd(c, c->pOps);
+    if( rc ) storeErr(p, c->pOps, c->pStore, rc, "lookup");
   }
   for(i=0; rc==SQLITE_OK && i<n; i++){
     if( !aF[i] || aG[i]!=aV[i] ){
@@ -637,31 +948,35 @@ static int mirrorCompareCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   return rc;
 }
 
-/* Every key of the mirror is in the GPU store with the same value (with
-** equal counts: the two hold the same entries).  gpudsStoreEach() walks the
-** mirror when there is one. */
-static int mirrorCompare(GpudsTable *p){
-  return gpudsStoreEach(p, mirrorCompareCb, 0);
-}
-
 /* Check the store's invariants, and that the mirror agrees with it in
 ** size and passes its own.  SQLITE_OK, or an error with the message set. */
 int gpudsStoreCheck(GpudsTable *p){
-  if( p->pOps->xCheck(p->pStore)!=GPUDS_OK ){
-    return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "structure invariant failed: %s",
-                          p->pOps->xErrmsg(p->pStore));
+  GpudsCopy *c = p->pCopy;
+  int rc = SQLITE_OK;
+  gpudsLatchRead(p);
+  callBegin(c, c->pOps);
+  if( c->pOps->xCheck(c->pStore)!=GPUDS_OK ){
+    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "structure invariant failed: %s",
+                        c->pOps->xErrmsg(c->pStore));
   }
-  if( p->pMirror ){
-    if( p->pMirOps->xCheck(p->pMirror)!=GPUDS_OK ){
-      return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror invariant failed: %s",
-                            p->pMirOps->xErrmsg(p->pMirror));
+  callEnd(c, c->pOps);
+  if( rc==SQLITE_OK && c->pMirror ){
+    int64_t nMir, nMain;
+    callBegin(c, c->pMirOps);
+    if( c->pMirOps->xCheck(c->pMirror)!=GPUDS_OK ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror invariant failed: %s",
+                          c->pMirOps->xErrmsg(c->pMirror));
     }
-    if( p->pMirOps->xCount(p->pMirror)!=p->pOps->xCount(p->pStore) ){
-      return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror holds %lld keys, the GPU store %lld",
-                            (long long)p->pMirOps->xCount(p->pMirror),
-                            (long long)p->pOps->xCount(p->pStore));
+    nMir = c->pMirOps->xCount(c->pMirror);
+    callEnd(c, c->pMirOps);
+    nMain = gpudsStoreCount(p);
+    if( rc==SQLITE_OK && nMir!=nMain ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror holds %lld keys, the GPU store %lld",
+                          (long long)nMir, (long long)nMain);
     }
-    return mirrorCompare(p);
+    /* every key of the mirror is in the GPU store with the same value */
+    if( rc==SQLITE_OK ) rc = gpudsStoreEach(p, mirrorCompareCb, 0);
   }
-  return SQLITE_OK;
+  gpudsLatchReadEnd(p);
+  return rc;
 }

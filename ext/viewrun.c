@@ -437,7 +437,7 @@ void gpudsViewExactClear(GpudsViewExact *pX){
 static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
                      const int64_t *aSkip, int64_t nSkip, int *pbOk){
   GpudsTable *p = r->p;
-  GpudsColState *cs = &p->cs;
+  GpudsColState *cs = &p->pCopy->cs;
   const uint64_t *aAmbig;
   int64_t nAmbig, lo = 0, hi, n = 0, *aK = 0;
   uint64_t *aR = 0;
@@ -445,9 +445,9 @@ static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
   gpuds_term t;
   int i, rc, bOk;
   *pbOk = 0;
-  if( pX->pCols!=cs->pCols || pX->nBuild!=cs->nBuild ){
+  if( pX->iBuildId!=cs->iBuildId ){
     gpudsViewExactClear(pX);
-    pX->pCols = cs->pCols; pX->nBuild = cs->nBuild;
+    pX->iBuildId = cs->iBuildId;
   }
   for(i=0; i<pX->n; i++){
     if( pX->a[i].iCol==iCol && pX->a[i].v.tag==v->tag && pX->a[i].v.n==v->n
@@ -673,13 +673,16 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
   if( rc==SQLITE_OK ) rc = termsMake(r, apOp);
   if( rc==SQLITE_OK ) rc = gpudsXInit(&x, r);
 
-  /* 2. the column set */
+  /* 2. the column set: the copy's latch held for reading from here on
+  ** (the set and the skipped keys must not change until its rows are
+  ** read) */
+  gpudsLatchRead(p);
   if( rc==SQLITE_OK && !r->bEmpty ){
     if( !gpudsColsBuilt(p) ) rc = gpudsColsBuild(p);
     if( rc==SQLITE_OK ) rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
     if( rc==SQLITE_OK ) rc = aggReqMake(r, pExact, aSkip, nSkip, &req);
     if( rc==SQLITE_OK ){
-      p->cs.nQuery++;
+      __atomic_add_fetch(&p->pCopy->cs.nQuery, 1, __ATOMIC_RELAXED);
       rc = gpudsStoreColsAgg(p, &req.a, &res);
       if( rc==GPUDS_OK ){
         bAgg = 1;
@@ -750,6 +753,7 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
       pStat->nExact = nExact;
     }
   }
+  gpudsLatchReadEnd(p);
   if( rc==RC_OVERFLOW ){
     rc = gpudsVtabError(p, SQLITE_ERROR, "integer overflow");
   }else if( rc && p->base.zErrMsg==0 ){

@@ -106,12 +106,13 @@ static void tableFree(GpudsTable *p){
   if( p->pBuild ) gpudsBuildCancel(p->pBuild);  /* its thread joined */
   p->pBuild = 0;
   gpudsDiskReset(p);
-  if( p->wb.pOver ) gpudsWbufRollback(p);   /* frees uncommitted rows */
+  if( p->wb.pOver ){
+    gpudsWbufRollback(p);                   /* frees uncommitted rows */
+    if( p->pCopy ) gpudsCopyRolledBack(p, gpudsWbufBrokenClear(p));
+  }
   gpudsWbufClear(p);
-  gpudsStoreFreeRows(p);
+  gpudsCopyDetach(p);                       /* with its last table, the copy */
   gpudsLoaderEnd(&p->wArena);
-  gpudsStoreFree(p, p->pStore, p->pMirror);
-  gpudsFilterFree(&p->filter);
   for(i=0; i<p->nCol; i++) sqlite3_free(p->azCol[i]);
   sqlite3_free(p->azCol);
   sqlite3_free(p->aNotNull);
@@ -244,7 +245,16 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     sqlite3_free(pV);
     return SQLITE_ERROR;
   }
-  rc = gpudsStoreCreate(p, &p->pStore, &p->pMirror);
+  {
+    /* an empty copy of its own until its first refresh (or, created, the
+    ** empty table's, which gpudsShadowCreate publishes) */
+    GpudsCopy *c = 0;
+    rc = gpudsCopyNew(p, &c);
+    if( rc==SQLITE_OK ){
+      rc = gpudsCopyAdopt(p, c, 0);
+      if( rc ) gpudsCopyDiscard(c);
+    }
+  }
   if( rc ){
     *pzErr = sqlite3_mprintf("%s: %s", argv[0], p->base.zErrMsg ? p->base.zErrMsg : "cannot create the store");
     tableFree(p);
@@ -252,7 +262,6 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     return rc;
   }
   rc = gpudsWbufInit(p);
-  if( rc==SQLITE_OK ) rc = gpudsFilterReset(&p->filter, GPUDS_FILTER_INITIAL_KEYS);
   if( rc ){ tableFree(p); sqlite3_free(pV); return rc; }
   if( bCreate ){
     rc = gpudsShadowCreate(p);
@@ -870,8 +879,10 @@ static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
 ** bring the structure up to date with what other connections committed. */
 static int gpudsBegin(sqlite3_vtab *pVtab){
   int rc = gpudsShadowRefresh(tab(pVtab));
-  /* writes need the store: wait for a build in the background */
+  /* writes need the store: wait for a build in the background; and a copy
+  ** whose newest commit is the connection's snapshot */
   if( rc==SQLITE_OK ) rc = gpudsShadowReady(tab(pVtab));
+  if( rc==SQLITE_OK ) rc = gpudsShadowWrite(tab(pVtab));
   return vtabDone(pVtab, rc);
 }
 
@@ -905,8 +916,8 @@ static int gpudsSync(sqlite3_vtab *pVtab){
 ** rollback needed. */
 static int gpudsCommit(sqlite3_vtab *pVtab){
   GpudsTable *p = tab(pVtab);
+  gpudsWbufCommit(p);           /* its flushes are the copy's from now on */
   gpudsShadowCommitted(p);
-  gpudsWbufCommit(p);
   return SQLITE_OK;
 }
 

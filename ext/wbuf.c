@@ -14,7 +14,9 @@
 **                the overlay.
 ** Row records displaced by a write stay alive until the transaction commits
 ** (a rollback may bring them back) and, after that, until no cursor of the
-** table is open (a cursor page may still point at them).
+** table is open (a cursor page may still point at them); those a flush
+** displaced from the store, until the copy releases the flush (copy.c:
+** other connections' snapshots may still read them).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
@@ -50,23 +52,13 @@ int gpudsWbufInit(GpudsTable *p){
   return p->wb.pOver ? SQLITE_OK : SQLITE_NOMEM;
 }
 
-/* Free a flush record. */
-static void flushFree(GpudsFlush *f){
-  if( f ){
-    free(f->aKey); free(f->aNew);
-    free(f->aFound); free(f->aOld);
-    free(f->aOrig);
-    sqlite3_free(f);
-  }
-}
-
 /* Release everything the write buffer holds (table teardown).  Rows are
 ** not freed here: the caller frees the overlay's rows first if it needs to. */
 void gpudsWbufClear(GpudsTable *p){
   int64_t i;
   for(i=0; i<p->wb.nUndo; i++){
     if( p->wb.aUndo[i].eType==UNDO_FLUSH ){
-      flushFree((GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev);
+      gpudsFlushFree((GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev);
     }
   }
   free(p->wb.aUndo);
@@ -95,10 +87,12 @@ void gpudsRowGarbage(GpudsTable *p, uint64_t hRow){
   w->aGarbage[w->nGarbage++] = hRow;
 }
 
-/* Free queued rows if no cursor can see them any more. */
+/* Free queued rows if no cursor can see them any more (the table holds no
+** row: its copy may also let its pin go). */
 void gpudsCollectGarbage(GpudsTable *p){
   int64_t i;
   if( p->nCursor>0 ) return;
+  gpudsSnapIdle(p);               /* its copy may let its pin go (copy.c) */
   for(i=0; i<p->wb.nGarbage; i++) gpudsRowFreeHandle(p->wb.aGarbage[i]);
   p->wb.nGarbage = 0;
 }
@@ -323,7 +317,7 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
 
 flush_out:
   if( f ) gpudsRowsRepackUndo(f->aNew, f->n, &f->aOrig);
-  flushFree(f);
+  gpudsFlushFree(f);
   return rc;
 }
 
@@ -359,7 +353,7 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
         f->aNew[i] = v;
       }
     }
-    flushFree(f);
+    gpudsFlushFree(f);
   }
   return rc;
 }
@@ -482,7 +476,9 @@ int gpudsWbufRollback(GpudsTable *p){
 }
 
 /* The transaction committed (its writes are in the store, flushed by
-** xSync): free the rows it displaced and forget the log. */
+** xSync): free the rows it displaced in the overlay, hand its flushes to
+** the copy and forget the log.  Before the copy learns of the commit
+** (gpudsShadowCommitted), which may release the flushes. */
 void gpudsWbufCommit(GpudsTable *p){
   GpudsWbuf *w = &p->wb;
   int64_t i, nRows = w->nUndo;
@@ -492,14 +488,18 @@ void gpudsWbufCommit(GpudsTable *p){
     if( u->eType==UNDO_PUT ){
       if( u->bHad ) gpudsRowGarbage(p, u->prev);
     }else{
+      /* The flush is a version of the copy, which keeps it (and the rows
+      ** it displaced) while a snapshot older than the commit may read
+      ** them (copy.c); the originals of repacked rows were the write
+      ** buffer's alone. */
       GpudsFlush *f = (GpudsFlush*)(uintptr_t)u->prev;
       size_t j;
       nRows += (int64_t)f->n;
-      for(j=0; j<f->n; j++){
-        if( f->aOld && f->aFound[j] ) gpudsRowGarbage(p, f->aOld[j]);
-        if( f->aOrig && f->aOrig[j]!=f->aNew[j] ) gpudsRowGarbage(p, f->aOrig[j]);
+      for(j=0; f->aOrig && j<f->n; j++){
+        if( f->aOrig[j]!=f->aNew[j] ) gpudsRowGarbage(p, f->aOrig[j]);
       }
-      flushFree(f);
+      free(f->aOrig);
+      f->aOrig = 0;
     }
   }
   w->nUndo = 0;
