@@ -278,16 +278,6 @@ int gpudsVersionNewer(const GpudsTable *p){
   return f!=0 && f->iSeq>p->iSnapSeq;
 }
 
-/* Index of k in the ascending keys of f, or -1. */
-static int64_t flushFind(const GpudsFlush *f, int64_t k){
-  int64_t lo = 0, hi = (int64_t)f->n;
-  while( lo<hi ){
-    int64_t mid = lo + (hi-lo)/2;
-    if( f->aKey[mid]<k ) lo = mid+1; else hi = mid;
-  }
-  return (lo<(int64_t)f->n && f->aKey[lo]==k) ? lo : -1;
-}
-
 /* First index of f's ascending keys that is >= k. */
 static size_t flushLower(const GpudsFlush *f, int64_t k){
   size_t lo = 0, hi = f->n;
@@ -296,6 +286,12 @@ static size_t flushLower(const GpudsFlush *f, int64_t k){
     if( f->aKey[mid]<k ) lo = mid+1; else hi = mid;
   }
   return lo;
+}
+
+/* Index of k in the ascending keys of f, or -1. */
+static int64_t flushFind(const GpudsFlush *f, int64_t k){
+  size_t i = flushLower(f, k);
+  return (i<f->n && f->aKey[i]==k) ? (int64_t)i : -1;
 }
 
 /* Keys aKey[0..n) as p's snapshot sees them, given aFound/aVal as the
