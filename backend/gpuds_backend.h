@@ -151,6 +151,22 @@ int gpudsCudaDevice(char *zName, size_t nName, uint64_t *pnFree,
                     uint64_t *pnTotal);
 
 /*
+** The device memory gpuds holds in this process: every allocation of the
+** CUDA stores, column sets, equality indexes and workspaces is counted in
+** one account (kernels/common/devmem.cuh), which GPUDS_GPU_MEMORY caps: an
+** allocation that would pass the cap fails as one the full GPU refuses
+** (GPUDS_NOMEM).  Thread-safe.  Zeros in a build without CUDA.  Defined in
+** kernels/device.cu, or in backend/select.c for host-only builds.
+*/
+typedef struct gpuds_gpumem {
+  uint64_t nHeld;          /* bytes held now */
+  uint64_t nPeak;          /* the most held at once */
+  uint64_t nRefusedCap;    /* allocations refused: they would pass the cap */
+  uint64_t nRefusedGpu;    /* allocations the GPU refused (out of memory) */
+} gpuds_gpumem;
+void gpudsGpuMemory(gpuds_gpumem *p);
+
+/*
 ** The store implementation to use for a table of the given kind: the CUDA
 ** one if a usable device is present and the environment variable
 ** GPUDS_BACKEND is not "host"; the host one otherwise.  (backend/select.c)

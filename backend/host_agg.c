@@ -25,16 +25,10 @@
 #include "gpuds_sort.h"
 #include "gpuds_mix.h"
 #include "host_cols.h"
+#include "host_filter.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <pthread.h>
-#include <unistd.h>
-
-/* A share is at least this many rows (fewer rows: fewer threads)... */
-#define AGG_SHARE_MIN 32768
-/* ... and the threads at most this many. */
-#define AGG_MAX_THREADS 16
 
 /* A group's state: fixed slots, then each aggregate's. */
 typedef union Slot { int64_t i; uint64_t u; double d; } Slot;
@@ -100,8 +94,6 @@ typedef struct AggPart {
   int64_t *aLeft, nLeft, nLeftAlloc;   /* leftover rows' indices */
   int64_t nRead;
   int rc;
-  pthread_t tid;
-  int bThread;
 } AggPart;
 
 /* ------------------------------------------------------------ helpers */
@@ -411,78 +403,6 @@ static int leftAdd(AggPart *w, int64_t i){
   return GPUDS_OK;
 }
 
-/* Rows are filtered a block at a time, one term over the block after the
-** other (a tight loop per term, the common case of a number compared with
-** a number inlined), then counted one by one. */
-#define AGG_BLOCK 1024
-
-/* Number (tag, val) against the number of term pT, exactly: < 0, 0, > 0. */
-static inline int numCmp(uint8_t tag, uint64_t val, uint8_t ctag, uint64_t cval,
-                         double cd, int bExactD){
-  if( tag==GPUDS_TAG_INT ){
-    int64_t x = (int64_t)val;
-    if( ctag==GPUDS_TAG_INT ){ int64_t c = (int64_t)cval; return x<c ? -1 : x>c; }
-    if( x>=-9007199254740992LL && x<=9007199254740992LL ){
-      double d = (double)x;
-      return d<cd ? -1 : d>cd;
-    }
-    return gpudsColIntReal(x, cd);
-  }else{
-    double x = gpudsColDouble(val);
-    if( bExactD ) return x<cd ? -1 : x>cd;
-    return -gpudsColIntReal((int64_t)cval, x);
-  }
-}
-
-/* Keep the rows aSel[0..n) that term t may hold for (marking aMaybe where
-** it says "maybe"): their number. */
-static int64_t termPass(const AggPlan *P, int t, int64_t *aSel, uint8_t *aMaybe, int64_t n){
-  const HostCols *p = P->p;
-  const gpuds_query *q = &P->a->q;
-  const gpuds_term *pT = &q->aTerm[t];
-  int bExact = P->a->aTermExact ? P->a->aTermExact[t] : 0;
-  int op = pT->op;
-  int64_t j, m = 0;
-  const uint8_t *aTag = pT->iCol>=0 ? &p->aTag[(size_t)pT->iCol*(size_t)p->n] : 0;
-  const uint64_t *aVal = pT->iCol>=0 ? &p->aVal[(size_t)pT->iCol*(size_t)p->n] : 0;
-  if( op>=GPUDS_CMP_EQ && op<=GPUDS_CMP_GE
-   && (pT->tag==GPUDS_TAG_INT || pT->tag==GPUDS_TAG_REAL) ){
-    /* a number: numbers compare inline, other values by the rules */
-    double cd = pT->tag==GPUDS_TAG_INT ? (double)(int64_t)pT->val : gpudsColDouble(pT->val);
-    int bExactD = pT->tag==GPUDS_TAG_REAL
-               || ((int64_t)pT->val>=-9007199254740992LL && (int64_t)pT->val<=9007199254740992LL);
-    for(j=0; j<n; j++){
-      int64_t i = aSel[j];
-      uint8_t tag = aTag ? aTag[i] : GPUDS_TAG_INT;
-      uint64_t val = aTag ? aVal[i] : (uint64_t)p->aKey[i];
-      int r;
-      if( tag==GPUDS_TAG_INT || tag==GPUDS_TAG_REAL ){
-        int c = numCmp(tag, val, pT->tag, pT->val, cd, bExactD);
-        switch( op ){
-          case GPUDS_CMP_EQ: r = c==0; break;
-          case GPUDS_CMP_NE: r = c!=0; break;
-          case GPUDS_CMP_LT: r = c<0; break;
-          case GPUDS_CMP_LE: r = c<=0; break;
-          case GPUDS_CMP_GT: r = c>0; break;
-          default:           r = c>=0; break;
-        }
-      }else{
-        r = gpudsColMatch(tag, val, op, pT->tag, pT->val);
-      }
-      if( r ){ aSel[m] = i; aMaybe[m] = aMaybe[j] | (r==2); m++; }
-    }
-    return m;
-  }
-  for(j=0; j<n; j++){
-    int64_t i = aSel[j];
-    uint8_t tag = aTag ? aTag[i] : GPUDS_TAG_INT;
-    uint64_t val = aTag ? aVal[i] : (uint64_t)p->aKey[i];
-    int r = gpudsColMatchAgg(tag, val, op, pT->tag, pT->val, q->aInTag, q->aInVal, bExact);
-    if( r ){ aSel[m] = i; aMaybe[m] = aMaybe[j] | (r==2); m++; }
-  }
-  return m;
-}
-
 /* A thread: the rows [r0, r1) of part w. */
 static void *partRun(void *pArg){
   AggPart *w = (AggPart*)pArg;
@@ -491,36 +411,17 @@ static void *partRun(void *pArg){
   const gpuds_query *q = &P->a->q;
   uint8_t kt[GPUDS_AGG_KEY_MAX];
   uint64_t kv[GPUDS_AGG_KEY_MAX];
-  int64_t aSel[AGG_BLOCK];
-  uint8_t aMaybe[AGG_BLOCK];
-  int64_t b0, i, j, n, iSkip = 0, g = 0;
+  int64_t aSel[HOST_BLOCK];
+  uint8_t aMaybe[HOST_BLOCK];
+  int64_t b0, i, j, n, iSkip = -1, g = 0;
   int t;
-  if( q->nSkip>0 && p->bSorted && w->r0<w->r1 ){
-    iSkip = gpudsHostLowerBound(q->aSkip, q->nSkip, p->aKey[w->r0]);
-  }
-  for(b0=w->r0; b0<w->r1 && w->rc==GPUDS_OK; b0+=AGG_BLOCK){
-    int64_t b1 = b0+AGG_BLOCK<w->r1 ? b0+AGG_BLOCK : w->r1;
-    n = 0;
-    if( p->bSorted && q->nSkip==0 ){
-      for(i=b0; i<b1; i++){ aSel[n] = i; aMaybe[n++] = 0; }
-    }else{
-      for(i=b0; i<b1; i++){
-        int64_t key = p->aKey[i];
-        if( !p->bSorted && (key<q->lo || key>q->hi) ) continue;
-        if( q->nSkip>0 ){
-          if( p->bSorted ){
-            while( iSkip<q->nSkip && q->aSkip[iSkip]<key ) iSkip++;
-            if( iSkip<q->nSkip && q->aSkip[iSkip]==key ) continue;
-          }else{
-            int64_t k = gpudsHostLowerBound(q->aSkip, q->nSkip, key);
-            if( k<q->nSkip && q->aSkip[k]==key ) continue;
-          }
-        }
-        aSel[n] = i; aMaybe[n++] = 0;
-      }
-    }
+  for(b0=w->r0; b0<w->r1 && w->rc==GPUDS_OK; b0+=HOST_BLOCK){
+    int64_t b1 = b0+HOST_BLOCK<w->r1 ? b0+HOST_BLOCK : w->r1;
+    n = gpudsHostBlock(p, q, b0, b1, &iSkip, aSel, aMaybe);
     w->nRead += n;
-    for(t=0; t<q->nTerm && n>0; t++) n = termPass(P, t, aSel, aMaybe, n);
+    for(t=0; t<q->nTerm && n>0; t++){
+      n = gpudsHostTermPass(p, q, t, P->a->aTermExact ? P->a->aTermExact[t] : 0, aSel, aMaybe, n);
+    }
     for(j=0; j<n && w->rc==GPUDS_OK; j++){
       i = aSel[j];
       if( aMaybe[j] || rowUndecided(P, i, kt, kv) ){
@@ -760,16 +661,6 @@ static void partFree(AggPart *w, int nDist){
   free(w->aLeft);
 }
 
-/* The number of threads for nRow rows. */
-static int threadCount(int64_t nRow){
-  long nCpu = sysconf(_SC_NPROCESSORS_ONLN);
-  int64_t n = nRow/AGG_SHARE_MIN;
-  if( nCpu<1 ) nCpu = 1;
-  if( n>nCpu ) n = nCpu;
-  if( n>AGG_MAX_THREADS ) n = AGG_MAX_THREADS;
-  return n<1 ? 1 : (int)n;
-}
-
 /* Merge parts 1..nPart-1 into part 0; the distinct values of every part
 ** counted per group of part 0 into *paDistN (nDist*nGroup, malloc()ed). */
 static int partsMerge(const AggPlan *P, AggPart *aPart, int nPart, int64_t **paDistN){
@@ -838,7 +729,7 @@ static int leftFill(const AggPlan *P, AggPart *aPart, int nPart, gpuds_aggres *p
 int gpudsHostColsAgg(gpuds_cols *pCols, const gpuds_agg *a, gpuds_aggres *pR){
   HostCols *p = (HostCols*)pCols;
   AggPlan P;
-  AggPart aPart[AGG_MAX_THREADS];
+  AggPart aPart[HOST_MAX_THREADS];
   int64_t *aDistN = 0;
   uint64_t *aOrd = 0;
   int nPart, t, rc;
@@ -849,7 +740,7 @@ int gpudsHostColsAgg(gpuds_cols *pCols, const gpuds_agg *a, gpuds_aggres *pR){
     snprintf(p->zErr, sizeof(p->zErr), "aggregation request not valid for this column set");
     return rc;
   }
-  nPart = threadCount(P.i1-P.i0);
+  nPart = gpudsHostThreads(P.i1-P.i0);
   memset(aPart, 0, sizeof(aPart));
   for(t=0; t<nPart; t++){
     AggPart *w = &aPart[t];
@@ -867,14 +758,7 @@ int gpudsHostColsAgg(gpuds_cols *pCols, const gpuds_agg *a, gpuds_aggres *pR){
     }
   }
   if( rc==GPUDS_OK ){
-    for(t=1; t<nPart; t++){
-      aPart[t].bThread = pthread_create(&aPart[t].tid, 0, partRun, &aPart[t])==0;
-    }
-    partRun(&aPart[0]);
-    for(t=1; t<nPart; t++){
-      if( aPart[t].bThread ) pthread_join(aPart[t].tid, 0);
-      else partRun(&aPart[t]);
-    }
+    gpudsHostRunParts(partRun, aPart, sizeof(aPart[0]), nPart);
     for(t=0; t<nPart; t++){
       if( aPart[t].rc ) rc = aPart[t].rc;
       pR->nRead += aPart[t].nRead;

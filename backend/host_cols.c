@@ -9,9 +9,12 @@
 #include "gpuds_colval.h"
 #include "gpuds_sort.h"
 #include "host_cols.h"
+#include "host_filter.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <pthread.h>
+#include <unistd.h>
 
 static HostCols *hc(gpuds_cols *p){ return (HostCols*)p; }
 
@@ -71,21 +74,89 @@ int64_t gpudsHostLowerBound(const int64_t *a, int64_t n, int64_t k){
   return lo;
 }
 
-/* True if row i satisfies every term (a "maybe" counts as yes). */
-static int rowMatches(const HostCols *p, int64_t i, const gpuds_query *q){
+/* ------------------------------------------------------------- queries */
+
+/* One thread's share of a query's filter: rows [r0, r1), their matches'
+** indices written from aIdx[0] on in ascending order (*pnOut).  Stops once
+** it has more than nMost (> 0) of them: the query then returns none. */
+typedef struct ScanPart {
+  const HostCols *p;
+  const gpuds_query *q;
+  int64_t r0, r1;
+  int64_t *aIdx;
+  int64_t nOut;
+} ScanPart;
+
+static void *scanRun(void *pArg){
+  ScanPart *w = (ScanPart*)pArg;
+  const HostCols *p = w->p;
+  const gpuds_query *q = w->q;
+  uint8_t aMaybe[HOST_BLOCK];
+  int64_t b0, n = 0, iSkip = -1, m;
   int t;
-  for(t=0; t<q->nTerm; t++){
-    const gpuds_term *pT = &q->aTerm[t];
-    size_t o = (size_t)pT->iCol*(size_t)p->n + (size_t)i;
-    if( pT->op==GPUDS_CMP_IN ){
-      uint32_t i0 = (uint32_t)(pT->val>>32), nv = (uint32_t)pT->val;
-      if( gpudsColMatchIn(p->aTag[o], p->aVal[o], pT->tag, q->aInTag + i0,
-                          q->aInVal + i0, nv)==0 ) return 0;
-    }else if( gpudsColMatch(p->aTag[o], p->aVal[o], pT->op, pT->tag, pT->val)==0 ){
-      return 0;
-    }
+  for(b0=w->r0; b0<w->r1; b0+=HOST_BLOCK){
+    int64_t b1 = b0+HOST_BLOCK<w->r1 ? b0+HOST_BLOCK : w->r1;
+    int64_t *aSel = w->aIdx + n;
+    m = gpudsHostBlock(p, q, b0, b1, &iSkip, aSel, aMaybe);
+    for(t=0; t<q->nTerm && m>0; t++) m = gpudsHostTermPass(p, q, t, 0, aSel, aMaybe, m);
+    n += m;
+    if( q->nMost>0 && n>q->nMost ) break;
   }
-  return 1;
+  w->nOut = n;
+  return 0;
+}
+
+/* The number of threads for a pass over nRow rows: one share of at least
+** HOST_SHARE_MIN rows per CPU, at most HOST_MAX_THREADS. */
+int gpudsHostThreads(int64_t nRow){
+  long nCpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t n = nRow/HOST_SHARE_MIN;
+  if( nCpu<1 ) nCpu = 1;
+  if( n>nCpu ) n = nCpu;
+  if( n>HOST_MAX_THREADS ) n = HOST_MAX_THREADS;
+  return n<1 ? 1 : (int)n;
+}
+
+/* xRun on each of the nPart parts of the array aPart (szPart bytes a
+** part), at once: parts 1.. on threads of their own (on this one where a
+** thread cannot be made), part 0 on this one; returns when all are done. */
+void gpudsHostRunParts(void *(*xRun)(void*), void *aPart, size_t szPart, int nPart){
+  pthread_t aTid[HOST_MAX_THREADS];
+  int aOk[HOST_MAX_THREADS], t;
+  for(t=1; t<nPart; t++){
+    aOk[t] = pthread_create(&aTid[t], 0, xRun, (char*)aPart + szPart*(size_t)t)==0;
+  }
+  xRun(aPart);
+  for(t=1; t<nPart; t++){
+    if( aOk[t] ) pthread_join(aTid[t], 0);
+    else xRun((char*)aPart + szPart*(size_t)t);
+  }
+}
+
+/* The indices of the rows [i0, i1) that match q, ascending, into aIdx
+** (room for i1-i0): their number, or more than q->nMost (> 0) where more
+** match (the indices then undefined).  One share of the rows a thread. */
+static int64_t scanAll(const HostCols *p, const gpuds_query *q, int64_t i0, int64_t i1,
+                       int64_t *aIdx){
+  ScanPart aPart[HOST_MAX_THREADS];
+  int nPart = gpudsHostThreads(i1-i0), t;
+  int64_t nOut = 0;
+  memset(aPart, 0, sizeof(aPart));
+  for(t=0; t<nPart; t++){
+    ScanPart *w = &aPart[t];
+    w->p = p; w->q = q;
+    w->r0 = i0 + (i1-i0)*t/nPart;
+    w->r1 = i0 + (i1-i0)*(t+1)/nPart;
+    w->aIdx = aIdx + (w->r0 - i0);
+  }
+  gpudsHostRunParts(scanRun, aPart, sizeof(aPart[0]), nPart);
+  for(t=0; t<nPart; t++){
+    if( aPart[t].aIdx!=aIdx+nOut && aPart[t].nOut>0 ){
+      memmove(aIdx+nOut, aPart[t].aIdx, (size_t)aPart[t].nOut*8);
+    }
+    nOut += aPart[t].nOut;
+  }
+  return nOut;
 }
 
 /* xQuery (see gpuds_backend.h). */
@@ -111,19 +182,11 @@ static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
     i1 = q->hi==INT64_MAX ? p->n : gpudsHostLowerBound(p->aKey, p->n, q->hi+1);
   }
   aIdx = malloc((size_t)(i1>i0 ? i1-i0 : 1)*8);
-  aS = malloc((size_t)(i1>i0 ? i1-i0 : 1)*8);
-  if( !aIdx || !aS ){ rc = GPUDS_NOMEM; goto query_out; }
-  for(i=i0; i<i1; i++){
-    int64_t k = p->aKey[i];
-    if( k<q->lo || k>q->hi ) continue;
-    if( q->nSkip>0 ){
-      int64_t j = gpudsHostLowerBound(q->aSkip, q->nSkip, k);
-      if( j<q->nSkip && q->aSkip[j]==k ) continue;
-    }
-    if( !rowMatches(p, i, q) ) continue;
-    aIdx[nOut++] = i;
-  }
+  if( !aIdx ){ rc = GPUDS_NOMEM; goto query_out; }
+  if( i1>i0 ) nOut = scanAll(p, q, i0, i1, aIdx);
   if( q->nMost>0 && nOut>q->nMost ){ *pn = -1; goto query_out; }
+  aS = malloc((size_t)(nOut ? nOut : 1)*8);
+  if( !aS ){ rc = GPUDS_NOMEM; goto query_out; }
   /* Key order first: the order itself, or the ties' order under a column. */
   if( !p->bSorted && nOut>1 ){
     for(i=0; i<nOut; i++) aS[i] = (uint64_t)p->aKey[aIdx[i]] ^ 0x8000000000000000ULL;

@@ -21,6 +21,14 @@ typedef struct HostCols {
 /* First index i in sorted a[0..n-1] with a[i] >= k. */
 int64_t gpudsHostLowerBound(const int64_t *a, int64_t n, int64_t k);
 
+/* A pass over a set's rows takes one thread a share of at least
+** HOST_SHARE_MIN rows, and at most HOST_MAX_THREADS threads:
+** gpudsHostThreads(rows) of them, run by gpudsHostRunParts (host_cols.c). */
+#define HOST_SHARE_MIN 32768
+#define HOST_MAX_THREADS 16
+int gpudsHostThreads(int64_t nRow);
+void gpudsHostRunParts(void *(*xRun)(void*), void *aPart, size_t szPart, int nPart);
+
 /* xAgg of the host column set (host_agg.c). */
 int gpudsHostColsAgg(gpuds_cols *p, const gpuds_agg *pAgg, gpuds_aggres *pRes);
 

@@ -17,6 +17,11 @@ int gpudsCudaDevice(char *zName, size_t nName, uint64_t *pnFree,
   if( pnTotal ) *pnTotal = 0;
   return 0;
 }
+
+/* Host-only build: no device memory is ever held. */
+void gpudsGpuMemory(gpuds_gpumem *p){
+  memset(p, 0, sizeof(*p));
+}
 #endif
 
 /* True when GPUDS_BACKEND=host asks for the host backend. */

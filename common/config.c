@@ -69,6 +69,41 @@ static int envPick(EnvCheck *pChk, const char *zVar, const char *const *azValue,
   return iDefault;
 }
 
+int gpudsParseBytes(const char *z, uint64_t *pn){
+  uint64_t x = 0, nUnit = 1;
+  const char *zDigit = z;
+  while( *z>='0' && *z<='9' ){
+    if( x > (UINT64_MAX - (uint64_t)(*z-'0'))/10 ) return 1;
+    x = x*10 + (uint64_t)(*z-'0');
+    z++;
+  }
+  if( z==zDigit ) return 1;
+  switch( *z ){
+    case 'k': case 'K': nUnit = (uint64_t)1<<10; z++; break;
+    case 'm': case 'M': nUnit = (uint64_t)1<<20; z++; break;
+    case 'g': case 'G': nUnit = (uint64_t)1<<30; z++; break;
+  }
+  if( *z ) return 1;
+  if( x > UINT64_MAX/nUnit ) return 1;
+  *pn = x*nUnit;
+  return 0;
+}
+
+/* GPUDS_GPU_MEMORY into c (nGpuMemCap, bGpuMemCap, zGpuMemory): unset or
+** empty, no cap; else a number of bytes (gpudsParseBytes) or refused. */
+static void envGpuMemory(EnvCheck *pChk, gpuds_config *c){
+  const char *z = getenv("GPUDS_GPU_MEMORY");
+  if( !z || !*z ) return;
+  if( strlen(z)>=sizeof(c->zGpuMemory) || gpudsParseBytes(z, &c->nGpuMemCap) ){
+    envBad(pChk, "GPUDS_GPU_MEMORY", "a whole number of bytes, optionally followed by "
+           "K, M or G (2^10, 2^20, 2^30), e.g. 512M; unset, no cap");
+    c->nGpuMemCap = 0;
+    return;
+  }
+  c->bGpuMemCap = 1;
+  memcpy(c->zGpuMemory, z, strlen(z)+1);
+}
+
 /* Read every setting into *c, checking each. */
 static void envRead(EnvCheck *pChk, gpuds_config *c){
   static const char *const azBackend[] = { "auto", "host" };
@@ -105,6 +140,7 @@ static void envRead(EnvCheck *pChk, gpuds_config *c){
   if( c->eColPlans==GPUDS_COLPLAN_OFF ) c->eColsOnLoad = GPUDS_COLSLOAD_OFF;
   c->bNoShare = envPick(pChk, "GPUDS_SHARE", azHuge, 2, 0,
       "0 (each connection its own copy of a table) or 1 (as unset)")==1;
+  envGpuMemory(pChk, c);
 }
 
 int gpudsConfigLoad(char *zErr, size_t nErr){

@@ -68,6 +68,13 @@ extern "C" {
                               ** its snapshot taken, until a statement needs it */
 #define GPUDS_LAZY_MIN_ENTRIES ((int64_t)1<<16)
 
+/* GPUDS_GPU_MEMORY: the most device memory gpuds takes from the GPU in this
+** process (stores, column sets, equality indexes, workspaces), in bytes: a
+** whole number, optionally followed by K, M or G (2^10, 2^20, 2^30, either
+** case).  Unset or empty: no cap.  A table part that would pass it lives on
+** the host instead (ext/store.c, ext/colbuild.c). */
+#define GPUDS_GPU_MEMORY_TEXT 24  /* bytes kept of the value, for messages */
+
 typedef struct gpuds_config {
   int bForceHost;        /* GPUDS_BACKEND=host */
   int64_t nFlushRows;    /* GPUDS_FLUSH_ROWS, >= 1 */
@@ -81,12 +88,20 @@ typedef struct gpuds_config {
   int eColsOnLoad;       /* GPUDS_COLUMNS_ON_LOAD, GPUDS_COLSLOAD_xxx */
   int bNoShare;          /* GPUDS_SHARE=0: no connection shares another's
                          ** copy of a table (ext/copy.c) */
+  int bGpuMemCap;        /* GPUDS_GPU_MEMORY is set: nGpuMemCap caps */
+  uint64_t nGpuMemCap;   /* ... the device bytes gpuds holds (0: none) */
+  char zGpuMemory[GPUDS_GPU_MEMORY_TEXT];  /* its value as set ("" unset) */
 } gpuds_config;
 
 /* Read the environment into the process's configuration: 0, or 1 if a
 ** variable holds a value it does not take (the configuration is then left
 ** as it was) with the message in zErr[0..nErr) (zErr may be NULL). */
 int gpudsConfigLoad(char *zErr, size_t nErr);
+
+/* Parse a GPUDS_GPU_MEMORY value z (a whole number of bytes, optionally
+** followed by K, M or G) into *pn: 0, or 1 if z is not such a value or
+** overflows 64 bits. */
+int gpudsParseBytes(const char *z, uint64_t *pn);
 
 /* The configuration; loaded on first use if gpudsConfigLoad() was never
 ** called.  Never NULL. */

@@ -1,6 +1,6 @@
 /*
 ** gpuds_hugemap.h -- aligned mappings that may be huge pages (hugemap.c),
-** shared by the row arenas (ext/row.c) and the B+tree's leaf slabs
+** shared by the row arenas (ext/arena.c) and the B+tree's leaf slabs
 ** (backend/host_ordered.c).
 */
 #ifndef GPUDS_HUGEMAP_H

@@ -29,7 +29,7 @@
 ** Thread safety: the private table is touched by the thread alone until it
 ** ends (pthread_join orders its writes before the installer's reads); the
 ** backend promises that distinct stores may be used from distinct threads
-** (gpuds_backend.h); rows come from the load's own arenas (row.c).
+** (gpuds_backend.h); rows come from the load's own arenas (arena.c).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
@@ -72,7 +72,7 @@ int gpudsDbIsWal(sqlite3 *db, const char *zDb){
   return bWal;
 }
 
-/* After the load, the column set (issue #12) of a table with non-key
+/* After the load, the column set of a table with non-key
 ** columns where it would be on the GPU (GPUDS_COLUMNS_ON_LOAD: =1 the
 ** host's too, =0 never; never with GPUDS_COLUMN_PLANS=off): the first
 ** column query after opening then finds it built, as a transaction finds

@@ -1,9 +1,10 @@
 /*
-** colbuild.c -- the build of a table's column set (issue #12): every row
+** colbuild.c -- the build of a table's column set: every row
 ** of the store decoded into its non-key columns' tags and 8-byte values
 ** (gpudsRowColVal) on one thread per CPU, handed to the column set's
-** backend (xLoad: the GPU's beside a GPU store, the host's where the GPU
-** is full or absent).
+** backend (xLoad: the GPU's where the table's backend is the GPU's, the
+** host's where the GPU is absent, or full, or GPUDS_GPU_MEMORY would be
+** passed: then while the copy lives, cs.zWhy saying why: store.c).
 **
 ** Called by the first column query (colset.c) and by a background load
 ** (bgload.c), which builds the set with the store so that the first
@@ -25,7 +26,7 @@ typedef struct BuildCtx {
   uint64_t *aRow;
   uint8_t *aTag;            /* nCol*n, column-major */
   uint64_t *aVal;
-  int eText;                /* how the table's records hold text (row.c) */
+  int eText;                /* how the table's records hold text (textenc.c) */
 } BuildCtx;
 
 /* gpudsStoreEach callback: append a page of entries (decoded later). */
@@ -122,9 +123,9 @@ int gpudsColsBuild(GpudsTable *p){
 
   memset(&b, 0, sizeof(b));
   gpudsLatchRead(p);
-  pthread_mutex_lock(&c->muCols);
+  gpudsColsLock(p);
   if( gpudsColsBuilt(p) ){
-    pthread_mutex_unlock(&c->muCols);
+    gpudsColsUnlock(p);
     gpudsLatchReadEnd(p);
     return SQLITE_OK;
   }
@@ -155,7 +156,7 @@ int gpudsColsBuild(GpudsTable *p){
   decodeAll(&b, cs->aBytes);
   rc = gpudsStoreColsLoad(p, b.nCol, b.n, b.aKey, b.aRow, b.aTag, b.aVal);
 build_out:
-  pthread_mutex_unlock(&c->muCols);
+  gpudsColsUnlock(p);
   gpudsLatchReadEnd(p);
   free(b.aKey); free(b.aRow);
   free(b.aTag); free(b.aVal);

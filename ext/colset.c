@@ -1,5 +1,5 @@
 /*
-** colset.c -- reads that filter or order by non-key columns (issue #12),
+** colset.c -- reads that filter or order by non-key columns,
 ** as the open transaction sees the table.
 **
 ** The table's column set (backend gpuds_cols_ops: on the GPU beside a GPU
@@ -216,7 +216,23 @@ static int colsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   gq.nFirst = q->nFirst;
   gq.nMost = q->nMost;
   __atomic_add_fetch(&cs->nQuery, 1, __ATOMIC_RELAXED);
-  rc = gpudsStoreColsQuery(p, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
+  for(;;){
+    int bAgain = 0;
+    rc = gpudsStoreColsQuery(p, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0, &bAgain);
+    if( rc || !bAgain ) break;
+    /* The set is gone: the GPU had no room for the query's workspace (it
+    ** moves to the host: store.c, colsToHost), or another table dropped it
+    ** while p waited.  Built again, and the skipped keys learnt again (a
+    ** writer may have come in meanwhile), the query runs again. */
+    rc = gpudsColsBuild(p);
+    free(aSkip);
+    aSkip = 0; nSkip = 0;
+    if( rc==SQLITE_OK ) rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
+    if( rc ) break;
+    gq.aSkip = aSkip; gq.nSkip = nSkip;
+    free(aGK); free(aGR); free(aGS);
+    aGK = 0; aGR = 0; aGS = 0; nG = 0;
+  }
   if( rc ) goto run_out;
   if( nG<0 ){            /* more than q->nMost: the caller scans instead */
     __atomic_add_fetch(&cs->nCapped, 1, __ATOMIC_RELAXED);

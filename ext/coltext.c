@@ -204,7 +204,8 @@ int gpudsColsAmbig(GpudsTable *p, int iCol, const uint64_t **paAmbig, int64_t *p
   *paAmbig = 0; *pn = 0;
   if( !gpudsColsBuilt(p) || iCol<0 || iCol>=p->nCol-1 ) return SQLITE_OK;
   gpudsLatchRead(p);              /* (muCols only ever under the latch) */
-  pthread_mutex_lock(&c->muCols);
+  gpudsColsLock(p);
+  if( !gpudsColsBuilt(p) ) goto ambig_out;      /* dropped while p waited */
   if( cs->aBytes && !cs->aBytes[iCol] ) goto ambig_out;
   if( cs->aText==0 ){
     cs->aText = calloc((size_t)(p->nCol>1 ? p->nCol-1 : 1), sizeof(GpudsColText));
@@ -217,7 +218,7 @@ int gpudsColsAmbig(GpudsTable *p, int iCol, const uint64_t **paAmbig, int64_t *p
   *paAmbig = cs->aText[iCol].aAmbig;
   *pn = cs->aText[iCol].nAmbig;
 ambig_out:
-  pthread_mutex_unlock(&c->muCols);
+  gpudsColsUnlock(p);
   gpudsLatchReadEnd(p);
   return rc;
 }

@@ -188,12 +188,15 @@ static int64_t copyStateOf(GpudsCopy *c, const GpudsMeta *m){
 }
 
 /* True if copy c holds table p's kind of contents for t_meta m: the same
-** table, columns, format, text and backend as p's own copy. */
+** table, columns, format, text and backend as p's own copy, or either's
+** store moved to the host for lack of GPU memory (store.c: zStoreWhy),
+** where sharing the one on the host beats loading another onto a full GPU. */
 static int copyFits(const GpudsCopy *c, const GpudsTable *p, const GpudsMeta *m){
   const GpudsCopy *pOwn = p->pCopy;
   return c->iTableId==m->iId && c->eKind==p->eKind && c->nCol==p->nCol
       && c->iFormat==m->iFormat && c->eText==gpudsTableText(p)
-      && (pOwn==0 || (c->pOps==pOwn->pOps && (c->pMirOps==0)==(pOwn->pMirOps==0)));
+      && (pOwn==0 || c->zStoreWhy[0] || pOwn->zStoreWhy[0]
+          || (c->pOps==pOwn->pOps && (c->pMirOps==0)==(pOwn->pMirOps==0)));
 }
 
 /* Table p's pin in c (mu held), or NULL. */

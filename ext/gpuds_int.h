@@ -57,20 +57,14 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** from an arena (vtab.c). */
 #define GPUDS_ARENA_ROWS 1024
 
-/* A key range of a hash table at most this wide is answered by one batch
-** lookup of its keys instead of a scan of every slot (vtab.c)... */
-#define GPUDS_HASH_RANGE_KEYS 65536
-/* ... and only while it is at most GPUDS_HASH_RANGE_PER_ROW keys per row of
-** the store plus GPUDS_HASH_RANGE_SLACK: a scan visits every slot and then
-** snapshots, sorts and looks up every row, while a probe for an absent key
-** stops at its first empty slot, so many probes per row are still cheaper;
-** the slack keeps short ranges on empty or tiny tables on the batch path. */
-#define GPUDS_HASH_RANGE_PER_ROW 16
-#define GPUDS_HASH_RANGE_SLACK   64
-
 /* The key filter of a new table is sized for this many keys (filter.c's
 ** smallest size); it grows by rebuilds as keys arrive. */
 #define GPUDS_FILTER_INITIAL_KEYS 1024
+
+/* Bytes of the reason a table's store or column set lives on the host
+** though the GPU was meant to hold it (GpudsCopy.zStoreWhy,
+** GpudsColState.zWhy): the message of the allocation the GPU refused. */
+#define GPUDS_WHY_MAX 320
 
 /* Module kinds */
 #define GPUDS_MOD_GFSL    GPUDS_ORDERED
@@ -89,41 +83,16 @@ typedef struct GpudsRowPos {
   uint32_t iHdr, iBody, nHdr;
 } GpudsRowPos;
 
-/* Spare arena blocks for loaders: a list whose links row.c keeps. */
+/* ------------------------------------------ handles and arenas (arena.c) */
+/* A row handle is its record's address; bit 0 marks a record in a load
+** arena (arena.c).  Spare arena blocks for loaders: a list whose links
+** arena.c keeps. */
 typedef struct GpudsBlocks { void *pHead; int n; } GpudsBlocks;
 typedef struct GpudsLoader { char *pBlock; size_t iOff; int bHold; GpudsBlocks spare; } GpudsLoader;
-/* How a table's records hold text (the eText arguments of row.c; which
-** one a table's storage format gives: gpudsTableText, runfmt.h):
-** SQLITE_UTF8, SQLITE_UTF16LE or SQLITE_UTF16BE, text in that encoding,
-** the database's, byte for byte as SQLite's own records hold it, so that
-** BINARY order is the order of its bytes; or GPUDS_TEXT_UTF8 |
-** SQLITE_UTF16LE or SQLITE_UTF16BE, text held as UTF-8 in a UTF-16
-** database (the tables of older formats), ordered as the UTF-16 that SQLite
-** makes of it. */
-#define GPUDS_TEXT_UTF8 0x10
-/* The encoding of the text in records of eText. */
-static inline int gpudsTextRecEnc(int eText){
-  return (eText & GPUDS_TEXT_UTF8) || eText==0 ? SQLITE_UTF8 : eText;
-}
-uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff,
-                     int eText);
-int gpudsValueText(sqlite3_value *v, int eText, const unsigned char **pz, uint32_t *pn);
-void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos,
-                    int eText);
-size_t gpudsRowBytes(const GpudsRow *p);
-int gpudsRealToInt(double r, sqlite3_int64 *pi);
-GpudsRow *gpudsRowFromLegacy(const unsigned char *a, uint32_t n, int nCol, int *pbBad);
-size_t gpudsRowLegacyBytes(const GpudsRow *p);
-void gpudsRowLegacyWrite(const GpudsRow *p, unsigned char *a);
-const unsigned char *gpudsRowRecord(const GpudsRow *p, uint32_t *pnRec);
-int gpudsRowColumns(const GpudsRow *p);
-size_t gpudsRowSize(uint32_t nRec, uint32_t nHdr);
-/* The record of handle h (bit 0 marks an arena's record, row.c): inline,
-** since every xColumn takes it. */
+/* The record of handle h: inline, since every xColumn takes it. */
 static inline GpudsRow *gpudsRowOf(uint64_t h){
   return (GpudsRow*)(uintptr_t)(h & ~(uint64_t)1);
 }
-void gpudsRowPrefetch(const uint64_t *aRow, size_t n);
 /* Start loading the record of handle h into the caches (its first two
 ** lines: the header and a short row's values); reads nothing.  Inline:
 ** a cursor's step prefetches one row ahead (gpudsRowPrefetch: many). */
@@ -136,26 +105,61 @@ static inline void gpudsRowPrefetchOne(uint64_t h){
   (void)h;
 #endif
 }
+uint64_t gpudsRowAllocHandle(GpudsLoader *L, size_t nByte, unsigned char **pz);
 void gpudsRowFreeHandle(uint64_t h);
-int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
-size_t gpudsRowHdrBytes(int nCol);
-uint64_t gpudsRowDecode(GpudsLoader *L, const unsigned char *a, uint32_t nHdr,
-                        int nCol, size_t nByte);
-int64_t gpudsRowPlainBytes(const GpudsRow *p, const char *aAff);
-int gpudsRowTooBig(const GpudsRow *p, const char *aAff, int64_t nLimit);
+void gpudsRowPrefetch(const uint64_t *aRow, size_t n);
 void gpudsLoaderInit(GpudsLoader *L);
 void gpudsLoaderBegin(GpudsLoader *L);
 void gpudsLoaderEnd(GpudsLoader *L);
-uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol);
-uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h);
-void gpudsRowsRepack(uint64_t *aRow, size_t n, uint64_t **paOrig);
-void gpudsRowsRepackUndo(uint64_t *aRow, size_t n, uint64_t **paOrig);
 size_t gpudsLoaderSpanMax(void);
+void gpudsLoaderGive(GpudsLoader *L, GpudsBlocks *pList);
+void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList);
 int gpudsBlocksAdd(GpudsBlocks *pList, int bHuge);
 void gpudsBlocksFree(GpudsBlocks *pList);
 void gpudsMemTrim(void);
-void gpudsLoaderGive(GpudsLoader *L, GpudsBlocks *pList);
-void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList);
+void gpudsRowsRepack(uint64_t *aRow, size_t n, uint64_t (*xCopy)(GpudsLoader*, uint64_t),
+                     uint64_t **paOrig);
+void gpudsRowsRepackUndo(uint64_t *aRow, size_t n, uint64_t **paOrig);
+
+/* ----------------------------------------------------- text (textenc.c) */
+/* How a table's records hold text (the eText arguments of row.c and
+** textenc.c; which one a table's storage format gives: gpudsTableText,
+** runfmt.h): SQLITE_UTF8, SQLITE_UTF16LE or SQLITE_UTF16BE, text in that
+** encoding, the database's, byte for byte as SQLite's own records hold
+** it, so that BINARY order is the order of its bytes; or GPUDS_TEXT_UTF8 |
+** SQLITE_UTF16LE or SQLITE_UTF16BE, text held as UTF-8 in a UTF-16
+** database (the tables of older formats), ordered as the UTF-16 that SQLite
+** makes of it. */
+#define GPUDS_TEXT_UTF8 0x10
+/* The encoding of the text in records of eText. */
+static inline int gpudsTextRecEnc(int eText){
+  return (eText & GPUDS_TEXT_UTF8) || eText==0 ? SQLITE_UTF8 : eText;
+}
+int gpudsValueText(sqlite3_value *v, int eText, const unsigned char **pz, uint32_t *pn);
+void gpudsResultText16(sqlite3_context *ctx, const unsigned char *z, uint32_t n, int eRec);
+int gpudsBindText16(sqlite3_stmt *pStmt, int iParam, const unsigned char *z, uint32_t n,
+                    int eEnc);
+uint64_t gpudsTextBytes(const unsigned char *z, uint32_t n, int eText);
+int gpudsTextCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb,
+                 int eText);
+int gpudsBytesCmp(const unsigned char *a, uint32_t na, const unsigned char *b, uint32_t nb);
+
+/* ------------------------------------------------------ records (row.c) */
+uint64_t gpudsRowNew(GpudsLoader *L, int nCol, sqlite3_value **apVal, const char *aAff,
+                     int eText);
+int gpudsRealToInt(double r, sqlite3_int64 *pi);
+uint64_t gpudsRowDecode(GpudsLoader *L, const unsigned char *a, uint32_t nHdr,
+                        int nCol, size_t nByte);
+uint64_t gpudsLoaderCopy(GpudsLoader *L, uint64_t h);
+size_t gpudsRowBytes(const GpudsRow *p);
+const unsigned char *gpudsRowRecord(const GpudsRow *p, uint32_t *pnRec);
+size_t gpudsRowHdrBytes(int nCol);
+size_t gpudsRowSize(uint32_t nRec, uint32_t nHdr);
+int gpudsRowTooBig(const GpudsRow *p, const char *aAff, int64_t nLimit);
+void gpudsRowResult(const GpudsRow *p, int iCol, sqlite3_context *ctx, GpudsRowPos *pos,
+                    int eText);
+int gpudsRowBind(const GpudsRow *p, int iCol, sqlite3_stmt *pStmt, int iParam, int eText,
+                 int *pbBlob);
 
 /* A non-key value as column sets encode it (tag, val: gpuds_colval.h), with
 ** the bytes of a text or blob for exact comparisons. */
@@ -165,13 +169,17 @@ typedef struct GpudsValue {
   const unsigned char *z;   /* text/blob bytes, else NULL */
   uint32_t n;
 } GpudsValue;
-uint64_t gpudsRowTextBytes(const unsigned char *z, uint32_t n, int eText);
 void gpudsRowColVal(const GpudsRow *p, int iCol, int eText, uint8_t *pTag, uint64_t *pVal);
 void gpudsRowColValue(const GpudsRow *p, int iCol, int eText, GpudsValue *v);
 int gpudsRowColCmp(const GpudsRow *p, int iCol, const GpudsValue *v, int eText);
 int gpudsRowColCmpRows(const GpudsRow *a, const GpudsRow *b, int iCol, int eText);
-int gpudsRowBind(const GpudsRow *p, int iCol, sqlite3_stmt *pStmt, int iParam, int eText,
-                 int *pbBlob);
+
+/* Records of formats 1 to 3, the legacy layout (row.c). */
+int gpudsRowValid(const unsigned char *a, uint32_t n, int nCol);
+GpudsRow *gpudsRowFromLegacy(const unsigned char *a, uint32_t n, int nCol, int *pbBad);
+uint64_t gpudsLoaderRow(GpudsLoader *L, const unsigned char *a, uint32_t n, int nCol);
+size_t gpudsRowLegacyBytes(const GpudsRow *p);
+void gpudsRowLegacyWrite(const GpudsRow *p, unsigned char *a);
 
 /* ------------------------------------------------------------ key filter */
 /* A Bloom filter over the keys of the store: "might this key exist?" without
@@ -235,6 +243,10 @@ typedef struct GpudsColState {
                               ** found on demand (coltext.c) */
   int64_t *aDirty;            /* keys changed in the store since pCols */
   int64_t nDirty, nDirtyAlloc;
+  char zWhy[GPUDS_WHY_MAX];   /* "": the set goes where the store's backend
+                              ** puts it; else why it is on the host: the GPU
+                              ** could not hold it (store.c), and builds go
+                              ** to the host while the copy lives */
   int64_t nBuild;             /* sets built (statistics) */
   int64_t iBuildId;           /* names the set (unique in the process) */
   int64_t nQuery;             /* queries run on sets (statistics) */
@@ -295,6 +307,10 @@ struct GpudsCopy {
                               ** writer's flushed batches */
   const gpuds_store_ops *pMirOps;  /* host mirror of a GPU store */
   gpuds_store *pMirror;       /* or NULL */
+  char zStoreWhy[GPUDS_WHY_MAX];  /* "", or why the store is on the host
+                              ** though the GPU was meant to hold it (it ran
+                              ** out of GPU memory, or GPUDS_GPU_MEMORY
+                              ** would be passed): store.c */
   GpudsFilter filter;         /* keys that might be in pStore (the writer's) */
   GpudsColState cs;           /* column set (colbuild.c, kept by store.c) */
   /* the history (version.c): the list changes under the latch held for
@@ -322,6 +338,7 @@ struct GpudsCopy {
   pthread_mutex_t muLatch;
   pthread_cond_t cvLatch;
   int bLatchWrite;            /* atomic: held (or wanted) for writing */
+  int64_t nLatchWrites;       /* holds for writing so far (muLatch) */
   GpudsLatchSlot *pSlots;     /* one per attached table (muLatch) */
   /* calls that must not run at once (store.c): column set builds and text
   ** passes; calls on a store or set whose backend takes no concurrent
@@ -470,6 +487,9 @@ void gpudsLatchReadEnd(GpudsTable *p);
 void gpudsLatchWrite(GpudsTable *p);
 int gpudsLatchTryWrite(GpudsTable *p);
 void gpudsLatchWriteEnd(GpudsTable *p);
+int gpudsLatchUpgrade(GpudsTable *p);
+void gpudsColsLock(GpudsTable *p);
+void gpudsColsUnlock(GpudsTable *p);
 int gpudsSnapActive(GpudsTable *p);
 void gpudsSnapIdle(GpudsTable *p);
 int gpudsSnapBreak(GpudsTable *pOther);
@@ -504,6 +524,14 @@ void gpudsCopyRolledBack(GpudsTable *p, int bBroken);
 int gpudsCopyUsers(GpudsTable *p);
 int64_t gpudsCopyVersions(GpudsTable *p);
 
+/* Statements on the table's connection (stmt.c): printf-formatted SQL run
+** or prepared, its error in the table's message; a PRAGMA's one value. */
+int gpudsRunExec(GpudsTable *p, const char *zFmt, ...);
+int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...);
+int gpudsPragmaPick(sqlite3 *db, const char *zSql, const char *const *azValue,
+                    int nValue);
+int gpudsPragmaIs(sqlite3 *db, const char *zSql, const char *zValue);
+
 /* Write buffer (wbuf.c) */
 int gpudsWbufInit(GpudsTable *p);
 void gpudsWbufClear(GpudsTable *p);
@@ -537,20 +565,25 @@ int64_t gpudsStoreRows(GpudsTable *p);
 const char *gpudsStoreBackend(const GpudsTable *p);
 const char *gpudsStoreKindBackend(int eKind);
 int gpudsStoreHasMirror(const GpudsTable *p);
+int gpudsStoreKind(const GpudsTable *p);
+const char *gpudsStoreWhy(const GpudsTable *p);
+const char *gpudsColsWhy(const GpudsTable *p);
 int gpudsStoreInfo(GpudsTable *p, int bMirror, char *zBuf, size_t nBuf);
 int gpudsColsBuilt(const GpudsTable *p);
 const char *gpudsColsBackend(const GpudsTable *p);
 int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
                        const uint64_t *aRow, const uint8_t *aTag, const uint64_t *aVal);
 int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
-                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort);
+                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
+                        int *pbAgain);
 int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes);
 int gpudsStoreColsSkip(GpudsTable *p, int64_t **pa, int64_t *pn);
 int gpudsStoreCreate(GpudsTable *p, GpudsCopy *c);
 void gpudsStoreFree(GpudsCopy *c);
-int gpudsStoreMaybe(GpudsTable *p, int64_t k);
-int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f);
-int gpudsStoreUndo(GpudsTable *p, GpudsFlush *f);
+int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
+                    const int64_t *aKey, const uint64_t *aVal,
+                    uint8_t *aFound, uint64_t *aOld);
+int gpudsStoreBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_t *aVal);
 int gpudsStoreBuild(GpudsTable *p, GpudsCopy *c, size_t n, const int64_t *aKey,
                     const uint64_t *aVal);
 int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
@@ -564,6 +597,11 @@ void gpudsStoreFreeRows(GpudsCopy *c);
 void gpudsStoreColsDrop(GpudsCopy *c);
 int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
                    const uint64_t*, size_t), void *pCtx);
+
+/* A flush applied to the copy, the key filter's rules (flush.c) */
+int gpudsStoreMaybe(GpudsTable *p, int64_t k);
+int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f);
+int gpudsStoreUndo(GpudsTable *p, GpudsFlush *f);
 
 /* Persistence (shadow.c) */
 int gpudsShadowName(const char *zSuffix);

@@ -178,6 +178,50 @@ static void appendBytes(sqlite3_str *s, long long n){
   else sqlite3_str_appendf(s, "%.1f %s", x, azUnit[i]);
 }
 
+/* Why table p's store (bCols 0) or column set (1) is on the host, given
+** the device probe's answer (bGpu, zDev); NULL where it is on the GPU. */
+static const char *whyHost(const GpudsTable *p, int bCols, int bGpu, const char *zDev){
+  const char *zBackend = bCols ? gpudsColsBackend(p) : gpudsStoreBackend(p);
+  const char *zWhy = bCols ? gpudsColsWhy(p) : gpudsStoreWhy(p);
+  if( strcmp(zBackend, "host")!=0 ) return 0;
+  if( zWhy[0] ) return zWhy;
+  if( !bGpu ) return zDev;
+  return gpudsConfig()->bForceHost ? "GPUDS_BACKEND=host" : "no GPU store for it";
+}
+
+/* Append ",\"placement\":{...}" to s: where table p's store and column
+** set live (gpu or host) and, for one on the host, why. */
+static void placementJson(sqlite3_str *s, const GpudsTable *p, int bGpu, const char *zDev){
+  int i;
+  sqlite3_str_appendall(s, ",\"placement\":{");
+  for(i=0; i<2; i++){
+    const char *zWhy = whyHost(p, i, bGpu, zDev);
+    sqlite3_str_appendf(s, "%s\"%s\":\"%s\",\"%s_why\":", i ? "," : "",
+                        i ? "column_set" : "store", zWhy ? "host" : "gpu",
+                        i ? "column_set" : "store");
+    if( zWhy ) jsonString(s, zWhy); else sqlite3_str_appendall(s, "null");
+  }
+  sqlite3_str_appendall(s, "}");
+}
+
+/* Append the GPU memory gpuds holds in this process to s, as JSON. */
+static void gpuMemJson(sqlite3_str *s){
+  const gpuds_config *c = gpudsConfig();
+  gpuds_gpumem m;
+  gpudsGpuMemory(&m);
+  sqlite3_str_appendall(s, "\"gpu_memory\":{\"cap\":");
+  if( c->bGpuMemCap ){
+    sqlite3_str_appendf(s, "%llu,\"cap_setting\":", (unsigned long long)c->nGpuMemCap);
+    jsonString(s, c->zGpuMemory);
+  }else{
+    sqlite3_str_appendall(s, "null,\"cap_setting\":null");
+  }
+  sqlite3_str_appendf(s, ",\"held\":%llu,\"peak\":%llu,\"refused_by_cap\":%llu,"
+                      "\"refused_by_gpu\":%llu},",
+                      (unsigned long long)m.nHeld, (unsigned long long)m.nPeak,
+                      (unsigned long long)m.nRefusedCap, (unsigned long long)m.nRefusedGpu);
+}
+
 /* gpuds_info('table'): table p described in a few lines of text for people
 ** (gpuds_info() without an argument gives the same and more as JSON). */
 static void tableText(sqlite3_context *ctx, GpudsTable *p){
@@ -187,6 +231,7 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   int bCuda = strcmp(gpudsStoreBackend(p), "cuda")==0;
   int bHash = p->eKind==GPUDS_HASH;
   const char *zCols = gpudsColsBackend(p);
+  const char *zWhy;
   sqlite3_str *s = sqlite3_str_new(0);
   long long nBytes;
   int n;
@@ -202,7 +247,8 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   }
   gpudsStoreInfo(p, 0, zStore, INFO_STORE_MAX);
   nBytes = jsonNumber(zStore, bCuda ? "device_bytes" : "bytes");
-  sqlite3_str_appendf(s, "store: %s", bHash ? "hash table" : bCuda ? "skiplist (GFSL)" : "B+tree");
+  sqlite3_str_appendf(s, "store: %s", gpudsStoreKind(p)==GPUDS_HASH ? "hash table"
+                      : bCuda ? "skiplist (GFSL)" : "B+tree");
   sqlite3_str_appendall(s, bCuda ? " on the GPU" : " on the host");
   if( nBytes>=0 ){
     sqlite3_str_appendall(s, ", ");
@@ -211,9 +257,10 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   }
   if( bCuda ){
     sqlite3_str_appendf(s, " (%s)\n", zDev);
+  }else if( gpudsStoreWhy(p)[0] ){
+    sqlite3_str_appendf(s, "; the GPU could not hold it: %s\n", gpudsStoreWhy(p));
   }else{
-    sqlite3_str_appendf(s, "; the GPU is not used: %s\n",
-        !bGpu ? zDev : gpudsConfig()->bForceHost ? "GPUDS_BACKEND=host" : "no GPU store for it");
+    sqlite3_str_appendf(s, "; the GPU is not used: %s\n", whyHost(p, 0, bGpu, zDev));
   }
   if( gpudsStoreInfo(p, 1, zStore, INFO_STORE_MAX) ){
     nBytes = jsonNumber(zStore, "bytes");
@@ -227,12 +274,26 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
     const GpudsColState *cs = &p->pCopy->cs;
     sqlite3_str_appendf(s, "built over %lld rows, ", (long long)cs->nRows);
     appendBytes(s, gpudsColsBytes(p));
-    sqlite3_str_appendf(s, "; queries: %lld; keys changed since the build: %lld\n",
+    sqlite3_str_appendf(s, "; queries: %lld; keys changed since the build: %lld",
                         (long long)cs->nQuery, (long long)cs->nDirty);
-    gpudsLatchReadEnd(p);
   }else{
-    gpudsLatchReadEnd(p);
-    sqlite3_str_appendall(s, "not built (the first filter or ORDER BY on a non-key column builds it)\n");
+    sqlite3_str_appendall(s, "not built (the first filter or ORDER BY on a non-key column builds it)");
+  }
+  zWhy = gpudsColsWhy(p)[0] ? gpudsColsWhy(p) : 0;
+  gpudsLatchReadEnd(p);
+  if( zWhy ) sqlite3_str_appendf(s, "; the GPU could not hold it: %s", zWhy);
+  sqlite3_str_appendall(s, "\n");
+  if( bGpu ){
+    gpuds_gpumem m;
+    gpudsGpuMemory(&m);
+    sqlite3_str_appendall(s, "GPU memory gpuds holds in this process: ");
+    appendBytes(s, (long long)m.nHeld);
+    if( gpudsConfig()->bGpuMemCap ){
+      sqlite3_str_appendf(s, " of a cap of ");
+      appendBytes(s, (long long)gpudsConfig()->nGpuMemCap);
+      sqlite3_str_appendf(s, " (GPUDS_GPU_MEMORY=%s)", gpudsConfig()->zGpuMemory);
+    }
+    sqlite3_str_appendall(s, "\n");
   }
   if( p->wb.nOver>0 ){
     sqlite3_str_appendf(s, "this transaction: %lld keys written, not yet applied to the store\n",
@@ -294,6 +355,7 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   }
   sqlite3_str_appendf(s, "\"gpu_memory_total\":%llu,\"gpu_memory_free\":%llu,",
                       (unsigned long long)nTotal, (unsigned long long)nFree);
+  gpuMemJson(s);
   sqlite3_str_appendf(s, "\"sqlite\":\"%s\",\"tables\":[", sqlite3_libversion());
   zStore = sqlite3_malloc(INFO_STORE_MAX*2);
   pthread_mutex_lock(&tableListMutex);
@@ -308,6 +370,7 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     sqlite3_str_appendf(s, "%s{\"name\":", nTab++ ? "," : "");
     jsonString(s, zFull ? zFull : "");
     sqlite3_free(zFull);
+    placementJson(s, p, bGpu, zDev);
     sqlite3_str_appendf(s, ",\"module\":\"%s\",\"backend\":\"%s\","
         "\"host_mirror\":%s,\"load\":\"%s\","
         "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,\"mirror\":%s,"

@@ -420,7 +420,7 @@ static int loadPipeBuf(LoadPipe *pp, size_t nv, size_t nRowBytes, LoadBuf **pb){
   ** pages.  A chunk's rows take at most its vals' bytes and a block's
   ** wasted end (at most LOAD_SPAN_MIN); if they take more, the worker
   ** allocates.  A chunk whose rows fill half a block or more is a big
-  ** table's: its blocks are huge pages (row.c, blockAlloc). */
+  ** table's: its blocks are huge pages (arena.c, blockAlloc). */
   while( b->spare.n < (int)(nRowBytes/(gpudsLoaderSpanMax() - LOAD_SPAN_MIN)) + 2 ){
     if( !gpudsBlocksAdd(&b->spare, nRowBytes >= gpudsLoaderSpanMax()/2) ) break;  /* the worker will try */
   }

@@ -18,7 +18,7 @@
 ** other columns every term but IS [NOT] NULL is a superset SQLite checks
 ** again (colOpLetter).  Text is compared and ordered as SQLite's BINARY
 ** collation does in the database's encoding (its UTF-16 bytes in a UTF-16
-** database: row.c), in the set and in the exact checks.
+** database: textenc.c), in the set and in the exact checks.
 ** Every key constraint the plan takes is omitted (the plan is exact, with
 ** SQLite's comparison rules for non-integer values); LIMIT and OFFSET are
 ** taken as a hint for the size of the first page only (not omitted, and the
@@ -51,26 +51,38 @@ SQLITE_EXTENSION_INIT3
 
 /* Costs of a column plan, in SQLite's unit (about one row stepped through
 ** by a full scan): a query on the column set costs a launch and a sync
-** (tens of microseconds: a few hundred rows of a scan) plus a pass over
-** the arrays, about 50 times faster per row than stepping through it, plus
-** the rows it returns.  The launch cost keeps a join from running one
-** query per outer row where the outer table could be scanned instead. */
+** (as much as a few hundred rows of a scan) plus a pass over the arrays,
+** COLS_SCAN_DIV times cheaper per row than stepping through them, plus the
+** rows it returns.  The launch cost keeps a join from running one query
+** per outer row where the outer table could be scanned instead. */
 #define COLS_LAUNCH_COST 200.0
 #define COLS_SCAN_DIV    50.0
 /* A table with no column set builds one from every row first (each record
-** decoded: a few row steps each).  Counted only for a plan on the key alone
-** that is not a top-k (a hash table's key range, e.g. a range DELETE, whose own scan passes
-** over the slots and sorts and reads only the keys in range; the set it
-** would build is dropped or dirtied by the writes that follow).  Plans that
+** decoded: a few row steps each).  Counted only for a plan on the key
+** alone that is not a top-k (a hash table's key range, e.g. a range
+** DELETE, whose own scan passes over the slots and sorts and reads only the
+** keys in range; the set it would build is dropped or dirtied by the
+** writes that follow).  Plans that
 ** filter or order by a column reuse the set they build, and keep choosing
 ** it; so does a full scan (HASH_SCAN_COST per row). */
 #define COLS_BUILD_COST  2.0
 /* A hash table's scan without a column set (and without its ordered host
 ** mirror, store.c, whose scans cost what gfsl's do: the costs below then
-** take the ordered branches) snapshots its keys, sorts them
-** and looks them up page by page: 4-9 times an ordinary table's scan on an
-** H100 (issue #12's figures), so a column plan serves its scans. */
+** take the ordered branches) snapshots its keys, sorts them and looks them
+** up page by page: several times an ordinary table's scan, so a column
+** plan serves its scans. */
 #define HASH_SCAN_COST   4.0
+
+/* A key range of a hash table at most this wide is answered by one batch
+** lookup of its keys instead of a scan of every slot (planKeyRange)... */
+#define HASH_RANGE_KEYS 65536
+/* ... and only while it is at most HASH_RANGE_PER_ROW keys per row of the
+** store plus HASH_RANGE_SLACK: a scan visits every slot and then
+** snapshots, sorts and looks up every row, while a probe for an absent key
+** stops at its first empty slot, so many probes per row are still cheaper;
+** the slack keeps short ranges on empty or tiny tables on the batch path. */
+#define HASH_RANGE_PER_ROW 16
+#define HASH_RANGE_SLACK   64
 
 #ifndef SQLITE_INDEX_CONSTRAINT_LIMIT
 # define SQLITE_INDEX_CONSTRAINT_LIMIT  73
@@ -101,7 +113,7 @@ static int isNumericAff(char a){
 ** checks again (not omitted): 'a' =, 'A' IS, 'b' !=, 'B' IS NOT, ranges
 ** 'x'...'Y' on TEXT columns and 'z'...'W' on untyped ones.  The set
 ** orders text as SQLite's BINARY collation does in the database's
-** encoding (row.c). */
+** encoding (textenc.c). */
 static char colOpLetter(int op, char aff){
   int bNum = isNumericAff(aff);
   int bText = aff==GPUDS_AFF_TEXT;
@@ -137,14 +149,25 @@ static double colOpShare(char c){
   return 0.25;
 }
 
-/* What gpudsBestIndex chose, for planText. */
-typedef struct GpudsPlanShape {
-  int nArg; const int *aiArg; const int *aeArg;   /* key arguments */
-  int nColArg; const int *aiCol; const char *acCol; /* column terms */
-  int bCols;             /* a column plan */
-  int iOrderCol;         /* ORDER BY this non-key column, or -1 */
-  int bColsOnceBuilt;    /* a key plan only because no column set is built */
-} GpudsPlanShape;
+/* What gpudsBestIndex chooses: the arguments on the key, the terms on
+** other columns, and how they are planned. */
+typedef struct PlanChoice {
+  int aiArg[PLAN_MAXARG];     /* key arguments: constraint index ... */
+  int aeArg[PLAN_MAXARG];     /* ... and PLAN_xxx */
+  int nArg;
+  int iEq, bIn;               /* the key's = (or IN: bIn) constraint, or -1 */
+  int nLo, nHi;               /* lower and upper bounds on the key taken */
+  int nNotKey;                /* constraints left to SQLite by the key plan */
+  int iLimit, iOffset;        /* LIMIT and OFFSET constraints, or -1 */
+  int aiCol[PLAN_MAXCOLARG];  /* column terms: constraint index ... */
+  char acCol[PLAN_MAXCOLARG]; /* ... and letter (colOpLetter) */
+  int nColArg;
+  double share;               /* rows the column terms are guessed to keep */
+  int iOrderCol;              /* ORDER BY this non-key column, or -1 */
+  int bCols;                  /* a column plan */
+  int bColsOnceBuilt;         /* a key plan only because no set is built */
+  double colRows, colCost;    /* the column plan's estimates */
+} PlanChoice;
 
 /* idxStr: the plan in words for EXPLAIN QUERY PLAN, e.g.
 **   gfsl: k>? ORDER BY k DESC LIMIT ?
@@ -155,7 +178,7 @@ typedef struct GpudsPlanShape {
 ** xFilter the very buffer xBestIndex made (it frees it with sqlite3_free()
 ** once the statement is finalized).  NULL if out of memory. */
 static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
-                      const GpudsPlanShape *x, int bOrdered){
+                      const PlanChoice *x, int bOrdered){
   static const char *azOp[] = { "", "=?", " IN (...) as one batch", ">?", ">=?", "<?", "<=?" };
   static const char *azC = "eiaAuUnIlLgGNxXyYbBzZwWM";
   static const char *azW[] = { "=?", " IS ?", "=?", " IS ?", " IS NULL", " IS NOT NULL",
@@ -169,7 +192,7 @@ static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
                       : (bOrdered ? "gpuhash (ordered mirror)" : "gpuhash"));
   if( x->bCols ){
     sqlite3_str_appendf(pStr, "%s column set: ",
-                        strcmp(gpudsStoreBackend(p), "host")==0 ? "host" : "GPU");
+                        strcmp(gpudsColsBackend(p), "host")==0 ? "host" : "GPU");
   }
   for(i=0; i<x->nArg; i++){
     if( x->aeArg[i]==PLAN_LIMIT ){ bLimit = 1; continue; }
@@ -216,49 +239,36 @@ static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
   return sqlite3_str_finish(pStr);
 }
 
-/* Choose a plan.  Always succeeds (a full scan is always possible). */
-int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
-  int aiArg[PLAN_MAXARG];       /* constraint index for each argument */
-  int aeArg[PLAN_MAXARG];       /* PLAN_xxx for each argument */
-  int nArg = 0, i, iEq = -1, bIn = 0, nLo = 0, nHi = 0, nNotKey = 0;
-  int iLimit = -1, iOffset = -1, bAllUsed = 1;
-  int aiCol[PLAN_MAXCOLARG];    /* column terms: constraint index ... */
-  char acCol[PLAN_MAXCOLARG];   /* ... and letter (colOpLetter) */
-  int nColArg = 0, iOrderCol = -1, bCols = 0, bColsOnceBuilt = 0;
-  double colRows = 0, colCost = 0, colCostBuilt = 0, keyCostBuilt = 0;
-  /* Reads in key order: gfsl, or gpuhash with its host mirror (a B+tree,
-  ** store.c), whose ranges and scans then cost what gfsl's do.  Fixed at
-  ** the table's creation, so the order and costs planned here are what
-  ** xFilter will find. */
-  int bOrdered = gpudsStoreOrdered(p);
-  double nRow = (double)gpudsShadowRows(p) + (double)p->wb.nOver;
-  double rows, cost;
-  GpudsPlanShape shape;
-
-  if( nRow<1 ) nRow = 1;
-  /* Pass 1: the equality (or IN) on the key, preferring plain = over IN. */
+/* Pass 1 of a plan: the equality (or IN) on the key, preferring plain =
+** over IN. */
+static void planKeyEq(sqlite3_index_info *pInfo, PlanChoice *x){
+  int i;
   for(i=0; i<pInfo->nConstraint; i++){
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     if( !c->usable || !isKeyColumn(c->iColumn) ) continue;
     if( c->op!=SQLITE_INDEX_CONSTRAINT_EQ ) continue;
     if( haveVtabIn() && sqlite3_vtab_in(pInfo, i, -1) ){
-      if( iEq<0 ){ iEq = i; bIn = 1; }
-    }else if( iEq<0 || bIn ){
-      iEq = i; bIn = 0;
+      if( x->iEq<0 ){ x->iEq = i; x->bIn = 1; }
+    }else if( x->iEq<0 || x->bIn ){
+      x->iEq = i; x->bIn = 0;
     }
   }
-  if( iEq>=0 ){
-    aiArg[nArg] = iEq;
-    aeArg[nArg++] = bIn ? PLAN_IN : PLAN_EQ;
-    if( bIn ) sqlite3_vtab_in(pInfo, iEq, 1);
+  if( x->iEq>=0 ){
+    x->aiArg[x->nArg] = x->iEq;
+    x->aeArg[x->nArg++] = x->bIn ? PLAN_IN : PLAN_EQ;
+    if( x->bIn ) sqlite3_vtab_in(pInfo, x->iEq, 1);
   }
-  /* Pass 2: bounds on the key, LIMIT and OFFSET. */
+}
+
+/* Pass 2 of a plan: bounds on the key, LIMIT and OFFSET. */
+static void planKeyBounds(sqlite3_index_info *pInfo, PlanChoice *x){
+  int i;
   for(i=0; i<pInfo->nConstraint; i++){
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     int e = 0;
-    if( i==iEq ) continue;
-    if( c->op==SQLITE_INDEX_CONSTRAINT_LIMIT ){ if( c->usable ) iLimit = i; continue; }
-    if( c->op==SQLITE_INDEX_CONSTRAINT_OFFSET ){ if( c->usable ) iOffset = i; continue; }
+    if( i==x->iEq ) continue;
+    if( c->op==SQLITE_INDEX_CONSTRAINT_LIMIT ){ if( c->usable ) x->iLimit = i; continue; }
+    if( c->op==SQLITE_INDEX_CONSTRAINT_OFFSET ){ if( c->usable ) x->iOffset = i; continue; }
     if( c->usable && isKeyColumn(c->iColumn) ){
       switch( c->op ){
         case SQLITE_INDEX_CONSTRAINT_GT: e = PLAN_GT; break;
@@ -267,139 +277,187 @@ int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
         case SQLITE_INDEX_CONSTRAINT_LE: e = PLAN_LE; break;
       }
     }
-    if( e && nArg<PLAN_MAXARG-2 ){
-      aiArg[nArg] = i;
-      aeArg[nArg++] = e;
-      if( e==PLAN_GT || e==PLAN_GE ) nLo++; else nHi++;
+    if( e && x->nArg<PLAN_MAXARG-2 ){
+      x->aiArg[x->nArg] = i;
+      x->aeArg[x->nArg++] = e;
+      if( e==PLAN_GT || e==PLAN_GE ) x->nLo++; else x->nHi++;
     }else{
-      nNotKey++;
+      x->nNotKey++;
     }
   }
+}
 
-  /* Terms on non-key columns and an ORDER BY on one: a column plan, where
-  ** there is no key equality and it costs less than the key plan. */
-  if( iEq<0 && gpudsConfig()->eColPlans!=GPUDS_COLPLAN_OFF ){
-    double share = 1.0;
-    for(i=0; i<pInfo->nConstraint && nColArg<PLAN_MAXCOLARG; i++){
-      const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
-      char cOp;
-      const char *zColl;
-      if( !c->usable || isKeyColumn(c->iColumn) || c->iColumn>=p->nCol ) continue;
-      cOp = colOpLetter(c->op, p->aAff[c->iColumn]);
-      if( haveVtabIn() && sqlite3_vtab_in(pInfo, i, -1) ){
-        /* An IN list, all values at once, one query: exact on a numeric
-        ** column ('N'), a superset SQLite checks again on others ('M').
-        ** (Without all-at-once SQLite would loop over the values and check
-        ** each row again with an affinity other than the IN operator's:
-        ** wherecode.c, the vtab IN loop.) */
-        cOp = cOp=='e' ? 'N' : 'M';
-      }
-      if( cOp==0 ) continue;
-      zColl = sqlite3_vtab_collation(pInfo, i);
-      if( cOp!='u' && cOp!='U' && zColl && sqlite3_stricmp(zColl, "BINARY")!=0 ) continue;
-      aiCol[nColArg] = i;
-      acCol[nColArg++] = cOp;
-      share *= colOpShare(cOp);
+/* The terms on non-key columns the column set takes (x->aiCol, x->acCol,
+** and the share of rows they keep), and an ORDER BY on one (x->iOrderCol). */
+static void planColTerms(GpudsTable *p, sqlite3_index_info *pInfo, PlanChoice *x){
+  int i;
+  for(i=0; i<pInfo->nConstraint && x->nColArg<PLAN_MAXCOLARG; i++){
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    char cOp;
+    const char *zColl;
+    if( !c->usable || isKeyColumn(c->iColumn) || c->iColumn>=p->nCol ) continue;
+    cOp = colOpLetter(c->op, p->aAff[c->iColumn]);
+    if( haveVtabIn() && sqlite3_vtab_in(pInfo, i, -1) ){
+      /* An IN list, all values at once, one query: exact on a numeric
+      ** column ('N'), a superset SQLite checks again on others ('M').
+      ** (Without all-at-once SQLite would loop over the values and check
+      ** each row again with an affinity other than the IN operator's:
+      ** wherecode.c, the vtab IN loop.) */
+      cOp = cOp=='e' ? 'N' : 'M';
     }
-    if( pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
-     && pInfo->aOrderBy[0].iColumn<p->nCol
-     && (pInfo->nOrderBy==1
-         || (pInfo->nOrderBy==2 && isKeyColumn(pInfo->aOrderBy[1].iColumn)
-             && !pInfo->aOrderBy[1].desc)) ){
-      iOrderCol = pInfo->aOrderBy[0].iColumn;
-    }
-    if( nColArg>0 || iOrderCol>0 || !bOrdered ){
-      /* (a hash table's own scan costs more than its column set's: see
-      ** HASH_SCAN_COST; a short key range there is still a batch lookup,
-      ** vtab.c decides when it sees the bounds) */
-      double keyRows = (bOrdered && (nLo || nHi)) ? nRow/((nLo && nHi) ? 16 : 4) : nRow;
-      double keyCost = (bOrdered ? 1.0 : HASH_SCAN_COST)*keyRows
-                     + ((bOrdered && (nLo || nHi)) ? log2(nRow+1) : 10);
-      if( !bOrdered && (nLo || nHi) ) keyRows = nRow/((nLo && nHi) ? 16 : 4);
-      colRows = keyRows*share;
-      if( colRows<1 ) colRows = 1;
-      colCost = COLS_LAUNCH_COST + nRow/COLS_SCAN_DIV + colRows;
-      keyCostBuilt = keyCost;
-      colCostBuilt = colCost;
-      if( !gpudsColsBuilt(p) && nColArg==0 && iOrderCol<0
-       && !(iLimit>=0 && pInfo->nOrderBy>0) ){
-        /* no set yet, a plan on the key alone: the set would be built from
-        ** every row, while the hash scan's snapshot passes over the slots
-        ** and sorts and reads only the keys in range.  Not for a top-k
-        ** (ORDER BY k LIMIT n): the hash scan sorts every key in range for
-        ** each query (H100, 10^7 rows, k <= ? ORDER BY k DESC LIMIT 10: 10
-        ** queries/s), the set selects the first n in one pass */
-        colCost += COLS_BUILD_COST*nRow;
-        if( !bOrdered && (nLo || nHi) ) keyCost = nRow/COLS_SCAN_DIV + HASH_SCAN_COST*keyRows;
-      }
-      if( iOrderCol>0 && nColArg==0 ) keyCost += keyRows*log2(keyRows+1);  /* the sort saved */
-      bCols = gpudsConfig()->eColPlans==GPUDS_COLPLAN_ALWAYS || colCost<keyCost;
-      /* the same statement planned once the set exists (the cost of
-      ** building it aside) would take the column set: the plan says so */
-      bColsOnceBuilt = !bCols && colCostBuilt<keyCostBuilt;
-    }
-    if( !bCols ){ nColArg = 0; iOrderCol = -1; }
-    for(i=0; i<nColArg; i++){
-      /* taken: only what SQLite checks again is "not all used" */
-      if( colLetterSuperset(acCol[i]) ) bAllUsed = 0;
-    }
+    if( cOp==0 ) continue;
+    zColl = sqlite3_vtab_collation(pInfo, i);
+    if( cOp!='u' && cOp!='U' && zColl && sqlite3_stricmp(zColl, "BINARY")!=0 ) continue;
+    x->aiCol[x->nColArg] = i;
+    x->acCol[x->nColArg++] = cOp;
+    x->share *= colOpShare(cOp);
   }
+  if( pInfo->nOrderBy>=1 && !isKeyColumn(pInfo->aOrderBy[0].iColumn)
+   && pInfo->aOrderBy[0].iColumn<p->nCol
+   && (pInfo->nOrderBy==1
+       || (pInfo->nOrderBy==2 && isKeyColumn(pInfo->aOrderBy[1].iColumn)
+           && !pInfo->aOrderBy[1].desc)) ){
+    x->iOrderCol = pInfo->aOrderBy[0].iColumn;
+  }
+}
 
+/* The rows guessed in the key range of x (a quarter of the nRow rows for
+** one bound, a sixteenth for two), or nRow where x has no bound. */
+static double planRangeRows(const PlanChoice *x, double nRow){
+  return (x->nLo || x->nHi) ? nRow/((x->nLo && x->nHi) ? 16 : 4) : nRow;
+}
+
+/* The cost model's choice between the column plan of x and the key plan
+** on a table of nRow rows, read in key order where bOrdered: x->bCols
+** where the column plan costs less (or GPUDS_COLUMN_PLANS=always), with
+** its estimates x->colRows and x->colCost; x->bColsOnceBuilt where it
+** would cost less once the column set is built.  A hash table's own scan
+** costs more than its column set's (HASH_SCAN_COST); a short key range
+** there is still a batch lookup, which planKeyRange decides when it sees
+** the bounds. */
+static void planColCost(GpudsTable *p, sqlite3_index_info *pInfo, PlanChoice *x,
+                        int bOrdered, double nRow){
+  int bRange = x->nLo || x->nHi;
+  double nRange = planRangeRows(x, nRow);
+  double keyCost = bOrdered ? nRange + (bRange ? log2(nRow+1) : 10)
+                            : HASH_SCAN_COST*nRow + 10;
+  double colCost, keyCostBuilt, colCostBuilt;
+  x->colRows = nRange*x->share;
+  if( x->colRows<1 ) x->colRows = 1;
+  colCost = COLS_LAUNCH_COST + nRow/COLS_SCAN_DIV + x->colRows;
+  keyCostBuilt = keyCost;
+  colCostBuilt = colCost;
+  if( !gpudsColsBuilt(p) && x->nColArg==0 && x->iOrderCol<0
+   && !(x->iLimit>=0 && pInfo->nOrderBy>0) ){
+    /* no set yet, a plan on the key alone: the set would be built from
+    ** every row, while the hash scan's snapshot passes over the slots and
+    ** sorts and reads only the keys in range.  Not for a top-k (ORDER BY
+    ** k LIMIT n): the hash scan sorts every key in range for each query,
+    ** the set selects the first n in one pass */
+    colCost += COLS_BUILD_COST*nRow;
+    if( !bOrdered && bRange ) keyCost = nRow/COLS_SCAN_DIV + HASH_SCAN_COST*nRange;
+  }
+  if( x->iOrderCol>0 && x->nColArg==0 ) keyCost += nRange*log2(nRange+1);  /* the sort saved */
+  x->colCost = colCost;
+  x->bCols = gpudsConfig()->eColPlans==GPUDS_COLPLAN_ALWAYS || colCost<keyCost;
+  /* the same statement planned once the set exists (the cost of building
+  ** it aside) would take the column set: the plan says so */
+  x->bColsOnceBuilt = !x->bCols && colCostBuilt<keyCostBuilt;
+}
+
+/* The key plan's estimates, in *pRows and *pCost: a point read costs about
+** one probe, an IN list a batch of probes, a range its rows plus a
+** descent, a scan every row.  A hash table streams a scan from every slot,
+** however narrow the bounds. */
+static void planKeyCost(sqlite3_index_info *pInfo, const PlanChoice *x, int bOrdered,
+                        double nRow, double *pRows, double *pCost){
+  if( x->iEq>=0 && !x->bIn ){
+    *pRows = 1; *pCost = 1;
+    pInfo->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
+  }else if( x->iEq>=0 ){
+    *pRows = 10; *pCost = 10;
+  }else if( bOrdered && (x->nLo || x->nHi) ){
+    *pRows = planRangeRows(x, nRow);
+    if( *pRows<1 ) *pRows = 1;
+    *pCost = *pRows + log2(nRow+1);
+  }else{
+    *pRows = nRow; *pCost = nRow + 10;
+  }
+}
+
+/* Tell SQLite what plan x takes: the order it produces, the arguments
+** xFilter gets and which constraints it may omit, all in idxNum. */
+static void planUsage(sqlite3_index_info *pInfo, PlanChoice *x){
+  int i, bAllUsed = 1;
   /* Ordering: key order is produced by every plan (a hash table's scans
   ** sort their snapshot of the keys, its EQ/IN plans sort their keys); a
   ** column plan orders by its column, ties by the key. */
-  if( bCols && iOrderCol>0 ){
+  if( x->bCols && x->iOrderCol>0 ){
     pInfo->orderByConsumed = 1;
   }else if( pInfo->nOrderBy>=1 && isKeyColumn(pInfo->aOrderBy[0].iColumn) ){
     pInfo->orderByConsumed = 1;
     if( pInfo->aOrderBy[0].desc ) pInfo->idxNum |= PLAN_DESC;
   }
-  /* Every constraint not taken leaves rows for SQLite to filter. */
-  if( nNotKey>nColArg ) bAllUsed = 0;
+  /* A column term taken is all used unless SQLite checks it again; every
+  ** constraint not taken leaves rows for SQLite to filter. */
+  for(i=0; i<x->nColArg; i++){
+    if( colLetterSuperset(x->acCol[i]) ) bAllUsed = 0;
+  }
+  if( x->nNotKey>x->nColArg ) bAllUsed = 0;
   /* LIMIT/OFFSET: a hint, usable when no row is filtered after us. */
   if( bAllUsed && (pInfo->nOrderBy==0 || pInfo->orderByConsumed) ){
-    if( iLimit>=0 ){ aiArg[nArg] = iLimit; aeArg[nArg++] = PLAN_LIMIT; }
-    if( iLimit>=0 && iOffset>=0 ){ aiArg[nArg] = iOffset; aeArg[nArg++] = PLAN_OFFSET; }
+    if( x->iLimit>=0 ){ x->aiArg[x->nArg] = x->iLimit; x->aeArg[x->nArg++] = PLAN_LIMIT; }
+    if( x->iLimit>=0 && x->iOffset>=0 ){
+      x->aiArg[x->nArg] = x->iOffset; x->aeArg[x->nArg++] = PLAN_OFFSET;
+    }
   }
 
-  for(i=0; i<nArg; i++){
-    pInfo->aConstraintUsage[aiArg[i]].argvIndex = i+1;
-    pInfo->aConstraintUsage[aiArg[i]].omit =
-        (aeArg[i]!=PLAN_LIMIT && aeArg[i]!=PLAN_OFFSET);
-    pInfo->idxNum |= aeArg[i] << (4*i);
+  for(i=0; i<x->nArg; i++){
+    pInfo->aConstraintUsage[x->aiArg[i]].argvIndex = i+1;
+    pInfo->aConstraintUsage[x->aiArg[i]].omit =
+        (x->aeArg[i]!=PLAN_LIMIT && x->aeArg[i]!=PLAN_OFFSET);
+    pInfo->idxNum |= x->aeArg[i] << (4*i);
   }
-
-  for(i=0; i<nColArg; i++){
-    pInfo->aConstraintUsage[aiCol[i]].argvIndex = nArg+i+1;
+  for(i=0; i<x->nColArg; i++){
+    pInfo->aConstraintUsage[x->aiCol[i]].argvIndex = x->nArg+i+1;
     /* IN: text and blob values of the list are a superset (SQLite checks) */
-    pInfo->aConstraintUsage[aiCol[i]].omit = !colLetterSuperset(acCol[i]);
-    if( acCol[i]=='N' || acCol[i]=='M' ) sqlite3_vtab_in(pInfo, aiCol[i], 1);
+    pInfo->aConstraintUsage[x->aiCol[i]].omit = !colLetterSuperset(x->acCol[i]);
+    if( x->acCol[i]=='N' || x->acCol[i]=='M' ) sqlite3_vtab_in(pInfo, x->aiCol[i], 1);
   }
-  if( bCols ) pInfo->idxNum |= PLAN_COLS;
+  if( x->bCols ) pInfo->idxNum |= PLAN_COLS;
+}
 
-  /* Costs: a point read costs about one probe, an IN list a batch of probes,
-  ** a range its rows plus a descent, a scan every row.  A hash table
-  ** streams a scan from every slot, however narrow the bounds. */
-  if( iEq>=0 && !bIn ){
-    rows = 1; cost = 1;
-    pInfo->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
-  }else if( iEq>=0 ){
-    rows = 10; cost = 10;
-  }else if( bOrdered && (nLo || nHi) ){
-    rows = nRow / ((nLo && nHi) ? 16 : 4);
-    if( rows<1 ) rows = 1;
-    cost = rows + log2(nRow+1);
-  }else{
-    rows = nRow; cost = nRow + 10;
+/* Choose a plan.  Always succeeds (a full scan is always possible). */
+int gpudsBestIndex(GpudsTable *p, sqlite3_index_info *pInfo){
+  /* Reads in key order: gfsl, or gpuhash with its host mirror (a B+tree,
+  ** store.c), whose ranges and scans then cost what gfsl's do.  Fixed at
+  ** the table's creation, so the order and costs planned here are what
+  ** xFilter will find. */
+  int bOrdered = gpudsStoreOrdered(p);
+  double nRow = (double)gpudsShadowRows(p) + (double)p->wb.nOver;
+  double rows, cost;
+  PlanChoice x;
+
+  if( nRow<1 ) nRow = 1;
+  memset(&x, 0, sizeof(x));
+  x.iEq = x.iLimit = x.iOffset = x.iOrderCol = -1;
+  x.share = 1.0;
+  planKeyEq(pInfo, &x);
+  planKeyBounds(pInfo, &x);
+  /* Terms on non-key columns and an ORDER BY on one: a column plan, where
+  ** there is no key equality and it costs less than the key plan. */
+  if( x.iEq<0 && gpudsConfig()->eColPlans!=GPUDS_COLPLAN_OFF ){
+    planColTerms(p, pInfo, &x);
+    if( x.nColArg>0 || x.iOrderCol>0 || !bOrdered ) planColCost(p, pInfo, &x, bOrdered, nRow);
+    if( !x.bCols ){ x.nColArg = 0; x.iOrderCol = -1; }
   }
-  if( bCols ){ rows = colRows; cost = colCost; }
+  planUsage(pInfo, &x);
+
+  planKeyCost(pInfo, &x, bOrdered, nRow, &rows, &cost);
+  if( x.bCols ){ rows = x.colRows; cost = x.colCost; }
   pInfo->estimatedRows = (sqlite3_int64)rows;
   pInfo->estimatedCost = cost;
-
-  shape.nArg = nArg; shape.aiArg = aiArg; shape.aeArg = aeArg;
-  shape.nColArg = nColArg; shape.aiCol = aiCol; shape.acCol = acCol;
-  shape.bCols = bCols; shape.iOrderCol = iOrderCol; shape.bColsOnceBuilt = bColsOnceBuilt;
-  pInfo->idxStr = planText(p, pInfo, &shape, bOrdered);
+  pInfo->idxStr = planText(p, pInfo, &x, bOrdered);
   pInfo->needToFreeIdxStr = 1;
   return pInfo->idxStr ? SQLITE_OK : SQLITE_NOMEM;
 }
@@ -514,9 +572,35 @@ void gpudsPlanFree(GpudsPlan *pPlan){
   pPlan->aTerm = 0; pPlan->nTerm = 0; pPlan->aKey = 0;
 }
 
+/* A short key range of a hash table that has no ordered mirror, or whose
+** store is being built (the runs on disk answer key lookups only), with
+** no column term or order: every key of it as the plan's list, looked up
+** in one batch rather than a visit of every slot.  SQLITE_OK, or
+** SQLITE_NOMEM. */
+static int planKeyRange(GpudsTable *p, GpudsPlan *pPlan){
+  uint64_t nSpan = (uint64_t)pPlan->hi - (uint64_t)pPlan->lo;
+  int64_t n, i;
+  if( pPlan->bEmpty || pPlan->bList || p->eKind!=GPUDS_HASH ) return SQLITE_OK;
+  if( pPlan->bCols && (pPlan->nTerm>0 || pPlan->iOrderCol>=0) ) return SQLITE_OK;
+  if( gpudsStoreOrdered(p) && !gpudsShadowPending(p) ) return SQLITE_OK;
+  if( nSpan>=HASH_RANGE_KEYS
+   || (int64_t)nSpan > HASH_RANGE_PER_ROW*gpudsShadowRows(p) + HASH_RANGE_SLACK ){
+    return SQLITE_OK;
+  }
+  n = (int64_t)nSpan + 1;
+  pPlan->aKey = malloc((size_t)n*8);
+  if( pPlan->aKey==0 ) return SQLITE_NOMEM;
+  for(i=0; i<n; i++) pPlan->aKey[i] = (int64_t)((uint64_t)pPlan->lo + (uint64_t)i);
+  pPlan->nKey = n;
+  pPlan->bList = 1;
+  pPlan->bCols = 0;
+  return SQLITE_OK;
+}
+
 /* Decode the arguments of plan idxNum into *pPlan.  Collects the keys of an
-** EQ or IN plan (sorted, distinct, within the bounds).  The caller frees
-** pPlan->aKey with free() (gpudsPlanFree). */
+** EQ or IN plan (sorted, distinct, within the bounds), or of a short key
+** range of a hash table (planKeyRange).  The caller frees what *pPlan
+** holds with gpudsPlanFree, on error too. */
 int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
                     sqlite3_value **argv, GpudsPlan *pPlan){
   int i, nKeyArg = 0;
@@ -594,5 +678,5 @@ int gpudsPlanDecode(GpudsTable *p, int idxNum, const char *idxStr, int argc,
     }
     pPlan->nKey = n;
   }
-  return SQLITE_OK;
+  return planKeyRange(p, pPlan);
 }

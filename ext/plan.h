@@ -12,7 +12,7 @@ typedef struct GpudsPlan {
   int64_t lo, hi;      /* inclusive key bounds */
   int bDesc;           /* descending key order */
   int64_t nHint;       /* LIMIT+OFFSET: rows that can be needed, or -1 */
-  /* column plans (issue #12): terms on non-key columns, ORDER BY a column */
+  /* column plans: terms on non-key columns, ORDER BY a column */
   int bCols;           /* answered by the column set (colset.c) */
   GpudsColTerm *aTerm; /* terms; text/blob constants copied (gpudsPlanFree) */
   int nTerm;

@@ -1,6 +1,6 @@
 /*
-** runfmt.c -- the run format of the shadow table <name>_run: the statement
-** helpers every persistence file uses, the chunk checksum, run readers
+** runfmt.c -- the run format of the shadow table <name>_run: t_meta read
+** and validated, the chunk checksum and digests, run readers
 ** (validating every entry before use), the list of runs, the k-way merge
 ** of runs ("newest wins"), and the run writer.  The format itself is
 ** described in runfmt.h and ARCHITECTURE.md.
@@ -11,7 +11,6 @@ SQLITE_EXTENSION_INIT3
 #include "gpuds_mix.h"
 #include <string.h>
 #include <stdlib.h>
-#include <stdarg.h>
 
 /* The checksum a format-2 chunk ends its vals with: a 64-bit hash of the
 ** keys blob and of the vals entries before it, started from uSeed (0, or
@@ -74,64 +73,6 @@ void gpudsDigestAdd(GpudsDigest *d, int64_t iRow, int64_t n, int64_t k0, uint64_
   d->uDigest += gpudsChunkDigest(iRow, n, k0, uSum);
   d->uLayout += gpudsChunkLayout(iRow, n, k0);
   d->nEntries += n;
-}
-
-/* Run (ppStmt==0) or prepare a printf-formatted SQL statement; on error the
-** table's message says why. */
-static int shadowSql(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, va_list ap){
-  char *zSql = sqlite3_vmprintf(zFmt, ap);
-  int rc;
-  if( ppStmt ) *ppStmt = 0;
-  if( zSql==0 ) return SQLITE_NOMEM;
-  rc = ppStmt ? sqlite3_prepare_v2(p->db, zSql, -1, ppStmt, 0)
-              : sqlite3_exec(p->db, zSql, 0, 0, 0);
-  sqlite3_free(zSql);
-  if( rc ) gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
-  return rc;
-}
-
-/* Run a printf-formatted SQL statement that returns no rows. */
-int gpudsRunExec(GpudsTable *p, const char *zFmt, ...){
-  va_list ap;
-  int rc;
-  va_start(ap, zFmt);
-  rc = shadowSql(p, 0, zFmt, ap);
-  va_end(ap);
-  return rc;
-}
-
-/* The index i of the text azValue[i] (0 <= i < nValue) that the one value
-** PRAGMA statement zSql (run on db) returns, compared as SQLite compares
-** names (any case); -1 where it is none of them or cannot be read. */
-int gpudsPragmaPick(sqlite3 *db, const char *zSql, const char *const *azValue,
-                    int nValue){
-  sqlite3_stmt *pStmt = 0;
-  int iPick = -1, i;
-  if( zSql && sqlite3_prepare_v2(db, zSql, -1, &pStmt, 0)==SQLITE_OK
-   && sqlite3_step(pStmt)==SQLITE_ROW ){
-    const char *z = (const char*)sqlite3_column_text(pStmt, 0);
-    for(i=0; z && iPick<0 && i<nValue; i++){
-      if( sqlite3_stricmp(z, azValue[i])==0 ) iPick = i;
-    }
-  }
-  sqlite3_finalize(pStmt);
-  return iPick;
-}
-
-/* True if the one value PRAGMA statement zSql (run on db) returns is the
-** text zValue (gpudsPragmaPick). */
-int gpudsPragmaIs(sqlite3 *db, const char *zSql, const char *zValue){
-  return gpudsPragmaPick(db, zSql, &zValue, 1)==0;
-}
-
-/* Prepare a printf-formatted statement. */
-int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...){
-  va_list ap;
-  int rc;
-  va_start(ap, zFmt);
-  rc = shadowSql(p, ppStmt, zFmt, ap);
-  va_end(ap);
-  return rc;
 }
 
 /* Read and validate t_meta into *pMeta and p->iFormat: 'format' (one this

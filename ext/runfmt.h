@@ -92,8 +92,8 @@ typedef struct GpudsDigest {
   int64_t nEntries;       /* sum of their entry counts */
 } GpudsDigest;
 
-/* How table p's records hold text (row.c's eText, gpuds_int.h): the one
-** place that decides it from the storage format.  From format
+/* How table p's records hold text (eText, gpuds_int.h): the one place
+** that decides it from the storage format.  From format
 ** SHADOW_FORMAT_TEXT on, in the database's encoding, byte for byte as
 ** SQLite's records hold it; before, as UTF-8 (what SQLite's conversion
 ** made of it), which in a UTF-16 database orders as the UTF-16 SQLite
@@ -166,11 +166,6 @@ uint64_t gpudsChunkLayout(int64_t iRow, int64_t n, int64_t k0);
 uint64_t gpudsChunkDigest(int64_t iRow, int64_t n, int64_t k0, uint64_t uSum);
 void gpudsDigestAdd(GpudsDigest *d, int64_t iRow, int64_t n, int64_t k0, uint64_t uSum);
 int gpudsMetaRead(GpudsTable *p, GpudsMeta *pMeta);
-int gpudsRunExec(GpudsTable *p, const char *zFmt, ...);
-int gpudsPragmaPick(sqlite3 *db, const char *zSql, const char *const *azValue,
-                    int nValue);
-int gpudsPragmaIs(sqlite3 *db, const char *zSql, const char *zValue);
-int gpudsRunPrepare(GpudsTable *p, sqlite3_stmt **ppStmt, const char *zFmt, ...);
 int gpudsRunListCap(GpudsTable *p, int64_t **paRun, int64_t **paN, int64_t **paCap,
                     int *pnRun);
 int gpudsRunList(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun);

@@ -4,19 +4,19 @@
 **
 ** Why a mirror: SQLite asks for one row at a time (a point SELECT, each
 ** outer row of a join, each duplicate check of a plain INSERT, the first
-** rows of a short range), and a GPU round trip costs tens of microseconds,
-** several times an ordinary table's whole lookup.  The mirror (key -> row
-** handle) answers those exactly; the GPU answers batches: flushed writes,
-** bulk loads, IN lists and long scans of an ordered store.
+** rows of a short range), and a GPU round trip costs several times an
+** ordinary table's whole lookup.  The mirror (key -> row handle) answers
+** those exactly; the GPU answers batches: flushed writes, bulk loads, IN
+** lists and long scans of an ordered store.
 **
 ** The mirror is always the host's ordered store (a B+tree), whatever the
-** GPU store's kind (issues #12/#13).  A GPU hash store has no key order, and
-** a mirror of the same kind made every key range and ORDER BY k on gpuhash
-** snapshot the keys in range, sort them and read the rows back through
-** random probes (0.5-0.7x an ordinary table on an H100); an ordered mirror
-** answers them as gfsl's does, by walking leaves in key order, and takes
-** fewer bytes per row than a host hash at 70% load.  So every scan of a
-** hash store with a mirror is a scan of the mirror (gpudsStoreScan), and
+** GPU store's kind.  A GPU hash store has no key order, and a mirror of
+** the same kind made every key range and ORDER BY k on gpuhash snapshot
+** the keys in range, sort them and read the rows back through random
+** probes (slower than an ordinary table); an ordered mirror answers them
+** as gfsl's does, by walking leaves in key order, and takes fewer bytes
+** per row than a host hash at 70% load.  So every scan of a hash store
+** with a mirror is a scan of the mirror (gpudsStoreScan), and
 ** gpudsStoreOrdered() tells read.c and plan.c that the table reads in key
 ** order.
 **
@@ -35,6 +35,17 @@
 ** the versions newer than the snapshot laid over it (version.c).  Calls on
 ** a backend that takes no concurrent reads (gpudsStoreReadsShared) are
 ** also serialised by the copy's muCall.
+**
+** No statement fails because the GPU is full.  A GPU store that runs out of
+** memory (the GPU's, or the GPUDS_GPU_MEMORY cap's) moves the copy's store
+** to the host, for every table that reads the copy, and the call is made
+** there (storeToHost, under the latch held for writing: mainFailed): the
+** mirror becomes the store, at no cost, since between calls it holds
+** exactly the store's entries; without one (GPUDS_MIRROR=0) the store is
+** copied by a scan (hostOpsFor says into what).  A store the GPU cannot
+** hold at all is made on the host (gpudsStoreCreate, gpudsStoreBuild).
+** The copy's zStoreWhy says why (gpuds_info()); a new copy (a load) tries
+** the GPU again.  A column set moves the same way (colsToHost, cs.zWhy).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
@@ -121,6 +132,92 @@ static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
   return gpudsVtabError(p, rc, "%s: %s", zWhat, pOps->xErrmsg(pS));
 }
 
+/* ------------------------------------------------------------ test hook
+** Without a GPU, the moves to the host are tested by failing calls to a
+** table's main store (never its mirror's) as a full GPU fails them:
+** gpuds_test_store_nomem(n), exported for tests to find with dlsym(),
+** counts those calls from now and makes the n-th fail with GPUDS_NOMEM
+** (n = 0: count only; n < 0: off, the default).  It returns the calls
+** counted since the last call.  Such a failure moves a host store too.
+** gpuds itself never calls it. */
+#define HOOK_WHY "a test failed this call to the store as a full GPU would"
+static int gHookOn = 0;                 /* atomics: any thread may call */
+static uint64_t gHookN = 0, gHookAt = 0;
+static _Thread_local int tHooked = 0;   /* while on: the thread's last main
+                                        ** call was failed by it */
+
+__attribute__((visibility("default")))
+uint64_t gpuds_test_store_nomem(int64_t n){
+  uint64_t k = __atomic_exchange_n(&gHookN, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&gHookAt, n>0 ? (uint64_t)n : 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&gHookOn, n>=0, __ATOMIC_SEQ_CST);
+  return k;
+}
+
+/* Count a call to a main store: true if the hook fails it.  Off, it costs
+** one load. */
+static int hookFires(void){
+  uint64_t k;
+  if( !__atomic_load_n(&gHookOn, __ATOMIC_RELAXED) ) return 0;
+  k = __atomic_add_fetch(&gHookN, 1, __ATOMIC_SEQ_CST);
+  tHooked = k==__atomic_load_n(&gHookAt, __ATOMIC_SEQ_CST);
+  return tHooked;
+}
+
+/* True if the calling thread's last call to a main store was failed by
+** the hook. */
+static int hooked(void){
+  return __atomic_load_n(&gHookOn, __ATOMIC_RELAXED) && tHooked;
+}
+/* A call to a copy's main store, under the hook. */
+#define MAIN(call) (hookFires() ? GPUDS_NOMEM : (call))
+
+/* Why the calling thread's last call to store pS (ops pOps) failed. */
+static const char *whyFailed(const gpuds_store_ops *pOps, gpuds_store *pS){
+  return hooked() ? HOOK_WHY : pOps->xErrmsg(pS);
+}
+
+/* ------------------------------------------------------------ placement */
+
+/* True if pOps runs on the GPU. */
+static int opsGpu(const gpuds_store_ops *pOps){
+  return strcmp(pOps->zBackend, "host")!=0;
+}
+
+/* True if a store of pOps gets a host mirror (GPUDS_MIRROR=1 mirrors a
+** host store too: tests use it to run the mirror's routing on machines
+** with no GPU). */
+static int mirrorWanted(const gpuds_store_ops *pOps){
+  int eMirror = gpudsConfig()->eMirror;
+  return (opsGpu(pOps) && eMirror!=GPUDS_MIRROR_NEVER) || eMirror==GPUDS_MIRROR_ALWAYS;
+}
+
+/* The host store copy c's store becomes where the GPU cannot hold it: a
+** B+tree where its store would have a mirror (which is one: the table
+** reads in key order either way), else the host store of its kind. */
+static const gpuds_store_ops *hostOpsFor(const GpudsCopy *c){
+  if( c->eKind==GPUDS_ORDERED || mirrorWanted(gpudsStoreOps(c->eKind)) ){
+    return &gpudsHostOrderedOps;
+  }
+  return &gpudsHostHashOps;
+}
+
+/* True if failure rc of a call to a main store of ops pOps (with a mirror
+** if bMirror) moves that store to the host: out of memory on the GPU, or
+** with a mirror to take over (GPUDS_MIRROR=1 on the host), or the hook. */
+static int movesOn(const gpuds_store_ops *pOps, int bMirror, int rc){
+  return rc==GPUDS_NOMEM && (opsGpu(pOps) || bMirror || hooked());
+}
+
+/* The ops copy c's next column set is built with: the host's where a build
+** or a query found that the GPU could not hold it (cs.zWhy), else those
+** beside the store its kind's backend makes, wherever the store itself
+** went. */
+static const gpuds_cols_ops *colsOpsFor(const GpudsCopy *c){
+  if( c->cs.zWhy[0] ) return &gpudsHostColsOps;
+  return gpudsColsOps(gpudsStoreOps(c->eKind));
+}
+
 /* ------------------------------------------------------------ what it is
 ** Only this file calls the backends' ops tables (the store's, the
 ** mirror's, the column set's): the rest of ext/ asks through these. */
@@ -156,6 +253,24 @@ const char *gpudsStoreKindBackend(int eKind){
 /* The backend of the table's store: "cuda" or "host". */
 const char *gpudsStoreBackend(const GpudsTable *p){
   return p->pCopy->pOps->zBackend;
+}
+
+/* The kind of the table's store (GPUDS_ORDERED or GPUDS_HASH): a gpuhash
+** table's store moved to the host is a B+tree. */
+int gpudsStoreKind(const GpudsTable *p){
+  return p->pCopy->pOps->kind;
+}
+
+/* "", or why the table's store is on the host though its backend is the
+** GPU's (it ran out of GPU memory, or GPUDS_GPU_MEMORY would be passed). */
+const char *gpudsStoreWhy(const GpudsTable *p){
+  return p->pCopy->zStoreWhy;
+}
+
+/* "", or why the table's column set is on the host though it would be
+** beside a GPU store. */
+const char *gpudsColsWhy(const GpudsTable *p){
+  return p->pCopy->cs.zWhy;
 }
 
 /* True if the table's store has a host mirror. */
@@ -197,25 +312,27 @@ int gpudsColsBuilt(const GpudsTable *p){
 ** a build would try first. */
 const char *gpudsColsBackend(const GpudsTable *p){
   const GpudsCopy *c = p->pCopy;
-  return (gpudsColsBuilt(p) ? c->cs.pOps : gpudsColsOps(c->pOps))->zBackend;
+  return (gpudsColsBuilt(p) ? c->cs.pOps : colsOpsFor(c))->zBackend;
 }
 
 /* Make the table's column set from the arrays of a build (colbuild.c:
 ** n rows, nCol columns, see gpuds_cols_ops.xLoad), on the backend beside
-** the store, or on the host's where the GPU is full.  The caller holds
-** the latch for reading and the copy's muCols.  On error the table has
-** none and its message says why. */
+** the store, or on the host's where the GPU cannot hold it (full, or
+** GPUDS_GPU_MEMORY): the host set answers the same plans, and takes every
+** build of the copy from then on (cs.zWhy).  The caller holds the latch
+** for reading and the copy's muCols.  On error the table has none and its
+** message says why. */
 int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
                        const uint64_t *aRow, const uint8_t *aTag, const uint64_t *aVal){
   GpudsColState *cs = &p->pCopy->cs;
   gpuds_cols *pCols = 0;
   char *zErr = 0;
   int rc;
-  for(cs->pOps = gpudsColsOps(p->pCopy->pOps); ; cs->pOps = &gpudsHostColsOps){
+  for(cs->pOps = colsOpsFor(p->pCopy); ; cs->pOps = &gpudsHostColsOps){
     rc = cs->pOps->xLoad(&pCols, nCol, n, gpudsStoreOrdered(p),
                          aKey, aRow, aTag, aVal, &zErr);
     if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
-    /* The GPU is full: the host column set answers the same plans. */
+    sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", zErr ? zErr : "out of memory");
     free(zErr);
     zErr = 0;
   }
@@ -235,38 +352,79 @@ int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
   return SQLITE_OK;
 }
 
+/* Copy c's column set pFailed (of ops pOps), which p's call found the GPU
+** has no room for (zWhy), moves to the host: it is dropped, unless another
+** table dropped it meanwhile, and the copy's next build goes to the host
+** (cs.zWhy).  Dropping it takes the latch for writing (p's hold for reading
+** let go meanwhile: gpudsLatchUpgrade), so the caller builds the set again
+** and learns the skipped keys again. */
+static void colsToHost(GpudsTable *p, const gpuds_cols *pFailed, const char *zWhy){
+  GpudsCopy *c = p->pCopy;
+  char z[GPUDS_WHY_MAX];
+  int bUp = !p->bLatchWrite;
+  sqlite3_snprintf((int)sizeof(z), z, "%s", zWhy);     /* zWhy may be the set's */
+  if( bUp ) gpudsLatchUpgrade(p);
+  if( c->cs.pCols==pFailed ){
+    gpudsStoreColsDrop(c);
+    memcpy(c->cs.zWhy, z, sizeof(z));
+  }
+  if( bUp ) gpudsLatchWriteEnd(p);
+}
+
 /* Query the table's column set (built: gpudsColsBuilt; the caller holds
 ** the latch for reading since it learnt the skipped keys): xQuery, its
-** error in the table's message. */
+** error in the table's message.  *pbAgain where the set is gone (the GPU
+** had no room for the query: colsToHost; or another table dropped it while
+** p waited): the caller builds it again, learns the skipped keys again and
+** asks again. */
 int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
-                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort){
+                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
+                        int *pbAgain){
   GpudsCopy *c = p->pCopy;
-  GpudsColState *cs = &c->cs;
+  const gpuds_cols_ops *pOps = c->cs.pOps;
+  gpuds_cols *pCols = c->cs.pCols;
+  char zMsg[GPUDS_WHY_MAX];
   int rc;
-  colsCallBegin(c, cs->pOps);
-  rc = cs->pOps->xQuery(cs->pCols, q, pn, paKey, paRow, paSort);
-  if( rc ){
-    rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
-                        cs->pOps->xErrmsg(cs->pCols));
+  *pbAgain = 0;
+  if( pCols==0 ){ *pbAgain = 1; return SQLITE_OK; }
+  colsCallBegin(c, pOps);
+  rc = pOps->xQuery(pCols, q, pn, paKey, paRow, paSort);
+  if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
+  colsCallEnd(c, pOps);
+  if( rc==GPUDS_NOMEM && pOps!=&gpudsHostColsOps ){
+    colsToHost(p, pCols, zMsg);
+    *pbAgain = 1;
+    return SQLITE_OK;
   }
-  colsCallEnd(c, cs->pOps);
+  if( rc ){
+    rc = gpudsVtabError(p, rc, "%s column set: %s", pOps->zBackend, zMsg);
+  }
   return rc;
 }
 
 /* Aggregate on the table's column set (as gpudsStoreColsQuery): xAgg.
-** GPUDS_MISUSE, with no message, where the backend has no aggregation;
+** GPUDS_MISUSE, with no message, where the set does not aggregate this
+** time: its backend has no aggregation, or the GPU had no room for it
+** (the set then moves to the host: colsToHost), or the set is gone;
 ** another error with its message. */
 int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes){
   GpudsCopy *c = p->pCopy;
-  GpudsColState *cs = &c->cs;
+  const gpuds_cols_ops *pOps = c->cs.pOps;
+  gpuds_cols *pCols = c->cs.pCols;
+  char zMsg[GPUDS_WHY_MAX];
   int rc;
-  colsCallBegin(c, cs->pOps);
-  rc = cs->pOps->xAgg(cs->pCols, pAgg, pRes);
-  if( rc && rc!=GPUDS_MISUSE ){
-    rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
-                        cs->pOps->xErrmsg(cs->pCols));
+  if( pCols==0 ) return GPUDS_MISUSE;
+  colsCallBegin(c, pOps);
+  rc = pOps->xAgg(pCols, pAgg, pRes);
+  if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
+  colsCallEnd(c, pOps);
+  if( rc==GPUDS_NOMEM && pOps!=&gpudsHostColsOps ){
+    colsToHost(p, pCols, zMsg);
+    return GPUDS_MISUSE;
   }
-  colsCallEnd(c, cs->pOps);
+  if( rc && rc!=GPUDS_MISUSE ){
+    rc = gpudsVtabError(p, rc, "%s column set: %s", pOps->zBackend, zMsg);
+  }
   return rc;
 }
 
@@ -302,27 +460,33 @@ int gpudsStoreColsSkip(GpudsTable *p, int64_t **pa, int64_t *pn){
 
 /* ------------------------------------------------------------ the store */
 
-/* Create the empty stores of copy c (a mirror beside a GPU store) for
-** table p, on the backend chosen for its kind.  On failure c has none and
-** the table's error is set. */
+/* Create the empty stores of copy c for table p, and the mirror beside a
+** store that gets one: where the table's backend puts it, or on the host
+** where the GPU cannot hold even an empty one (c->zStoreWhy says why).  On
+** failure c has none and the table's error is set. */
 int gpudsStoreCreate(GpudsTable *p, GpudsCopy *c){
   char *zErr = 0;
-  int eMirror = gpudsConfig()->eMirror;
   int rc;
   c->pStore = c->pMirror = 0;
   c->pOps = gpudsStoreOps(p->eKind);
   c->pMirOps = 0;
-  rc = c->pOps->xCreate(&c->pStore, &zErr);
+  c->zStoreWhy[0] = 0;
+  rc = MAIN(c->pOps->xCreate(&c->pStore, &zErr));
+  if( movesOn(c->pOps, 0, rc) ){
+    sqlite3_snprintf((int)sizeof(c->zStoreWhy), c->zStoreWhy, "%s",
+                     hooked() ? HOOK_WHY : zErr ? zErr : "out of memory");
+    free(zErr);
+    zErr = 0;
+    c->pOps = hostOpsFor(c);
+    rc = c->pOps->xCreate(&c->pStore, &zErr);
+  }
   if( rc ){
     gpudsVtabError(p, rc, "cannot create the %s store: %s", c->pOps->zBackend, zErr ? zErr : "error");
     free(zErr);
     c->pStore = 0;
     return rc;
   }
-  /* GPUDS_MIRROR=1 mirrors a host store too: tests use it to run the
-  ** mirror's routing on machines with no GPU. */
-  if( (strcmp(c->pOps->zBackend, "host")!=0 && eMirror!=GPUDS_MIRROR_NEVER)
-   || eMirror==GPUDS_MIRROR_ALWAYS ){
+  if( mirrorWanted(c->pOps) ){
     c->pMirOps = &gpudsHostOrderedOps;
     rc = c->pMirOps->xCreate(&c->pMirror, &zErr);
     if( rc ){
@@ -343,6 +507,115 @@ void gpudsStoreFree(GpudsCopy *c){
   c->pStore = c->pMirror = 0;
 }
 
+/* ------------------------------------------------------------ moves to the host */
+
+/* Fill *ppNew, a new store of pTo, with every entry of copy c's store
+** (copied through its scan; nobody else reads c).  On error table p's
+** message says why and *ppNew is NULL. */
+static int storeCopy(GpudsTable *p, GpudsCopy *c, const gpuds_store_ops *pTo,
+                     gpuds_store **ppNew){
+  size_t nPage = 65536, nOut = 0;
+  int64_t *aK = malloc(nPage*8);
+  uint64_t *aV = malloc(nPage*8);
+  uint8_t *aOp = malloc(nPage);
+  char *zErr = 0;
+  gpuds_scan sc;
+  int rc = (aK && aV && aOp) ? SQLITE_OK : SQLITE_NOMEM;
+  *ppNew = 0;
+  if( rc ){
+    gpudsVtabError(p, rc, "out of memory");
+  }else if( (rc = pTo->xCreate(ppNew, &zErr))!=SQLITE_OK ){
+    gpudsVtabError(p, rc, "cannot create a host store: %s", zErr ? zErr : "error");
+    free(zErr);
+  }
+  if( aOp ) memset(aOp, GPUDS_OP_UPSERT, nPage);
+  memset(&sc, 0, sizeof(sc));
+  sc.lo = INT64_MIN; sc.hi = INT64_MAX;
+  while( rc==SQLITE_OK && !sc.done ){
+    rc = c->pOps->xScan(c->pStore, &sc, nPage, aK, aV, &nOut);
+    if( rc ){ storeErr(p, c->pOps, c->pStore, rc, "scan"); break; }
+    rc = pTo->xBatch(*ppNew, nOut, aOp, aK, aV, 0, 0);
+    if( rc ) storeErr(p, pTo, *ppNew, rc, "copying the store to the host");
+  }
+  if( rc && *ppNew ){ pTo->xDestroy(*ppNew); *ppNew = 0; }
+  free(aK); free(aV); free(aOp);
+  return rc;
+}
+
+/* Move copy c's store to the host, because a call to it failed for lack
+** of memory (zWhy: why, zWhat: the call; the latch held for writing): its
+** mirror becomes the store, or, without one, a copy of it.  SQLITE_OK,
+** the caller then makes the call again; else c is unchanged and table p's
+** message says why. */
+static int storeToHost(GpudsTable *p, GpudsCopy *c, const char *zWhat, const char *zWhy){
+  char zCopy[GPUDS_WHY_MAX];
+  sqlite3_snprintf((int)sizeof(zCopy), zCopy, "%s", zWhy);    /* zWhy may be the store's */
+  if( c->pMirror ){
+    c->pOps->xDestroy(c->pStore);
+    c->pOps = c->pMirOps;
+    c->pStore = c->pMirror;
+    c->pMirOps = 0;
+    c->pMirror = 0;
+  }else{
+    const gpuds_store_ops *pTo = hostOpsFor(c);
+    gpuds_store *pNew = 0;
+    int rc = storeCopy(p, c, pTo, &pNew);
+    if( rc ){
+      char zCopyErr[GPUDS_WHY_MAX];
+      sqlite3_snprintf((int)sizeof(zCopyErr), zCopyErr, "%s", p->base.zErrMsg ? p->base.zErrMsg : "error");
+      return gpudsVtabError(p, SQLITE_NOMEM, "%s: %s (and the store could not be "
+                            "moved to the host: %s)", zWhat, zCopy, zCopyErr);
+    }
+    c->pOps->xDestroy(c->pStore);
+    c->pOps = pTo;
+    c->pStore = pNew;
+  }
+  memcpy(c->zStoreWhy, zCopy, sizeof(zCopy));
+  return SQLITE_OK;
+}
+
+/* A call zWhat of table p to its copy's main store pFailed failed with rc
+** (the call's hold on the backend let go): SQLITE_OK if the store moved
+** to the host for it (the caller makes the call again), else the error,
+** with the table's message set.  A reader takes the latch for writing for
+** the move (gpudsLatchUpgrade), letting its hold for reading go meanwhile;
+** another table may have moved the store then.  bSpan: the caller's hold
+** spans calls that must see one state of the store (a walk): where a
+** writer came in meanwhile, the statement fails, saying to run it again. */
+static int mainFailed(GpudsTable *p, gpuds_store *pFailed, int rc, const char *zWhat,
+                      int bSpan){
+  GpudsCopy *c = p->pCopy;
+  char zWhy[GPUDS_WHY_MAX];
+  int bOther;
+  int bUp = !p->bLatchWrite;
+  if( !movesOn(c->pOps, c->pMirror!=0, rc) ){
+    return storeErr(p, c->pOps, c->pStore, rc, zWhat);
+  }
+  sqlite3_snprintf((int)sizeof(zWhy), zWhy, "%s", whyFailed(c->pOps, c->pStore));
+  if( !bUp ) return storeToHost(p, c, zWhat, zWhy);
+  bOther = gpudsLatchUpgrade(p);
+  rc = c->pStore==pFailed ? storeToHost(p, c, zWhat, zWhy) : SQLITE_OK;
+  if( rc==SQLITE_OK && bSpan && bOther ){
+    rc = gpudsVtabError(p, SQLITE_ERROR, "%s: the store moved to the host (%s) "
+                        "while the statement read it; run the statement again",
+                        zWhat, c->zStoreWhy);
+  }
+  gpudsLatchWriteEnd(p);
+  return rc;
+}
+
+/* Undoing a batch on copy c's store, which its mirror refused, failed
+** (zWhy): the mirror, which the refused batch left as it was, takes over
+** as the store, so that the two never disagree. */
+static void storeUndoFailed(GpudsTable *p, GpudsCopy *c, const char *zWhy){
+  char z[GPUDS_WHY_MAX];
+  sqlite3_snprintf((int)sizeof(z), z, "the store could not undo a batch its host mirror "
+           "refused: %s", zWhy);
+  storeToHost(p, c, "undo", z);     /* cannot fail: there is a mirror */
+}
+
+/* ------------------------------------------------------------ batches */
+
 /* True if every op of the batch is an upsert and the keys strictly
 ** ascend: the batch is then an xBulkLoad (backend contract). */
 static int allUpsertsAscending(size_t n, const uint8_t *aOp, const int64_t *aKey){
@@ -355,17 +628,21 @@ static int allUpsertsAscending(size_t n, const uint8_t *aOp, const int64_t *aKey
 
 /* Apply a batch of distinct keys to the store and its mirror (the latch
 ** held for writing): both or neither.  aFound/aOld may be NULL, and aVal
-** where the batch holds no upsert (as for xBatch). */
-static int storeBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
-                      const int64_t *aKey, const uint64_t *aVal,
-                      uint8_t *aFound, uint64_t *aOld){
+** where the batch holds no upsert (as for xBatch).  A store that runs out
+** of GPU memory moves to the host, where the batch is applied. */
+int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
+                    const int64_t *aKey, const uint64_t *aVal,
+                    uint8_t *aFound, uint64_t *aOld){
   GpudsCopy *c = p->pCopy;
   uint8_t *aF = aFound, *aInv = 0;
   uint64_t *aO = aOld;
   int rc;
   if( c->pMirror==0 ){
-    rc = c->pOps->xBatch(c->pStore, n, aOp, aKey, aVal, aFound, aOld);
-    if( rc ) return storeErr(p, c->pOps, c->pStore, rc, "applying a batch");
+    rc = MAIN(c->pOps->xBatch(c->pStore, n, aOp, aKey, aVal, aFound, aOld));
+    if( rc ){
+      rc = mainFailed(p, c->pStore, rc, "applying a batch", 0);
+      return rc ? rc : gpudsStoreBatch(p, n, aOp, aKey, aVal, aFound, aOld);
+    }
     colsLog(c, n, aOp, aKey);
     return SQLITE_OK;
   }
@@ -373,8 +650,12 @@ static int storeBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
   if( aO==0 ) aO = malloc(n ? n*8 : 8);
   aInv = malloc(n ? n : 1);
   if( !aF || !aO || !aInv ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto batch_out; }
-  rc = c->pOps->xBatch(c->pStore, n, aOp, aKey, aVal, aF, aO);
-  if( rc ){ storeErr(p, c->pOps, c->pStore, rc, "applying a batch"); goto batch_out; }
+  rc = MAIN(c->pOps->xBatch(c->pStore, n, aOp, aKey, aVal, aF, aO));
+  if( rc ){
+    rc = mainFailed(p, c->pStore, rc, "applying a batch", 0);
+    if( rc==SQLITE_OK ) rc = gpudsStoreBatch(p, n, aOp, aKey, aVal, aFound, aOld);
+    goto batch_out;
+  }
   if( allUpsertsAscending(n, aOp, aKey) ){
     /* a flush of inserts (keys sorted by the write buffer): the same
     ** result as the batch, and the mirror may merge them in one pass
@@ -384,14 +665,18 @@ static int storeBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
     rc = c->pMirOps->xBatch(c->pMirror, n, aOp, aKey, aVal, 0, 0);
   }
   if( rc ){
-    /* Undo the GPU batch: put back what each key held before. */
+    /* Undo the GPU batch: put back what each key held before.  If that
+    ** fails, the mirror, which the failed batch left as it was, takes
+    ** over as the store. */
     size_t i;
     storeErr(p, c->pMirOps, c->pMirror, rc, "applying a batch to the host mirror");
     for(i=0; i<n; i++){
       aInv[i] = aOp[i]==GPUDS_OP_LOOKUP ? GPUDS_OP_LOOKUP
               : (aF[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE);
     }
-    c->pOps->xBatch(c->pStore, n, aInv, aKey, aO, 0, 0);
+    if( MAIN(c->pOps->xBatch(c->pStore, n, aInv, aKey, aO, 0, 0)) ){
+      storeUndoFailed(p, c, whyFailed(c->pOps, c->pStore));
+    }
   }else{
     colsLog(c, n, aOp, aKey);
   }
@@ -403,187 +688,33 @@ batch_out:
 }
 
 /* Bulk-load sorted distinct new keys into the table's store and its
-** mirror (the latch held for writing): both or neither. */
-static int storeBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_t *aVal){
+** mirror (the latch held for writing): both or neither.  A store that
+** runs out of GPU memory moves to the host, where the keys are loaded. */
+int gpudsStoreBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_t *aVal){
   GpudsCopy *c = p->pCopy;
   int rc;
   gpudsStoreColsDrop(c);
-  rc = c->pOps->xBulkLoad(c->pStore, n, aKey, aVal);
-  if( rc ) return storeErr(p, c->pOps, c->pStore, rc, "bulk load");
+  rc = MAIN(c->pOps->xBulkLoad(c->pStore, n, aKey, aVal));
+  if( rc ){
+    rc = mainFailed(p, c->pStore, rc, "bulk load", 0);
+    return rc ? rc : gpudsStoreBulk(p, n, aKey, aVal);
+  }
   if( c->pMirror ){
     rc = c->pMirOps->xBulkLoad(c->pMirror, n, aKey, aVal);
     if( rc ){
+      /* Take the keys out of the store again; if that fails, the mirror,
+      ** left as it was, takes over as the store. */
       uint8_t *aOp = malloc(n ? n : 1);
       storeErr(p, c->pMirOps, c->pMirror, rc, "bulk load into the host mirror");
-      if( aOp ){
-        memset(aOp, GPUDS_OP_DELETE, n);
-        c->pOps->xBatch(c->pStore, n, aOp, aKey, 0, 0, 0);
-        free(aOp);
+      if( aOp ) memset(aOp, GPUDS_OP_DELETE, n);
+      if( aOp==0 ){
+        storeUndoFailed(p, c, "out of memory");
+      }else if( MAIN(c->pOps->xBatch(c->pStore, n, aOp, aKey, 0, 0, 0)) ){
+        storeUndoFailed(p, c, whyFailed(c->pOps, c->pStore));
       }
+      free(aOp);
     }
   }
-  return rc;
-}
-
-/* ------------------------------------------------------------ key filter
-** The key filter (filter.c) holds every key of the store and, since keys
-** are never removed from it, some that are gone: its rules live here,
-** beside the batches that change the store.  Only the writer reads it
-** (a key it inserts is new to the newest state). */
-
-/* The key filter is rebuilt once the keys deleted from the store since the
-** last rebuild pass half of those added plus FILTER_STALE_SLACK: stale keys
-** only cost false "maybe" answers, and the slack spares a small table a
-** rebuild at every delete. */
-#define FILTER_STALE_SLACK 1024
-
-/* gpudsStoreEach() callback: add a page's keys to the filter. */
-static int filterAddCb(GpudsTable *p, void *pCtx, const int64_t *aK,
-                       const uint64_t *aV, size_t n){
-  gpudsFilterAddMany(&p->pCopy->filter, aK, (int64_t)n);
-  return SQLITE_OK;
-}
-
-/* Rebuild the key filter from the store's contents (none if memory is
-** short: slower, never wrong). */
-static void filterRebuild(GpudsTable *p){
-  GpudsFilter *pF = &p->pCopy->filter;
-  int64_t n = gpudsStoreCount(p);
-  if( gpudsFilterReset(pF, n*2) ) return;
-  if( gpudsStoreEach(p, filterAddCb, 0) ) gpudsFilterFree(pF);
-}
-
-/* Account the keys of flush f, just applied to the store, in the filter. */
-static void filterAfterFlush(GpudsTable *p, const GpudsFlush *f){
-  GpudsFilter *pF = &p->pCopy->filter;
-  size_t i, nNew = 0;
-  int bFull = 0;
-  /* Only the flush's upserts add keys: its deletes only make it staler. */
-  for(i=0; i<f->n; i++) nNew += f->aNew[i]!=0;
-  if( pF->nAdded + (int64_t)nNew > pF->nCap ){
-    /* It would overflow: size it for the new contents in one rebuild.
-    ** When the flush found none of its keys and the store now holds as
-    ** many as it upserted, the store was empty and holds just those
-    ** (a first bulk load): the filter is made from the flush, not from a
-    ** scan of the store. */
-    size_t nFound = 0;
-    for(i=0; i<f->n; i++) nFound += f->aFound[i]!=0;
-    if( nFound==0 && gpudsStoreCount(p)==(int64_t)nNew ){
-      if( gpudsFilterReset(pF, (int64_t)nNew*2) ) return;   /* none: slower, never wrong */
-      gpudsFilterAddIf(pF, f->aKey, f->aNew, (int64_t)f->n);
-      return;
-    }
-    filterRebuild(p);
-    return;
-  }
-  /* the upserts' keys, their blocks prefetched (a random line each) */
-  if( nNew ) bFull = gpudsFilterAddIf(pF, f->aKey, f->aNew, (int64_t)f->n);
-  for(i=0; i<f->n; i++){
-    if( !f->aNew[i] && f->aFound[i] ) pF->nStale++;
-  }
-  if( bFull || pF->nStale > pF->nAdded/2 + FILTER_STALE_SLACK ){
-    filterRebuild(p);
-  }
-}
-
-/* True if key k may be in the store (never a false "no"). */
-int gpudsStoreMaybe(GpudsTable *p, int64_t k){
-  return gpudsFilterMaybe(&p->pCopy->filter, k);
-}
-
-/* ------------------------------------------------------------ flushes */
-
-/* A flush of at least this many new keys, all past the largest key of an
-** ordered store, is bulk-loaded rather than applied as a batch (see
-** flushAppends; the column set's threshold for dropping itself). */
-#define FLUSH_APPEND_MIN 65536
-
-/* True if the keys of flush f (ascending) all lie past the largest key of
-** an ordered store, and there are enough of them for a bulk load to beat a
-** batch (it drops the column set and, on the host, may rebuild the tree):
-** they are all new, so found/old are all 0. */
-static int flushAppends(GpudsTable *p, const GpudsFlush *f){
-  gpuds_scan s;
-  int64_t kMax = 0;
-  uint64_t v = 0;
-  size_t nOut = 0;
-  if( p->eKind!=GPUDS_ORDERED || f->n<FLUSH_APPEND_MIN ) return 0;
-  memset(&s, 0, sizeof(s));
-  s.lo = INT64_MIN; s.hi = INT64_MAX; s.desc = 1;
-  if( gpudsStoreScan(p, &s, 1, &kMax, &v, &nOut)!=SQLITE_OK ){
-    sqlite3_free(p->base.zErrMsg);         /* not an error: take the batch path */
-    p->base.zErrMsg = 0;
-    return 0;
-  }
-  return nOut==1 && f->aKey[0]>kMax;
-}
-
-/* Apply flush f (f->n distinct keys ascending, f->aNew their values, 0
-** deleting) of p's transaction to the store and its mirror as one batch,
-** filling f->aFound and f->aOld with what they held before; account it in
-** the key filter and the column set's log; link it into the copy's
-** history (version.c: the other tables lay its old values over the store
-** until it commits, and over it as long as their snapshots are older).
-** Only inserts, into an empty store or past its largest key (keys written
-** in order), take the bulk-build path: f->aOld stays NULL (every key was
-** new).  All-or-nothing: on error the store is unchanged. */
-int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f){
-  size_t n = f->n, i;
-  uint8_t *aOp = malloc(n ? n : 1);
-  int rc, bAllUpsert = 1;
-  if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-  for(i=0; i<n; i++){
-    aOp[i] = f->aNew[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
-    if( f->aNew[i]==0 ) bAllUpsert = 0;
-  }
-  gpudsLatchWrite(p);
-  if( bAllUpsert && (gpudsStoreCount(p)==0 || flushAppends(p, f)) ){
-    rc = storeBulk(p, n, f->aKey, f->aNew);
-    memset(f->aFound, 0, n);      /* no old values: aOld stays NULL */
-  }else{
-    f->aOld = malloc(n ? n*8 : 8);
-    if( f->aOld==0 ){
-      rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-    }else{
-      rc = storeBatch(p, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
-    }
-  }
-  if( rc==SQLITE_OK ){
-    filterAfterFlush(p, f);
-    gpudsVersionAdd(p, f);
-  }
-  gpudsLatchWriteEnd(p);
-  free(aOp);
-  return rc;
-}
-
-/* Take flush f, the newest version of p's copy, back: put what each key
-** held before it into the store and its mirror (the inverse batch), add
-** the keys that come back to the key filter (a rebuild since the flush
-** may have dropped them) and unlink it from the history.  All-or-nothing:
-** on error it stays, laid over the store for the other tables. */
-int gpudsStoreUndo(GpudsTable *p, GpudsFlush *f){
-  GpudsFilter *pF = &p->pCopy->filter;
-  uint8_t *aOp = malloc(f->n ? f->n : 1);
-  size_t i;
-  int rc, bFull = 0;
-  if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-  for(i=0; i<f->n; i++){
-    aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
-  }
-  gpudsLatchWrite(p);
-  /* (after a bulk load aOld is NULL: every key was new, every operation
-  ** a delete, and xBatch takes no values for a batch without an upsert) */
-  rc = storeBatch(p, f->n, aOp, f->aKey, f->aOld, 0, 0);
-  if( rc==SQLITE_OK ){
-    for(i=0; i<f->n; i++){
-      if( f->aFound[i] ) bFull |= gpudsFilterAdd(pF, f->aKey[i]);
-    }
-    if( bFull ) filterRebuild(p);
-    gpudsVersionRemove(p, f);
-  }
-  gpudsLatchWriteEnd(p);
-  free(aOp);
   return rc;
 }
 
@@ -599,6 +730,9 @@ typedef struct BuildJob {
   const int64_t *aKey;
   const uint64_t *aVal;
   int rc;
+  int bMain;                     /* pS is the main store (the hook's) */
+  int bHooked;                   /* its failure was the hook's */
+  char zWhy[GPUDS_WHY_MAX];      /* why it failed, if it did */
   int bThread;                   /* runs on thread tid */
   pthread_t tid;
 } BuildJob;
@@ -606,7 +740,10 @@ typedef struct BuildJob {
 static void *buildJobRun(void *pArg){
   BuildJob *j = (BuildJob*)pArg;
   if( j->pS ){
-    j->rc = j->pOps->xBulkLoad(j->pS, j->n, j->aKey, j->aVal);
+    j->rc = j->bMain ? MAIN(j->pOps->xBulkLoad(j->pS, j->n, j->aKey, j->aVal))
+                     : j->pOps->xBulkLoad(j->pS, j->n, j->aKey, j->aVal);
+    j->bHooked = j->bMain && hooked();
+    if( j->rc ) sqlite3_snprintf((int)sizeof(j->zWhy), j->zWhy, "%s", whyFailed(j->pOps, j->pS));
   }else{
     gpudsFilterFill(j->pFilter, j->aKey, (int64_t)j->n);
   }
@@ -617,6 +754,42 @@ static void *buildJobRun(void *pArg){
 ** a thread costs more than it saves. */
 #define BUILD_THREAD_MIN 16384
 
+/* The main store of a build of copy c failed (job j) for lack of GPU
+** memory: put the keys on the host instead, into the mirror, which becomes
+** the store, or, without one, into a new host store.  SQLITE_OK, or an
+** error with table p's message set. */
+static int buildToHost(GpudsTable *p, GpudsCopy *c, BuildJob *j){
+  gpuds_store *pHost = 0;
+  char *zErr = 0;
+  int rc = SQLITE_OK;
+  if( c->pMirror ){
+    pHost = c->pMirror;
+    c->pOps->xDestroy(c->pStore);
+    c->pOps = c->pMirOps;
+    c->pMirOps = 0;
+    c->pMirror = 0;
+  }else{
+    const gpuds_store_ops *pTo = hostOpsFor(c);
+    rc = pTo->xCreate(&pHost, &zErr);
+    if( rc ){
+      gpudsVtabError(p, rc, "cannot create a host store: %s", zErr ? zErr : "error");
+      free(zErr);
+      return rc;
+    }
+    rc = j->n ? pTo->xBulkLoad(pHost, j->n, j->aKey, j->aVal) : SQLITE_OK;
+    if( rc ){
+      storeErr(p, pTo, pHost, rc, "bulk load into a host store");
+      pTo->xDestroy(pHost);
+      return rc;
+    }
+    c->pOps->xDestroy(c->pStore);
+    c->pOps = pTo;
+  }
+  c->pStore = pHost;
+  memcpy(c->zStoreWhy, j->zWhy, sizeof(c->zStoreWhy));
+  return SQLITE_OK;
+}
+
 /* Build a load's fresh copy c (nobody else's yet, its stores empty) from
 ** sorted distinct keys: bulk-load its store and mirror and fill its key
 ** filter (sized by gpudsFilterAlloc, or holding no bits), all three at
@@ -626,8 +799,9 @@ static void *buildJobRun(void *pArg){
 ** the process freed is reused fastest by the thread that freed it: other
 ** threads get fresh pages from their own malloc arenas), else the main
 ** store; the other store and the filter get threads of their own.  Every
-** thread is joined before returning.  On error table p's message says
-** why, and the caller frees c. */
+** thread is joined before returning.  A store the GPU cannot hold is
+** built on the host (c->zStoreWhy says why).  On error table p's message
+** says why, and the caller frees c. */
 int gpudsStoreBuild(GpudsTable *p, GpudsCopy *c, size_t n, const int64_t *aKey,
                     const uint64_t *aVal){
   BuildJob aJob[3];                /* [0] main store, [1] mirror, [2] filter */
@@ -637,6 +811,7 @@ int gpudsStoreBuild(GpudsTable *p, GpudsCopy *c, size_t n, const int64_t *aKey,
   memset(aJob, 0, sizeof(aJob));
   aJob[0].pOps = c->pOps;
   aJob[0].pS = c->pStore;
+  aJob[0].bMain = 1;
   aJob[1].pOps = c->pMirOps;
   aJob[1].pS = pMir;
   aJob[2].pFilter = pFilter;
@@ -653,14 +828,37 @@ int gpudsStoreBuild(GpudsTable *p, GpudsCopy *c, size_t n, const int64_t *aKey,
     if( aJob[i].bThread ) pthread_join(aJob[i].tid, 0);
     else if( i==2 || (n && aJob[0].rc==GPUDS_OK && aJob[1].rc==GPUDS_OK) ) buildJobRun(&aJob[i]);
   }
-  if( aJob[0].rc ) return storeErr(p, c->pOps, c->pStore, aJob[0].rc, "bulk load");
   if( aJob[1].rc ){
     return storeErr(p, c->pMirOps, pMir, aJob[1].rc, "bulk load into the host mirror");
+  }
+  if( aJob[0].rc ){
+    tHooked = aJob[0].bHooked;
+    if( movesOn(c->pOps, pMir!=0, aJob[0].rc) ) return buildToHost(p, c, &aJob[0]);
+    return storeErr(p, c->pOps, c->pStore, aJob[0].rc, "bulk load");
   }
   return SQLITE_OK;
 }
 
 /* ------------------------------------------------------------ reads */
+
+/* Look n keys up in the main store (not its mirror) of p's copy as it is
+** (the latch held).  One that runs out of GPU memory moves to the host,
+** where the keys are looked up. */
+static int mainLookup(GpudsTable *p, size_t n, const int64_t *aKey,
+                      uint8_t *aFound, uint64_t *aVal){
+  GpudsCopy *c = p->pCopy;
+  const gpuds_store_ops *pOps = c->pOps;
+  gpuds_store *pS = c->pStore;
+  int rc;
+  callBegin(c, pOps);
+  rc = MAIN(pOps->xLookup(pS, n, aKey, aFound, aVal));
+  callEnd(c, pOps);
+  if( rc ){
+    rc = mainFailed(p, pS, rc, "lookup", 0);
+    return rc ? rc : mainLookup(p, n, aKey, aFound, aVal);
+  }
+  return SQLITE_OK;
+}
 
 /* Look n keys up, as p's snapshot sees them: a few on the host mirror,
 ** many on the GPU. */
@@ -675,10 +873,7 @@ int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
     callEnd(c, c->pMirOps);
     if( rc ) rc = storeErr(p, c->pMirOps, c->pMirror, rc, "lookup");
   }else{
-    callBegin(c, c->pOps);
-    rc = c->pOps->xLookup(c->pStore, n, aKey, aFound, aVal);
-    callEnd(c, c->pOps);
-    if( rc ) rc = storeErr(p, c->pOps, c->pStore, rc, "lookup");
+    rc = mainLookup(p, n, aKey, aFound, aVal);
   }
   if( rc==SQLITE_OK && gpudsVersionNewer(p) ) gpudsVersionLookup(p, n, aKey, aFound, aVal);
   gpudsLatchReadEnd(p);
@@ -687,22 +882,31 @@ int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
 
 /* True if the table's scans (gpudsStoreScan, gpudsStoreEach) return keys
 ** in key order, honouring gpuds_scan's desc: an ordered store, or a hash
-** store with its (ordered) host mirror.  Fixed for the table's life: the
-** mirror exists iff gpudsStoreCreate made one, which depends only on the
-** backend and GPUDS_MIRROR, both read once. */
+** store with its (ordered) host mirror, or the B+tree that took over from
+** one (storeToHost).  Fixed for the copy's life: the mirror exists iff
+** gpudsStoreCreate made one, which depends only on the backend and
+** GPUDS_MIRROR, both read once, and a store moved to the host is ordered
+** iff it had a mirror (hostOpsFor). */
 int gpudsStoreOrdered(const GpudsTable *p){
   const GpudsCopy *c = p->pCopy;
-  return p->eKind==GPUDS_ORDERED
+  return p->eKind==GPUDS_ORDERED || c->pOps->kind==GPUDS_ORDERED
       || (c->pMirOps!=0 && c->pMirOps->kind==GPUDS_ORDERED);
 }
 
-/* The next page of a scan of the store as it is (the latch held).  Ordered
-** scans continue from the last key returned, so for an ordered store small
-** pages (the first ones) come from the mirror and large ones from the
-** GPU, seamlessly.  A hash store's scans all come from its mirror where it
-** has one: the GPU hash has no key order. */
+/* The next page of a scan of the store as it is (the latch held; bSpan:
+** as one of a walk, see mainFailed).  Ordered scans continue from the last
+** key returned, so for an ordered store small pages (the first ones) come
+** from the mirror and large ones from the GPU, seamlessly, and a store
+** moved to the host meanwhile goes on where the GPU's stopped.  A hash
+** store's scans all come from its mirror where it has one: the GPU hash
+** has no key order.  One without a mirror (GPUDS_MIRROR=0) that moves to
+** the host past its first page cannot go on: its position is a slot of
+** the GPU's table.  p may be NULL only where nothing moves (the copy is
+** being freed). */
 static int storePage(GpudsTable *p, GpudsCopy *c, gpuds_scan *pScan, size_t nMax,
-                     int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+                     int64_t *aKey, uint64_t *aVal, size_t *pnOut, int bSpan){
+  const gpuds_store_ops *pOps = c->pOps;
+  gpuds_store *pS = c->pStore;
   int rc;
   if( c->pMirror && (nMax<=MIRROR_MAX_PAGE || c->eKind!=GPUDS_ORDERED) ){
     callBegin(c, c->pMirOps);
@@ -710,10 +914,19 @@ static int storePage(GpudsTable *p, GpudsCopy *c, gpuds_scan *pScan, size_t nMax
     callEnd(c, c->pMirOps);
     return rc ? storeErr(p, c->pMirOps, c->pMirror, rc, "scan") : SQLITE_OK;
   }
-  callBegin(c, c->pOps);
-  rc = c->pOps->xScan(c->pStore, pScan, nMax, aKey, aVal, pnOut);
-  callEnd(c, c->pOps);
-  return rc ? storeErr(p, c->pOps, c->pStore, rc, "scan") : SQLITE_OK;
+  callBegin(c, pOps);
+  rc = p ? MAIN(pOps->xScan(pS, pScan, nMax, aKey, aVal, pnOut))
+         : pOps->xScan(pS, pScan, nMax, aKey, aVal, pnOut);
+  callEnd(c, pOps);
+  if( rc==SQLITE_OK || p==0 ) return rc;
+  rc = mainFailed(p, pS, rc, "scan", bSpan);
+  if( rc ) return rc;
+  if( pOps->kind!=GPUDS_ORDERED && pScan->pos!=0 ){
+    return gpudsVtabError(p, SQLITE_ERROR, "scan: the store moved to the host "
+                          "(%s) in the middle of a scan of it; run the statement "
+                          "again", c->zStoreWhy);
+  }
+  return storePage(p, c, pScan, nMax, aKey, aVal, pnOut, bSpan);
 }
 
 /* The page (aKey, aVal)[0..*pn) the store gave for the scan that stood at
@@ -791,7 +1004,7 @@ int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
   gpuds_scan s0 = *pScan;
   int rc;
   gpudsLatchRead(p);
-  rc = storePage(p, p->pCopy, pScan, nMax, aKey, aVal, pnOut);
+  rc = storePage(p, p->pCopy, pScan, nMax, aKey, aVal, pnOut, 0);
   if( rc==SQLITE_OK && gpudsVersionNewer(p) && !s0.done ){
     rc = scanOverlay(p, &s0, pScan, nMax, aKey, aVal, pnOut);
   }
@@ -822,7 +1035,7 @@ static int storeWalk(GpudsTable *p, GpudsCopy *c, int (*xEach)(GpudsTable*, void
       callEnd(c, c->pMirOps);
       if( rc ){ rc = storeErr(p, c->pMirOps, c->pMirror, rc, "scan"); break; }
     }else{
-      rc = storePage(p, c, &s, nPage, aK, aV, &nOut);
+      rc = storePage(p, c, &s, nPage, aK, aV, &nOut, 1);
     }
     if( rc==SQLITE_OK && nOut ) rc = xEach(p, pCtx, aK, aV, nOut);
   }
@@ -926,17 +1139,11 @@ void gpudsStoreFreeRows(GpudsCopy *c){
 ** is in the GPU store with the same value. */
 static int mirrorCompareCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                            const uint64_t *aV, size_t n){
-  GpudsCopy *c = p->pCopy;
   uint64_t *aG = sqlite3_malloc64(n*8);
   uint8_t *aF = sqlite3_malloc64(n);
   size_t i;
   int rc = (aG && aF) ? SQLITE_OK : SQLITE_NOMEM;
-  if( rc==SQLITE_OK ){
-    callBegin(c, c->pOps);
-    rc = c->pOps->xLookup(c->pStore, n, aK, aF, aG);
-    callEnd(c, c->pOps);
-    if( rc ) storeErr(p, c->pOps, c->pStore, rc, "lookup");
-  }
+  if( rc==SQLITE_OK ) rc = mainLookup(p, n, aK, aF, aG);
   for(i=0; rc==SQLITE_OK && i<n; i++){
     if( !aF[i] || aG[i]!=aV[i] ){
       rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "key %lld: %s", (long long)aK[i],
@@ -952,14 +1159,24 @@ static int mirrorCompareCb(GpudsTable *p, void *pCtx, const int64_t *aK,
 ** size and passes its own.  SQLITE_OK, or an error with the message set. */
 int gpudsStoreCheck(GpudsTable *p){
   GpudsCopy *c = p->pCopy;
-  int rc = SQLITE_OK;
+  const gpuds_store_ops *pOps;
+  gpuds_store *pS;
+  int rc;
   gpudsLatchRead(p);
-  callBegin(c, c->pOps);
-  if( c->pOps->xCheck(c->pStore)!=GPUDS_OK ){
-    rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "structure invariant failed: %s",
-                        c->pOps->xErrmsg(c->pStore));
+  for(;;){
+    pOps = c->pOps;
+    pS = c->pStore;
+    callBegin(c, pOps);
+    rc = MAIN(pOps->xCheck(pS));
+    if( rc && !movesOn(pOps, c->pMirror!=0, rc) ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "structure invariant failed: %s",
+                          pOps->xErrmsg(pS));
+    }
+    callEnd(c, pOps);
+    if( rc==SQLITE_OK || !movesOn(pOps, c->pMirror!=0, rc) ) break;
+    rc = mainFailed(p, pS, rc, "check", 0);     /* moved: check it there */
+    if( rc ) break;
   }
-  callEnd(c, c->pOps);
   if( rc==SQLITE_OK && c->pMirror ){
     int64_t nMir, nMain;
     callBegin(c, c->pMirOps);

@@ -120,8 +120,8 @@ int gpudsValueToKey(sqlite3_value *v, int64_t *pk){
 }
 
 /* *v (holding no copy) := a copy of the text of value pArg (a number's
-** as TEXT affinity makes it) as records of eText hold it (row.c), and its
-** 8 bytes. */
+** as TEXT affinity makes it) as records of eText hold it (textenc.c), and
+** its 8 bytes. */
 static int constText(sqlite3_value *pArg, int eText, GpudsValue *v){
   const unsigned char *z = 0;
   uint32_t n = 0;
@@ -132,7 +132,7 @@ static int constText(sqlite3_value *pArg, int eText, GpudsValue *v){
   if( n>0 ) memcpy(zCopy, z, n);
   v->tag = GPUDS_TAG_TEXT;
   v->z = zCopy; v->n = n;
-  v->val = gpudsRowTextBytes(zCopy, n, eText);
+  v->val = gpudsTextBytes(zCopy, n, eText);
   return SQLITE_OK;
 }
 
@@ -140,7 +140,7 @@ static int constText(sqlite3_value *pArg, int eText, GpudsValue *v){
 ** NUMERIC affinity to it when the column's is numeric (plan.c takes no
 ** other comparison as exact).  Text and blob bytes are copied
 ** (sqlite3_malloc'd), text as the table's records hold it (eText,
-** row.c). */
+** textenc.c). */
 int gpudsTermConst(sqlite3_value *pArg, char aff, int eText, GpudsValue *v){
   sqlite3_value *pDup = 0;
   int eType = sqlite3_value_type(pArg), rc = SQLITE_OK;

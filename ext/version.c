@@ -138,6 +138,7 @@ void gpudsLatchWrite(GpudsTable *p){
     pthread_cond_wait(&c->cvLatch, &c->muLatch);
   }
   __atomic_store_n(&c->bLatchWrite, 1, __ATOMIC_SEQ_CST);
+  c->nLatchWrites++;
   while( latchBusy(c, p) ){
     pthread_mutex_unlock(&c->muLatch);
     if( nSpin++ < LATCH_SPINS ){
@@ -160,7 +161,7 @@ int gpudsLatchTryWrite(GpudsTable *p){
   if( !__atomic_load_n(&c->bLatchWrite, __ATOMIC_SEQ_CST) ){
     __atomic_store_n(&c->bLatchWrite, 1, __ATOMIC_SEQ_CST);
     if( latchBusy(c, p) ) latchOpen(c);
-    else bOk = 1;
+    else{ bOk = 1; c->nLatchWrites++; }
   }
   pthread_mutex_unlock(&c->muLatch);
   if( bOk ) p->bLatchWrite = 1;
@@ -381,4 +382,50 @@ int64_t gpudsVersionDelta(const GpudsTable *p){
   int64_t d = 0;
   for(f=p->pCopy->pLast; f && f->iSeq>p->iSnapSeq; f=f->pPrev) d += f->nDelta;
   return d;
+}
+
+/* ------------------------------------------------------------ upgrades */
+
+/* Table p, which may hold the latch for reading (nested), takes it for
+** writing (let go with gpudsLatchWriteEnd, after which its holds for
+** reading go on): its slot is cleared first, so that a writer or another
+** table doing the same is never waited for while it waits for p.  So
+** another writer may come in between: 1 if one did (the store may have
+** changed since p's hold for reading began), else 0. */
+int gpudsLatchUpgrade(GpudsTable *p){
+  GpudsCopy *c = p->pCopy;
+  int64_t n0;
+  pthread_mutex_lock(&c->muLatch);
+  n0 = c->nLatchWrites;
+  pthread_mutex_unlock(&c->muLatch);
+  if( p->nLatchRead>0 && p->pSlot && !p->bLatchWrite ){
+    __atomic_store_n(&p->pSlot->nIn, 0, __ATOMIC_SEQ_CST);
+  }
+  gpudsLatchWrite(p);
+  return c->nLatchWrites!=n0+1;       /* (no other writer now: stable) */
+}
+
+/* Take copy p's muCols (column set builds and text passes), which its
+** holder may keep while it waits for the latch (a move of the store to the
+** host, gpudsLatchUpgrade): so a table that holds the latch for reading
+** lets it go while it waits, and takes it again once it has muCols.  The
+** caller checks again what it learnt before (the set may be gone). */
+void gpudsColsLock(GpudsTable *p){
+  GpudsCopy *c = p->pCopy;
+  int bSlot;
+  if( pthread_mutex_trylock(&c->muCols)==0 ) return;
+  bSlot = p->nLatchRead>0 && p->pSlot && !p->bLatchWrite;
+  if( bSlot ) __atomic_store_n(&p->pSlot->nIn, 0, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&c->muCols);
+  if( bSlot ){
+    int n = p->nLatchRead;
+    p->nLatchRead = 0;
+    gpudsLatchRead(p);
+    p->nLatchRead = n;
+  }
+}
+
+/* Let copy p's muCols go. */
+void gpudsColsUnlock(GpudsTable *p){
+  pthread_mutex_unlock(&p->pCopy->muCols);
 }

@@ -27,7 +27,7 @@
 #include "gpuds_int.h"
 #include "runfmt.h"
 SQLITE_EXTENSION_INIT3
-#include "view.h"
+#include "view_int.h"
 #include <string.h>
 #include <stdlib.h>
 

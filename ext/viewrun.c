@@ -5,11 +5,17 @@
 **   1. The operands of the WHERE terms: the operand statement (viewdef.c)
 **      run with the parameters bound; each term's constant as SQLite
 **      compares it with the column (its affinity applied: term.c).
-**   2. The column set (colset.c, built if there is none) aggregates every
-**      row but the skipped keys (those changed since it was built, the
-**      write buffer's): xAgg, on the GPU beside a GPU store.  Text keys
-**      and extremes use the set's 8 bytes; the values that stand for more
-**      than one text (coltext.c) are left to the host.
+**   2. Where a term on a column is one an equality index answers (=, IS,
+**      IS NULL, a short IN list), the column set is first asked for the
+**      rows that match, capped (the index path): if they are few, they and
+**      the skipped keys' rows are evaluated on their records alone, every
+**      group from its rows, and steps 2-4 are done.  A filter found past
+**      the cap is remembered with the view.  Otherwise the column set
+**      (colset.c, built if there is none) aggregates every row but the
+**      skipped keys (those changed since it was built, the write
+**      buffer's): xAgg, on the GPU beside a GPU store.  Text keys and
+**      extremes use the set's 8 bytes; the values that stand for more than
+**      one text (coltext.c) are left to the host.
 **   3. The host evaluates the rows the set left over and those of the
 **      skipped keys (looked up through the transaction) on their records
 **      (viewexact.c), and merges them into the set's groups: counts add,
@@ -26,8 +32,9 @@
 #include "gpuds_int.h"
 #include "runfmt.h"
 SQLITE_EXTENSION_INIT3
-#include "view.h"
+#include "view_int.h"
 #include "schema.h"
+#include "gpuds_mix.h"
 #include <string.h>
 #include <stdlib.h>
 #include <math.h>
@@ -391,8 +398,12 @@ static void backMerge(VRun *r, const gpuds_aggres *res, int64_t j, const XGroup 
 /* ---------------------------------------------------- the evaluation */
 
 /* Every row of the view's filter as the transaction sees it, in key order,
-** into evaluator x (bMake: every group; else only x's groups). */
-static int exactPass(VRun *r, XEval *x, int bMake, int64_t *pnHost){
+** into evaluator x (bMake: every group; else only x's groups).  nMost > 0:
+** where the set matches more than nMost rows, nothing is evaluated and
+** *pnSet is -1; else *pnSet is the rows the set and the skipped keys gave
+** (before the exact filter). */
+static int exactPass(VRun *r, XEval *x, int bMake, int64_t nMost, int64_t *pnSet,
+                     int64_t *pnHost){
   GpudsColQuery q;
   GpudsColTerm *aT = 0;
   int64_t n = 0, i, *aK = 0;
@@ -407,9 +418,11 @@ static int exactPass(VRun *r, XEval *x, int bMake, int64_t *pnHost){
   q.lo = r->lo; q.hi = r->hi;
   q.aTerm = aT; q.nTerm = nT;
   q.iOrderCol = -1;
+  q.nMost = nMost;
   q.eText = r->eText;
   rc = gpudsColsRun(r->p, &q, &n, &aK, &aR, &bPartial);
   sqlite3_free(aT);
+  if( pnSet ) *pnSet = n;
   for(i=0; i<n && rc==SQLITE_OK; i++){
     if( !gpudsViewFilter(r, aK[i], aR[i]) ) continue;
     (*pnHost)++;
@@ -417,6 +430,78 @@ static int exactPass(VRun *r, XEval *x, int bMake, int64_t *pnHost){
   }
   free(aK); free(aR);
   return rc;
+}
+
+/* ------------------------------------------------ the index path */
+
+/* pX's verdicts are about the table's current column set: forget those
+** about another. */
+static void exactFor(VRun *r, GpudsViewExact *pX){
+  const GpudsColState *cs = &r->p->pCopy->cs;
+  if( pX->iBuildId!=cs->iBuildId ){
+    gpudsViewExactClear(pX);
+    pX->iBuildId = cs->iBuildId;
+  }
+}
+
+/* IN lists of at most this many values are worth the index path (the CUDA
+** set's equality index looks up so short a list; a longer one scans). */
+#define INDEX_IN_MAX 8
+
+/* The most rows of a set of nRows that the index path takes.  Each row it
+** returns is evaluated on its record, on one thread, while the set's
+** aggregation costs a pass over every row: past a small share of the rows
+** that pass costs less.  At most what the CUDA set returns from its one
+** pass (kFewMax), at least a few dozen where the set is small. */
+static int64_t indexCap(int64_t nRows){
+  int64_t n = nRows/8192;
+  return n<32 ? 32 : n>2048 ? 2048 : n;
+}
+
+/* What the set sees of r's filter (key bounds, its terms on non-key
+** columns, text by its 8 bytes), as 64 bits: the number of rows the set
+** matches for it is the same for every filter of the same fingerprint
+** (but for skipped keys). */
+static uint64_t filterPrint(const VRun *r){
+  uint64_t h = gpudsMix64((uint64_t)r->lo ^ 0x9e3779b97f4a7c15ULL);
+  int i, j;
+  h = gpudsMix64(h ^ (uint64_t)r->hi);
+  for(i=0; i<r->nTerm; i++){
+    const GpudsColTerm *t = &r->aTerm[i];
+    if( t->t.iCol<0 ) continue;
+    h = gpudsMix64(h ^ ((uint64_t)(uint32_t)t->t.iCol<<16) ^ ((uint64_t)t->t.op<<8) ^ t->t.tag);
+    if( t->t.op==GPUDS_CMP_IN ){
+      for(j=0; j<t->nIn; j++) h = gpudsMix64(h ^ t->aInVal[j] ^ ((uint64_t)t->aInTag[j]<<56));
+    }else{
+      h = gpudsMix64(h ^ t->t.val);
+    }
+  }
+  return h;
+}
+
+/* Is the index path worth a try for r?  Where some term on a non-key
+** column is one an equality index answers (=, IS, IS NULL, a short IN
+** list) the filter may match few rows, unless this view already found it
+** matching more than the cap in this set (*pPrint: its fingerprint). */
+static int indexWorth(VRun *r, GpudsViewExact *pX, uint64_t *pPrint){
+  int i, bEq = 0;
+  for(i=0; i<r->nTerm && !bEq; i++){
+    const GpudsColTerm *t = &r->aTerm[i];
+    if( t->t.iCol<0 ) continue;
+    if( t->t.op==GPUDS_CMP_EQ || t->t.op==GPUDS_CMP_ISNULL
+     || (t->t.op==GPUDS_CMP_IN && t->nIn<=INDEX_IN_MAX) ) bEq = 1;
+  }
+  if( !bEq ) return 0;
+  exactFor(r, pX);
+  *pPrint = filterPrint(r);
+  for(i=0; i<pX->nMany; i++) if( pX->aMany[i]==*pPrint ) return 0;
+  return 1;
+}
+
+/* Remember that the filter of fingerprint h matched too many rows. */
+static void indexTooMany(GpudsViewExact *pX, uint64_t h){
+  int i = pX->nMany<VIEW_MANY_CACHE ? pX->nMany++ : pX->iManyNext++ % VIEW_MANY_CACHE;
+  pX->aMany[i] = h;
 }
 
 /* ------------------------------------------------ exact text terms */
@@ -437,18 +522,14 @@ void gpudsViewExactClear(GpudsViewExact *pX){
 static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
                      const int64_t *aSkip, int64_t nSkip, int *pbOk){
   GpudsTable *p = r->p;
-  GpudsColState *cs = &p->pCopy->cs;
   const uint64_t *aAmbig;
   int64_t nAmbig, lo = 0, hi, n = 0, *aK = 0;
   uint64_t *aR = 0;
   gpuds_query q;
   gpuds_term t;
-  int i, rc, bOk;
+  int i, rc, bOk, bAgain = 0;
   *pbOk = 0;
-  if( pX->iBuildId!=cs->iBuildId ){
-    gpudsViewExactClear(pX);
-    pX->iBuildId = cs->iBuildId;
-  }
+  exactFor(r, pX);
   for(i=0; i<pX->n; i++){
     if( pX->a[i].iCol==iCol && pX->a[i].v.tag==v->tag && pX->a[i].v.n==v->n
      && (v->n==0 || memcmp(pX->a[i].v.z, v->z, v->n)==0) ){
@@ -472,8 +553,8 @@ static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
   q.aSkip = aSkip; q.nSkip = nSkip;
   q.iOrderCol = -1;
   q.nFirst = 1;
-  rc = gpudsStoreColsQuery(p, &q, &n, &aK, &aR, 0);
-  if( rc ) return rc;
+  rc = gpudsStoreColsQuery(p, &q, &n, &aK, &aR, 0, &bAgain);
+  if( rc || bAgain ) return rc;     /* the set is gone (store.c): not known exact */
   bOk = n==0 || gpudsRowColCmp(gpudsRowOf(aR[0]), iCol, v, r->eText)==GPUDS_ORD_EQ;
   free(aK); free(aR);
   i = pX->n<VIEW_EXACT_CACHE ? pX->n++ : pX->iNext++ % VIEW_EXACT_CACHE;
@@ -633,7 +714,8 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
   XEval x, xe;
   XGroup **aHostOf = 0;
   int64_t *aExact = 0, nExact = 0;
-  int i, rc = SQLITE_OK, bAgg = 0;
+  int i, rc = SQLITE_OK, bAgg = 0, bIndex = 0;
+  uint64_t uPrint = 0;
   struct timespec t0, t1;
 
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -673,11 +755,28 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
   if( rc==SQLITE_OK ) rc = termsMake(r, apOp);
   if( rc==SQLITE_OK ) rc = gpudsXInit(&x, r);
 
-  /* 2. the column set: the copy's latch held for reading from here on
-  ** (the set and the skipped keys must not change until its rows are
-  ** read) */
+  /* 2. the copy's latch held for reading from here on (the set and the
+  ** skipped keys must not change until its rows are read).  A filter that
+  ** may be selective: the rows it matches from the set (an equality index
+  ** where it has one), each evaluated on its record, if they are few; else,
+  ** or where it is not, the set's aggregation */
   gpudsLatchRead(p);
-  if( rc==SQLITE_OK && !r->bEmpty ){
+  if( rc==SQLITE_OK && !r->bEmpty && indexWorth(r, pExact, &uPrint) ){
+    int64_t nSet = 0;
+    if( !gpudsColsBuilt(p) ) rc = gpudsColsBuild(p);
+    if( rc==SQLITE_OK ){
+      rc = exactPass(r, &x, 1, indexCap(p->pCopy->cs.nRows), &nSet, &pStat->nHost);
+    }
+    if( rc==SQLITE_OK && nSet>=0 ){
+      bIndex = 1;
+      pStat->nRead = nSet;
+      sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s index", gpudsColsBackend(p));
+    }else if( rc==SQLITE_OK ){
+      exactFor(r, pExact);
+      indexTooMany(pExact, uPrint);
+    }
+  }
+  if( rc==SQLITE_OK && !r->bEmpty && !bIndex ){
     if( !gpudsColsBuilt(p) ) rc = gpudsColsBuild(p);
     if( rc==SQLITE_OK ) rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
     if( rc==SQLITE_OK ) rc = aggReqMake(r, pExact, aSkip, nSkip, &req);
@@ -688,7 +787,10 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
         bAgg = 1;
         sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s", gpudsColsBackend(p));
       }else if( rc==GPUDS_MISUSE ){
-        rc = SQLITE_OK;               /* no aggregation there: the host's */
+        /* no aggregation there, or the GPU had no room for it (the set
+        ** moves to the host, built there by the next query: store.c,
+        ** colsToHost): every group from its rows */
+        rc = SQLITE_OK;
       }
     }
     pStat->nRead = res.nRead;
@@ -696,9 +798,12 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
   }
 
   if( rc==SQLITE_OK && !bAgg ){
-    /* no aggregating set (or no row can match): every group from its rows */
-    sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "exact");
-    if( !r->bEmpty ) rc = exactPass(r, &x, 1, &pStat->nHost);
+    /* the index path, no aggregating set, or no row can match: every
+    ** group from its rows */
+    if( !bIndex ){
+      sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "exact");
+      if( !r->bEmpty ) rc = exactPass(r, &x, 1, 0, 0, &pStat->nHost);
+    }
     if( rc==SQLITE_OK && d->nKey==0 && x.nGroup==0 ){
       uint8_t kt[1]; uint64_t kv[1];
       if( gpudsXFind(&x, kt, kv, 0, 0, 1)==0 ) rc = SQLITE_NOMEM;
@@ -746,7 +851,7 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
           if( gpudsXFind(&xe, kt, kv, res.aRepKey[jb], res.aRepRow[jb], 1)==0 ) rc = SQLITE_NOMEM;
         }
       }
-      if( rc==SQLITE_OK ) rc = exactPass(r, &xe, 0, &pStat->nHost);
+      if( rc==SQLITE_OK ) rc = exactPass(r, &xe, 0, 0, 0, &pStat->nHost);
       for(j=0; j<xe.nGroup && rc==SQLITE_OK; j++){
         if( xe.aGroup[j]->rows>0 ) rc = xgroupOut(r, pOut, xe.aGroup[j]);
       }

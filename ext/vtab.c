@@ -623,7 +623,10 @@ static int cursorList(GpudsCursor *c, GpudsPlan *pl){
   return rc;
 }
 
-/* xFilter: start the plan chosen by xBestIndex. */
+/* xFilter: start the plan chosen by xBestIndex.  LIMIT+OFFSET only sizes
+** the first page: SQLite 3.40 offers LIMIT even when it still filters rows
+** by a term it did not show us (WHERE d = k), so the cursor never stops
+** early; SQLite ends the loop at the limit. */
 static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr,
                        int argc, sqlite3_value **argv){
   GpudsCursor *c = (GpudsCursor*)pCur;
@@ -636,25 +639,6 @@ static int gpudsFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr
   if( rc ) return vtabDone(pCur->pVtab, rc);
   rc = gpudsPlanDecode(p, idxNum, idxStr, argc, argv, &pl);
   if( rc ){ gpudsPlanFree(&pl); return vtabDone(pCur->pVtab, rc); }
-  /* LIMIT+OFFSET only sizes the first page: SQLite 3.40 offers LIMIT even
-  ** when it still filters rows by a term it did not show us (WHERE d = k),
-  ** so the cursor never stops early; SQLite ends the loop at the limit. */
-  if( !pl.bEmpty && !pl.bList && (!pl.bCols || (pl.nTerm==0 && pl.iOrderCol<0))
-   && p->eKind==GPUDS_HASH && (!gpudsStoreOrdered(p) || gpudsShadowPending(p))
-   && (uint64_t)pl.hi - (uint64_t)pl.lo < GPUDS_HASH_RANGE_KEYS
-   && (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) <= GPUDS_HASH_RANGE_PER_ROW*gpudsShadowRows(p)
-                                                           + GPUDS_HASH_RANGE_SLACK ){
-    /* A short key range on a hash table with no ordered mirror (or while
-    ** its store is being built: the runs on disk answer key lookups): look
-    ** every key of it up in one batch rather than visit every slot. */
-    int64_t n = (int64_t)((uint64_t)pl.hi - (uint64_t)pl.lo) + 1, i;
-    pl.aKey = malloc((size_t)n*8);
-    if( pl.aKey==0 ) return vtabDone(pCur->pVtab, SQLITE_NOMEM);
-    for(i=0; i<n; i++) pl.aKey[i] = (int64_t)((uint64_t)pl.lo + (uint64_t)i);
-    pl.nKey = n;
-    pl.bList = 1;
-    pl.bCols = 0;
-  }
   if( !pl.bEmpty && !pl.bList && gpudsShadowPending(p) ){
     /* Only key lookups are answered from the runs: wait for the store. */
     rc = gpudsShadowReady(p);

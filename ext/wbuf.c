@@ -295,10 +295,10 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     goto flush_out;
   }
   /* A table read in key order (gfsl, or gpuhash with its host mirror)
-  ** scans the rows in key order later: copy them there now (row.c).  A
+  ** scans the rows in key order later: copy them there now (arena.c).  A
   ** hash table without its mirror reads every row through a lookup
   ** anyway. */
-  if( gpudsStoreOrdered(p) ) gpudsRowsRepack(f->aNew, n, &f->aOrig);
+  if( gpudsStoreOrdered(p) ) gpudsRowsRepack(f->aNew, n, gpudsLoaderCopy, &f->aOrig);
 
   rc = gpudsStoreFlush(p, f);
   if( rc ) goto flush_out;

@@ -55,6 +55,59 @@
 // Row numbers are 32-bit (IdxT = uint32_t) when the set has fewer than 2^32
 // rows, 64-bit otherwise: queryT is instantiated for both.
 //
+// AGGREGATION (xAgg, kernels/cols/agg.cuh), exactly host_agg.c's result.
+// Every rule (a row's class, canonical keys, the words that order groups,
+// the aggregate states, their step and merge, what they report) is a
+// function of backend/gpuds_aggrules.h, which tests/test_agg_rules.c runs
+// on the host against host_agg.c.  The kernels fix the order of every
+// merge by the data's sizes, never by timing: no atomic touches a REAL sum,
+// and a run repeats bit for bit.  On the set's stream:
+//   1. one copy up: counters (AggHdr), the request (AggReq), terms, skip
+//      list, IN values, ambiguous values; sorted keys: kAggBounds finds
+//      [i0, i1) on the device;
+//   2. kAggClass: each row's class (not read, filtered, leftover, counted)
+//      into a byte a row, and the counts;
+//   NO KEY, NO COUNTD (the fast path: nothing is waited for until the
+//      end): one group, dense number 0; with at most one aggregate besides
+//      count(*), one pass (kAggOne) classifies the rows and steps the
+//      states, lanes in registers, no class array (written only where
+//      leftover rows must be found), then kAggW2 and kAggFinal;
+//   otherwise kAggStats finds, over the counted rows, the least and
+//      greatest of each key's three words and of each COUNTD's canonical
+//      tag and value, and the host reads the counters (one wait);
+//   3W. DENSE (no key, or every key's words 0 and 2 constant and the words
+//      1 spanning at most 128 tuples in all, e.g. v % 100): group g is the
+//      mixed-radix number of the words 1 (aggGid).  kAggW1: a warp takes a
+//      contiguous share of the rows, a lane keeps its current group's state
+//      in registers and merges it into its warp's state of that group
+//      (shared memory) when the group changes, lanes of one group in lane
+//      order (aggFlush); the 4 warps' states merge in order into one
+//      state a block and group; kAggW2: a block a group merges the blocks'
+//      states (fixed tree) and reports (aggEmitFn).  One pass over the
+//      columns an aggregate reads (grid: blocks x aggregates);
+//   3L. SORTED (more groups): the counted rows (DeviceSelect, ascending)
+//      sorted stably by the words that vary (radix sorts of only their
+//      varying bits, the last key's last word first: kAggKeyWord), groups
+//      are the runs of equal tuples (kAggSegFlags, an inclusive scan,
+//      kAggSegStart; the group count read back), in canonical order.
+//      Chunks of at most 256 positions of one group: kAggL1, a warp a
+//      chunk, lanes stepping every 32nd row, merged in a fixed tree;
+//      kAggL2 merges a group's chunks (a block a group up to 4096 groups,
+//      else a warp) and reports;
+//   4. COUNTD: the counted rows' (group, canonical tag, value) sorted
+//      (radix sorts of the varying bits), the first of each run of equal
+//      ones with a non-NULL value counts for its group (kAggCdCount);
+//   5. kAggFinal: each group's rows, representative row, key tuple,
+//      COUNTSTAR and COUNTD; one copy down of the counters and the result
+//      (pinned up to 1 MiB), one wait; the host keeps the dense numbers
+//      that have rows;
+//   6. leftover rows, where there are any: DeviceSelect, sorted by key
+//      (unsorted keys), copied down.
+// Memory (xAgg): a byte a row (classes); path L and COUNTD 3-4 row
+// numbers and 2 words a counted row; the states (48 B) of at most 64 MiB
+// a launch (more aggregates: more launches); the result.  The workspaces
+// are the set's, given back as the query's are.
+//
 // MEMORY: the arrays, a small parameter buffer, the equality indexes built
 // (8 + sizeof(IdxT) bytes a row each, kept until xFree; none where there
 // is no room), and workspaces that grow and are given back after a query
@@ -73,6 +126,8 @@
 //   kernels/cols/store.cuh    the host set CudaCols and its memory helpers
 //   kernels/cols/index.cuh    the equality index: build and probe
 //   kernels/cols.cu (this file) the query (queryT, few()) and its steps
+//   kernels/cols/agg_kernels.cuh  the aggregation's kernels (AggHdr)
+//   kernels/cols/agg.cuh      the aggregation (aggRun) and its steps
 //   kernels/cols/ops.cuh      gpudsCudaColsOps and its entry points
 //   kernels/cols/hooks.cuh    the test hooks (kernels/cols.cuh)
 #include "gpuds_backend.h"
@@ -97,6 +152,7 @@
 #include "cols/kernels.cuh"
 #include "cols/store.cuh"
 #include "cols/index.cuh"
+#include "cols/select.cuh"
 
 namespace {
 
@@ -147,35 +203,13 @@ int words(CudaCols *p, const IdxT *idx, int64_t m, int col, int inv, uint64_t *o
   return GPUDS_OK;
 }
 
-// Stable sort of the m pairs (keys.Current(), vals.Current()) by the bits of
-// the words that vary (diff; 0: nothing to do).
-template<typename IdxT>
-int sortPairs(CudaCols *p, cub::DoubleBuffer<uint64_t> &keys,
-              cub::DoubleBuffer<IdxT> &vals, int64_t m, uint64_t diff){
-  if( m<2 || diff==0 ) return GPUDS_OK;
-  int b0 = __builtin_ctzll(diff), b1 = 64 - __builtin_clzll(diff);
-  size_t nTmp = 0;
-  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(nullptr, nTmp, keys, vals, (IdxT)m, b0, b1, p->st));
-  int rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp);
-  if( rc ) return rc;
-  nTmp = p->tmp.n;
-  GPUDS_CK(p, cub::DeviceRadixSort::SortPairs(p->tmp.p, nTmp, keys, vals, (IdxT)m, b0, b1, p->st));
-  return GPUDS_OK;
-}
-
-// DeviceSelect::If of the positions first..first+nItems-1 with pred into
-// out, the count into the device Hdr's nSel, then read back into *pnSel.
+// selectTo with the count into the device Hdr's nSel, then read back into
+// *pnSel.
 template<typename IdxT, typename Pred>
 int selectIf(CudaCols *p, int64_t first, int64_t nItems, Pred pred, IdxT *out,
              int64_t *pnSel){
-  thrust::counting_iterator<int64_t> it(first);
-  int64_t *dCount = &((Hdr*)p->par.p)->nSel;
-  size_t nTmp = 0;
-  GPUDS_CK(p, cub::DeviceSelect::If(nullptr, nTmp, it, out, dCount, nItems, pred, p->st));
-  int rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp);
+  int rc = selectTo<IdxT>(p, first, nItems, pred, out, &((Hdr*)p->par.p)->nSel);
   if( rc ) return rc;
-  nTmp = p->tmp.n;
-  GPUDS_CK(p, cub::DeviceSelect::If(p->tmp.p, nTmp, it, out, dCount, nItems, pred, p->st));
   Hdr h;
   rc = readHdr(p, &h);
   if( rc ) return rc;
@@ -570,5 +604,6 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
 
 }  // namespace
 
+#include "cols/agg.cuh"
 #include "cols/ops.cuh"
 #include "cols/hooks.cuh"

@@ -17,3 +17,14 @@ extern "C" void gpudsCudaColsSetFewMax(gpuds_cols *pCols, int64_t n);
 
 // The number of columns whose equality index is built.
 extern "C" int gpudsCudaColsIndexed(gpuds_cols *pCols);
+
+// Steer xAgg's paths: groups always sorted (never dense numbers; no fused
+// pass for no key), rows a
+// lane steps in a chunk, groups up to which a block merges a group, most
+// aggregates a launch computes (0: defaults).
+extern "C" void gpudsCudaColsAggTune(gpuds_cols *pCols, int bSorted, int64_t laneRows,
+                                     int64_t r2BlockMax, int yBatch);
+
+// Time xAgg on the set's stream from now on; the last xAgg's time in ms
+// (-1: none timed yet).
+extern "C" double gpudsCudaColsAggTime(gpuds_cols *pCols);

@@ -1,5 +1,6 @@
 // device.cu -- find the CUDA device the kernels run on, once per process;
-// and the process-wide device-allocation test hook.
+// the process's device memory (gpudsGpuMemory); and the process-wide
+// device-allocation test hook.
 #include "gpuds_backend.h"
 #include <cuda_runtime.h>
 #include "common/devmem.cuh"
@@ -154,6 +155,14 @@ extern "C" int gpudsCudaDevice(char *zName, size_t nName, uint64_t *pnFree,
   if( pnFree ) *pnFree = f;
   if( pnTotal ) *pnTotal = t;
   return g_ok;
+}
+
+extern "C" void gpudsGpuMemory(gpuds_gpumem *p){
+  gpuds_mem::Account &a = gpuds_mem::account();
+  p->nHeld = a.held.load();
+  p->nPeak = a.peak.load();
+  p->nRefusedCap = a.refusedCap.load();
+  p->nRefusedGpu = a.refusedGpu.load();
 }
 
 // Test hook (tests/c/faults.c, device mode), exported so a test can find it

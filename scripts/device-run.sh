@@ -22,6 +22,13 @@
 #                                 is left out: run it apart, it takes minutes)
 #   scripts/device-run.sh quick   build, GPU tests, sanitizers, short benchmarks
 #                                 (every step time-bounded: one call of < 10 min)
+#   scripts/device-run.sh gpumem  build, the GPU memory cap's tests (gpu_test_gpumem,
+#                                 memcheck of it, test_gpumem, test_gpumem_host,
+#                                 test_faults in device mode: no statement may fail)
+#   scripts/device-run.sh gpumem-bench  build, bench/gpumem.py: sqlbench's point,
+#                                 range and column workloads under a cap of half of
+#                                 what the tables need, beside the uncapped run
+#                                 (ROWS, QUERIES, BUDGET override; 10^7 rows)
 # Logs and results go to $OUT (or ./device-out).
 set -uo pipefail
 OUT=${OUT:-device-out}
@@ -120,6 +127,32 @@ case "${1:-test}" in
     log "sqlbench"
     timeout 150 $B/sqlbench --ext $B/gpuds --rows "${ROWS:-1000000}" --queries "${QUERIES:-100000}" --budget 2 \
       --json "$OUT/sqlbench.json" > "$OUT/sqlbench.log" 2>&1; tail -30 "$OUT/sqlbench.log"
+    ;;
+  gpumem)
+    build
+    log "gpu_test_gpumem"
+    timeout 90 $B/gpu_test_gpumem > "$OUT/gpu_test_gpumem.log" 2>&1
+    grep -E "^FAIL|^device|PASSED|FAILED|SKIPPED|account|threads|under a cap" "$OUT/gpu_test_gpumem.log" | tee -a "$OUT/summary.txt"
+    timeout 90 compute-sanitizer --tool memcheck --leak-check full $B/gpu_test_gpumem small > "$OUT/gpumem-memcheck.log" 2>&1
+    grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" "$OUT/gpumem-memcheck.log" | tee -a "$OUT/summary.txt"
+    log "test_gpumem.py (caps, two threads, a full GPU)"
+    GPUDS_EXT=$B/gpuds.so timeout 240 python3 tests/test_gpumem.py > "$OUT/test_gpumem.log" 2>&1
+    grep -E "^FAIL|^  |^no cap|passed|SKIPPED" "$OUT/test_gpumem.log" | head -40 | tee -a "$OUT/summary.txt"
+    log "test_gpumem_host.py (every store call failed in turn, on the GPU stores)"
+    GPUDS_EXT=$B/gpuds.so timeout 120 python3 tests/test_gpumem_host.py > "$OUT/test_gpumem_host.log" 2>&1
+    grep -E "^FAIL|calls|passed" "$OUT/test_gpumem_host.log" | head -20 | tee -a "$OUT/summary.txt"
+    log "test_faults device (every GPU allocation failed in turn; no statement may fail)"
+    timeout 150 $B/test_faults $B/gpuds.so ${RUNS:-2000} device > "$OUT/faults-device.log" 2>&1
+    grep -E "^FAIL|workload|passed" "$OUT/faults-device.log" | head -24 | tee -a "$OUT/summary.txt"
+    ;;
+  gpumem-bench)
+    build
+    log "bench/gpumem.py, ${ROWS:-10000000} rows"
+    timeout 480 python3 bench/gpumem.py --sqlbench $B/sqlbench --ext $B/gpuds --rows "${ROWS:-10000000}" \
+      --queries "${QUERIES:-100000}" --budget "${BUDGET:-1}" --json "$OUT/gpumem.json" --md "$OUT/gpumem.md" \
+      > "$OUT/gpumem-bench.log" 2>&1
+    if [ -s "$OUT/gpumem.md" ]; then tee -a "$OUT/summary.txt" < "$OUT/gpumem.md"; else tail -30 "$OUT/gpumem-bench.log"; fi
+    grep MISMATCH "$OUT/gpumem-bench.log"
     ;;
   sql)
     build

@@ -10,7 +10,9 @@
 ** MOD by any divisor, every aggregate, ambiguous value lists, the
 ** representative's aggregate).  Every field must be equal, the REAL sums
 ** within a relative 1e-15 of the sum of the magnitudes.  Also: requests
-** outside the contract give GPUDS_MISUSE and nothing to free.
+** outside the contract give GPUDS_MISUSE and nothing to free.  The same
+** filters through the set's xQuery (the filter it shares with xAgg, a
+** share of the rows a thread, nMost) against a naive filter.
 ** Usage: test_host_agg [seed [rounds]]
 */
 #include "gpuds_backend.h"
@@ -131,9 +133,10 @@ static void reqMake(Req *r, const Set *s){
   for(t=0; t<q->nTerm; t++){
     gpuds_term *pT = &r->aTerm[t];
     static const int aOp[] = { GPUDS_CMP_EQ, GPUDS_CMP_NE, GPUDS_CMP_LT, GPUDS_CMP_LE,
-      GPUDS_CMP_GT, GPUDS_CMP_GE, GPUDS_CMP_ISNULL, GPUDS_CMP_NOTNULL, GPUDS_CMP_ISNOT, GPUDS_CMP_IN };
+      GPUDS_CMP_GT, GPUDS_CMP_GE, GPUDS_CMP_ISNULL, GPUDS_CMP_NOTNULL, GPUDS_CMP_ISNOT, GPUDS_CMP_IN,
+      GPUDS_CMP_ANYEQ };
     pT->iCol = (int)below(s->nCol+1) - 1;
-    pT->op = aOp[below(10)];
+    pT->op = aOp[below(sizeof(aOp)/sizeof(aOp[0]))];
     if( pT->op==GPUDS_CMP_IN ){
       int m = 1 + (int)below(4), j;
       /* sorted by gpudsColInCompare, duplicates dropped */
@@ -423,6 +426,62 @@ static void compare(const Set *s, const Req *r, const gpuds_aggres *res, const c
   free(aG); free(aOrd); free(aLeft); free(aHash);
 }
 
+/* ------------------------------------------------------------ xQuery */
+typedef struct KeyIdx { int64_t k, i; } KeyIdx;
+static int keyIdxCmp(const void *a, const void *b){
+  int64_t x = ((const KeyIdx*)a)->k, y = ((const KeyIdx*)b)->k;
+  return x<y ? -1 : x>y;
+}
+
+/* xQuery of request r's filter (terms on columns only), in key order or
+** descending, with a random nMost, against a naive filter: the same rows
+** (keys are distinct), or -1 exactly where more than nMost match. */
+static void queryCheck(gpuds_cols *pC, const Set *s, const Req *r, const char *zWhat){
+  gpuds_query q = r->a.q;
+  int64_t i, n = 0, nGot = -2, *aK = 0;
+  uint64_t *aR = 0;
+  KeyIdx *aRef;
+  int t, rc;
+  for(t=0; t<q.nTerm; t++) if( q.aTerm[t].iCol<0 ) return;
+  aRef = malloc((size_t)(s->n+1)*sizeof(KeyIdx));
+  for(i=0; i<s->n; i++){
+    int64_t k = s->aKey[i], j;
+    int ok = k>=q.lo && k<=q.hi;
+    for(j=0; ok && j<q.nSkip; j++) if( q.aSkip[j]==k ) ok = 0;
+    for(t=0; ok && t<q.nTerm; t++){
+      const gpuds_term *pT = &q.aTerm[t];
+      uint8_t tg; uint64_t vl;
+      colOf(s, pT->iCol, i, &tg, &vl);
+      ok = pT->op==GPUDS_CMP_IN
+         ? gpudsColMatchIn(tg, vl, pT->tag, q.aInTag + (pT->val>>32), q.aInVal + (pT->val>>32),
+                           (uint32_t)pT->val)!=0
+         : gpudsColMatch(tg, vl, pT->op, pT->tag, pT->val)!=0;
+    }
+    if( ok ){ aRef[n].k = k; aRef[n++].i = i; }
+  }
+  qsort(aRef, (size_t)n, sizeof(KeyIdx), keyIdxCmp);
+  q.iOrderCol = -1;
+  q.bDesc = (int)below(2);
+  q.nMost = below(2) ? 0 : (int64_t)below((uint64_t)n*2+2);
+  rc = H->xQuery(pC, &q, &nGot, &aK, &aR, 0);
+  CHECK(rc==GPUDS_OK, "%s: xQuery %d", zWhat, rc);
+  if( q.nMost>0 && n>q.nMost ){
+    CHECK(nGot==-1 && aK==0, "%s: xQuery past nMost %lld: %lld (%lld match)", zWhat,
+          (long long)q.nMost, (long long)nGot, (long long)n);
+  }else{
+    CHECK(nGot==n, "%s: xQuery %lld rows, %lld match", zWhat, (long long)nGot, (long long)n);
+    for(i=0; i<n && nGot==n; i++){
+      const KeyIdx *w = &aRef[q.bDesc ? n-1-i : i];
+      if( aK[i]!=w->k || aR[i]!=s->aRow[w->i] ){
+        CHECK(0, "%s: xQuery row %lld: key %lld, want %lld", zWhat, (long long)i,
+              (long long)aK[i], (long long)w->k);
+        break;
+      }
+    }
+  }
+  free(aK); free(aR); free(aRef);
+}
+
 /* One random set and many requests on it. */
 static void oneSet(int64_t n, int nQuery){
   Set s;
@@ -442,6 +501,7 @@ static void oneSet(int64_t n, int nQuery){
     snprintf(zWhat, sizeof(zWhat), "n=%lld sorted=%d query %d", (long long)n, s.bSorted, i);
     CHECK(rc==GPUDS_OK, "%s: xAgg %d %s", zWhat, rc, H->xErrmsg(pC));
     if( rc==GPUDS_OK ) compare(&s, &r, &res, zWhat);
+    queryCheck(pC, &s, &r, zWhat);
     gpudsAggResFree(&res);
     free(r.aSkip);
   }

@@ -35,6 +35,7 @@ SETTINGS = {
     "GPUDS_COLUMN_PLANS": (["yes", "on", "1"], ["off", "always", "auto"]),
     "GPUDS_LAZY_LOAD": (["on", "lazy", "1"], ["off", "always", "hold", "auto"]),
     "GPUDS_HUGE_PAGES": (["no", "2", "off"], ["0", "1"]),
+    "GPUDS_GPU_MEMORY": (["abc", "1.5G", "4T", "-1", "12 M"], ["0", "4096", "512M", "2g", ""]),
     "GPUDS_COLUMNS_ON_LOAD": (["yes", "2"], ["0", "1", "auto"]),
 }
 

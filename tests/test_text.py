@@ -12,7 +12,7 @@ in every encoding: SQLite's BINARY collation compares a UTF-16 database's
 text by its UTF-16 bytes, another order beyond ASCII (U+0100 before U+00FF
 in UTF-16le, U+E000 after an emoji's surrogates in UTF-16be), and the
 column set and its exact checks order text as the database's encoding does
-(ext/row.c), so ranges and ORDER BY a column run on the set in every
+(ext/textenc.c), so ranges and ORDER BY a column run on the set in every
 encoding (EXPLAIN QUERY PLAN), as equality does."""
 import json
 import os

@@ -29,6 +29,7 @@ present, the host one otherwise.
 Usage: GPUDS_EXT=build/gpuds.so /usr/bin/python3 tests/test_view.py [--seeds N] [--seed S] [--queries Q]
 (longer runs: GPUDS_VIEW_SEEDS=200 GPUDS_VIEW_QUERIES=100; GPUDS_VIEW_SEED=first seed)
 """
+import json
 import math
 import os
 import random
@@ -57,6 +58,7 @@ TEXTS = ["", "a", "ab", "abc", "abcd", "abcde", "abcdf", "abd", "1", "12",
          "\u00e9ta", "\U0001f600x", "\U0001f600", "a\u0000b", "0x10", "+3", " "]
 # (a NUL cannot be in the SQL text: constants of it are parameters)
 BLOBS = [b"", b"\x00", b"ab", b"abc", b"\xff", b"12", b"1"]
+PATHS = {}      # gpuds_info()'s "where" of each view read: how many
 
 
 def rnd_value(rng, aff):
@@ -369,8 +371,12 @@ def one_seed(seed, tally, nquery, verbose=False):
         tally.check(ok, "seed %d (%s %s) query %d" % (seed, module, enc, qi),
                     "%s\n params %r\n %d rows, sqlite %d\n only in view   %r\n only in sqlite %r"
                     % (sql_t, q.params, len(got[1]), len(want[1]), only_v, only_s) if not ok else "")
+        where = con.execute("SELECT value FROM json_each(gpuds_info(), '$.views') "
+                            "WHERE json_extract(value, '$.name') = 'temp.v'").fetchone()
+        where = json.loads(where[0])["last"]["where"] if where else "?"
+        PATHS[where] = PATHS.get(where, 0) + 1
         if verbose:
-            print(sql_t, len(got[1]))
+            print(sql_t, len(got[1]), where)
     if in_txn:
         con.execute("ROLLBACK")
     con.close()
@@ -419,6 +425,12 @@ def main():
     base = int(os.environ.get("GPUDS_VIEW_SEED", "1"))
     for seed in (seeds or range(base, base + nseed)):
         one_seed(seed, tally, nquery, verbose)
+    print("paths: " + ", ".join("%s %d" % kv for kv in sorted(PATHS.items())))
+    if nseed * nquery >= 300 and not seeds:
+        # a selective equality takes the set's rows; others its aggregation
+        tally.check(sum(n for w, n in PATHS.items() if w.endswith(" index")) > 0
+                    and sum(n for w, n in PATHS.items() if w in ("host", "cuda")) > 0,
+                    "both the index path and the aggregation ran", PATHS)
     return tally.finish()
 
 

@@ -21,6 +21,12 @@
   compared and ordered exactly.
 - Uncommitted writes and rollbacks; EXPLAIN QUERY PLAN and gpuds_info()
   say where the view ran and how many rows it read.
+- A selective =, IS, IS NULL or short IN term: the set's few matching rows
+  evaluated on their records (gpuds_info(): "host index" or "cuda index"),
+  in groups, with min/max representative rows, text sharing prefixes and
+  colliding 8 bytes (UTF-8, UTF-16), NULLs, parameters, sum()'s overflow and
+  uncommitted writes; past the cap (or for other terms) the set's
+  aggregation, the filter not tried again.
 
 Usage: GPUDS_EXT=build/gpuds.so /usr/bin/python3 tests/test_view_cases.py
 """
@@ -344,6 +350,133 @@ def test_transactions_and_info():
     con.close()
 
 
+def last(con, name):
+    """gpuds_info()'s last evaluation of view temp.<name>, and the table's
+    column set."""
+    info = json.loads(con.execute("SELECT gpuds_info()").fetchone()[0])
+    v = [x for x in info["views"] if x["name"] == "temp." + name][0]["last"]
+    cs = [x for x in info["tables"] if x["name"].endswith(".t")][0]["column_set"]
+    return v, cs
+
+
+def index_rows(enc, module):
+    """6,000 rows (the index path takes at most 32 of a set this size):
+    v = 0 in half of them, else 1..300 (10 rows each) or NULL; r REAL, an
+    integer or NULL; s texts sharing their first 4 bytes (10 rows each), two
+    whose 8 bytes collide (5 rows each) and NULL; u 1, 1.0, '1', NULL, 2,
+    x'31'; and rows whose u sums overflow (v 1001) or do not (v 1002)."""
+    a, b = colliding(enc)
+    rows = []
+    for k in range(1, 6001):
+        v = 0 if k % 2 == 0 else (None if k % 1000 == 999 else (k // 2 * 7) % 300 + 1)
+        r = None if k % 13 == 0 else (k % 5 if k % 19 == 0 else (k % 17) * 0.5)
+        s = a if k % 1200 == 0 else b if k % 1200 == 600 else None if k % 600 == 2 else "abcd%d" % (k % 600)
+        u = [1, 1.0, "1", None, 2, b"1"][k % 6]
+        rows.append((k, v, r, s, u))
+    big = 2**63 - 1
+    rows += [(10001, 1001, 1.0, "o", big), (10002, 1001, 2.0, "o", 1), (10003, 1001, 3.0, "o", 5),
+             (10004, 1002, 1.0, "o", 0.5), (10005, 1002, 2.0, "o", big), (10006, 1002, 3.0, "o", big)]
+    return rows, a, b
+
+
+def test_index_path():
+    """A WHERE with an =, IS, IS NULL or short IN term on a column: the
+    set's few matching rows evaluated on their records ("<backend> index"),
+    or past the cap the set's aggregation, exactly SQLite's answer either
+    way; a filter found to match too many rows is not tried again."""
+    for enc, module in (("UTF-8", "gfsl"), ("UTF-16le", "gfsl"), ("UTF-16be", "gpuhash")):
+        con = fresh(enc=enc, module=module)
+        rows, a, b = index_rows(enc, module)
+        fill(con, rows)
+        tag = "%s %s: " % (enc, module)
+        indexed = [
+            "SELECT count(*), sum(r), total(r), avg(r), min(r), max(r), count(r) FROM t WHERE v = 7",
+            "SELECT s, count(*), sum(k), min(r), max(r) FROM t WHERE v = 7 GROUP BY s",
+            "SELECT u, count(*), max(r), k, s FROM t WHERE v IN (7, 8) GROUP BY u",
+            "SELECT s, min(r), k, u FROM t WHERE v = 9 GROUP BY s",
+            "SELECT u, min(r), max(r), v, k FROM t WHERE v IN (9, '10', 11.0) GROUP BY u",
+            "SELECT v % 3 AS m, count(DISTINCT s), count(DISTINCT u), min(u), max(u) FROM t WHERE v IS 11 GROUP BY m",
+            "SELECT count(*), sum(v), min(s), max(s) FROM t WHERE s = 'abcd1'",
+            "SELECT s, count(*), sum(k) FROM t WHERE s IN ('abcd1', 'abcd10', 'abcd100') GROUP BY s",
+            "SELECT count(*), sum(k), min(s), max(s) FROM t WHERE s = '%s'" % a,
+            "SELECT s, count(*), sum(k) FROM t WHERE s IN ('%s', '%s', 'abcd1') GROUP BY s" % (a, b),
+            "SELECT s, count(*), sum(k) FROM t WHERE s IN ('%s', 'abcd7') GROUP BY s" % b,
+            "SELECT count(*), sum(k), count(s) FROM t WHERE s IS NULL",
+            "SELECT count(*), sum(k), max(r) FROM t WHERE v IS NULL",
+            "SELECT u, count(*), sum(k) FROM t WHERE r IS NULL AND v = 7 GROUP BY u",
+            "SELECT count(*), sum(r), min(k), max(k) FROM t WHERE v = 7 AND k > 3000",
+            "SELECT count(*), sum(u) FROM t WHERE v = 1002",
+            "SELECT count(*) FROM t WHERE v = 150 AND r > 100",
+        ]
+        for sel in indexed:
+            view(con, "vi", sel)
+            same(con, "vi", sel, what=tag + sel)
+            w, _ = last(con, "vi")
+            T.check(w["where"].endswith(" index"), tag + "the index path: " + sel, w)
+        # sum()'s overflow on the index path
+        view(con, "vi", "SELECT count(*), sum(u) FROM t WHERE v = 1001")
+        e = err(con, "SELECT * FROM vi")
+        T.check(e is not None and "integer overflow" in e, tag + "integer overflow on the index path", e)
+        # no row can match: no path at all
+        view(con, "vi", "SELECT count(*), sum(r) FROM t WHERE v = NULL")
+        same(con, "vi", "SELECT count(*), sum(r) FROM t WHERE v = NULL", what=tag + "v = NULL")
+        # past the cap, or no equality term: the set's aggregation
+        for sel in ["SELECT count(*), sum(r) FROM t WHERE v = 0",
+                    "SELECT s, count(*), min(r), k FROM t WHERE v = 0 GROUP BY s",
+                    "SELECT u, count(*), max(r), k FROM t WHERE u = 1 GROUP BY u",
+                    "SELECT count(*), sum(k) FROM t WHERE s IN ('abcd1', 'abcd3', 'abcd4', 'abcd5')",
+                    "SELECT count(*), sum(r) FROM t WHERE v > 7",
+                    "SELECT count(*), sum(r) FROM t WHERE v IN (1, 2, 3, 4, 5, 6, 7, 8, 9)"]:
+            view(con, "vi", sel)
+            same(con, "vi", sel, what=tag + sel)
+            w, _ = last(con, "vi")
+            T.check(w["where"] in ("host", "cuda"), tag + "the set's aggregation: " + sel, w)
+        # a filter past the cap is asked once per set: the second read goes
+        # straight to the aggregation
+        view(con, "vi", "SELECT count(*), sum(r) FROM t WHERE v = 0")
+        _, cs0 = last(con, "vi")
+        con.execute("SELECT * FROM vi").fetchall()
+        w1, cs1 = last(con, "vi")
+        con.execute("SELECT * FROM vi").fetchall()
+        w2, cs2 = last(con, "vi")
+        T.check(cs1["scanned_instead"] == cs0["scanned_instead"] + 1 and cs1["queries"] == cs0["queries"] + 2
+                and cs2["scanned_instead"] == cs1["scanned_instead"] and cs2["queries"] == cs1["queries"] + 1
+                and w2["where"] in ("host", "cuda"),
+                tag + "a filter past the cap is not tried again", (cs0, cs1, cs2, w2))
+        # parameters: each value decides; a value past the cap is remembered
+        sel = "SELECT count(*), sum(r), min(u) FROM t WHERE v = :x"
+        view(con, "vp", sel)
+        for x, idx in ((7, True), ("7", True), (7.0, True), (7.5, True), (0, False), (8, True),
+                       (0, False), (None, False)):
+            got = sorted(con.execute("SELECT * FROM vp(?)", (x,)).fetchall(), key=repr)
+            want = sorted(con.execute(sel.replace(" FROM t", " FROM o"), {"x": x}).fetchall(), key=repr)
+            w, _ = last(con, "vp")
+            T.check(got == want and w["where"].endswith(" index") == idx,
+                    tag + "parameter %r: path and answer" % (x,), (got, want, w))
+        # uncommitted writes: the skipped keys' rows join the set's few
+        con.execute("BEGIN")
+        for stmt in ["UPDATE %s SET v = 7 WHERE k %% 100 = 3",
+                     "UPDATE %s SET v = 8, s = 'abcd1' WHERE k %% 2 = 0 AND k < 400",
+                     "DELETE FROM %s WHERE v = 7 AND k %% 3 = 0",
+                     "INSERT INTO %s VALUES(20000, 7, 0.25, 'abcd1', 1.0)",
+                     "INSERT INTO %s VALUES(20001, 7, NULL, '%s', '1')" % ("%s", a)]:
+            con.execute(stmt % "t")
+            con.execute(stmt % "o")
+        for sel in ["SELECT count(*), sum(r), min(r), max(k) FROM t WHERE v = 7",
+                    "SELECT u, count(*), max(r), k FROM t WHERE v IN (7, 8) GROUP BY u",
+                    "SELECT s, count(*), sum(k) FROM t WHERE s = 'abcd1' GROUP BY s",
+                    "SELECT count(*), sum(k) FROM t WHERE s = '%s'" % a]:
+            view(con, "vw", sel)
+            same(con, "vw", sel, what=tag + "uncommitted: " + sel)
+            w, _ = last(con, "vw")
+            T.check(w["where"].endswith(" index"), tag + "uncommitted, the index path: " + sel, w)
+        con.execute("ROLLBACK")
+        sel = "SELECT u, count(*), max(r), k FROM t WHERE v IN (7, 8) GROUP BY u"
+        view(con, "vw", sel)
+        same(con, "vw", sel, what=tag + "after the rollback")
+        con.close()
+
+
 def main():
     if not EXT:
         print("SKIPPED: GPUDS_EXT not set")
@@ -355,6 +488,7 @@ def main():
     test_sums()
     test_collisions()
     test_transactions_and_info()
+    test_index_path()
     return T.finish()
 
 

@@ -47,6 +47,8 @@ foreach(src ${GPUDS_C_TESTS})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS host SKIP_RETURN_CODE 77)
 endforeach()
+# test_host_stores's harness (the reference, the checks, fault injection)
+target_sources(test_host_stores PRIVATE ${CMAKE_SOURCE_DIR}/tests/c/storetest.c)
 
 # The B+tree's leaf slabs (backend/host_ordered_node.c) serve trees of 2048
 # leaves or more, which the randomized store tests rarely build: run them
@@ -55,7 +57,7 @@ endforeach()
 # gpuds_core's).
 file(GLOB GPUDS_BTREE_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/backend/host_ordered*.c)
 add_executable(test_host_stores_slab ${CMAKE_SOURCE_DIR}/tests/test_host_stores.c
-               ${GPUDS_BTREE_SRC})
+               ${CMAKE_SOURCE_DIR}/tests/c/storetest.c ${GPUDS_BTREE_SRC})
 target_compile_definitions(test_host_stores_slab PRIVATE BT_SLAB_MIN_LEAVES=2)
 target_link_libraries(test_host_stores_slab PRIVATE gpuds_core)
 if(GPUDS_WITH_CUDA)

@@ -30,3 +30,35 @@ extern "C" int gpudsCudaColsIndexed(gpuds_cols *pCols){
   for(int c=0; p && p->aIdx && c<p->nCol; c++) n += p->aIdx[c].state==1;
   return n;
 }
+
+// Test hook: steer xAgg's paths.  bSorted: groups always sorted (path L),
+// never dense numbers, and no fused pass (kAggOne); laneRows: rows a lane steps in a chunk of path L
+// (0: the default); r2BlockMax: groups up to which a block, not a warp,
+// merges a group's chunks (0: the default); yBatch: most aggregates one
+// launch computes (0: as memory allows).
+extern "C" void gpudsCudaColsAggTune(gpuds_cols *pCols, int bSorted, int64_t laneRows,
+                                     int64_t r2BlockMax, int yBatch){
+  CudaCols *p = cc(pCols);
+  if( !p ) return;
+  p->aggForceL = bSorted;
+  p->aggLaneRows = laneRows>0 ? laneRows : 0;
+  p->aggR2BlockMax = r2BlockMax>0 ? r2BlockMax : 0;
+  p->aggYBatch = yBatch>0 ? yBatch : 0;
+}
+
+// Test hook: time xAgg on the set's stream (CUDA events, from the first
+// launch to the last copy back) from now on; returns the last xAgg's time
+// in ms (-1 where none was timed).
+extern "C" double gpudsCudaColsAggTime(gpuds_cols *pCols){
+  CudaCols *p = cc(pCols);
+  if( !p ) return -1;
+  if( !p->aggTime ){
+    if( cudaEventCreate(&p->aggEv[0])!=cudaSuccess || cudaEventCreate(&p->aggEv[1])!=cudaSuccess ){
+      (void)cudaGetLastError();
+      return -1;
+    }
+    p->aggTime = true;
+    p->aggMs = -1;
+  }
+  return p->aggMs;
+}

@@ -1,5 +1,5 @@
 // kernels/cols/ops.cuh -- the ops table: gpudsCudaColsOps and its entry
-// points (xLoad, xFree, xQuery, xBytes, xErrmsg), which convert the
+// points (xLoad, xFree, xQuery, xBytes, xErrmsg, xAgg), which convert the
 // gpuds_cols handle to CudaCols.
 //
 // Part of the CUDA column set's one translation unit: included by
@@ -18,6 +18,7 @@
 #include "cols/layout.cuh"
 #include "cols/store.cuh"
 #include "cols/index.cuh"
+#include "cols/agg.cuh"
 
 namespace {
 
@@ -30,6 +31,8 @@ void colsFree(gpuds_cols *pCols){
   devFree(p, p->dTag, 0); devFree(p, p->dVal, 0);
   devFree(p, p->par.p, 0); devFree(p, p->sel.p, 0); devFree(p, p->sort.p, 0);
   devFree(p, p->out.p, 0); devFree(p, p->tmp.p, 0);
+  devFree(p, p->aSt.p, 0); devFree(p, p->aW.p, 0); devFree(p, p->aP.p, 0); devFree(p, p->res.p, 0);
+  for(int e=0; e<2; e++) if( p->aggEv[e] ) (void)cudaEventDestroy(p->aggEv[e]);
   if( p->aIdx ){
     for(int c=0; c<p->nCol; c++) idxDrop(p, c);
     free(p->aIdx);
@@ -37,6 +40,10 @@ void colsFree(gpuds_cols *pCols){
   if( p->hPin ) (void)cudaFreeHost(p->hPin);
   if( p->st ) (void)cudaStreamDestroy(p->st);
   (void)cudaGetLastError();
+  /* The arrays and workspaces above were freed without their sizes: what
+  ** the set's account still holds goes back to the process's account. */
+  gpuds_mem::account().held -= p->mem.bytes;
+  p->mem.bytes = 0;
   free(p);
 }
 
@@ -122,7 +129,7 @@ int colsLoad(gpuds_cols **pp, int nCol, int64_t n, int bSorted, const int64_t *a
 // one: a top-10 over 10^7 rows needs ~240 MB, and taking and giving that
 // back each time would cost more than the query itself.
 void trimWorkspace(CudaCols *p){
-  DevBuf *a[] = {&p->sel, &p->sort, &p->out, &p->tmp};
+  DevBuf *a[] = {&p->sel, &p->sort, &p->out, &p->tmp, &p->aSt, &p->aW, &p->aP, &p->res};
   uint64_t ws = 0, used = 0, fixed, arrays;
   for(DevBuf *b : a){
     ws += b->n;
@@ -161,6 +168,14 @@ int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn, int64_t **pa
   return rc;
 }
 
+// xAgg (see gpuds_backend.h; kernels/cols/agg.cuh).
+int colsAgg(gpuds_cols *pCols, const gpuds_agg *pAgg, gpuds_aggres *pRes){
+  CudaCols *p = cc(pCols);
+  int rc = aggRun(p, pAgg, pRes);
+  trimWorkspace(p);
+  return rc;
+}
+
 // xBytes: device bytes held (arrays and workspaces).
 int64_t colsBytes(gpuds_cols *pCols){
   CudaCols *p = cc(pCols);
@@ -170,15 +185,6 @@ int64_t colsBytes(gpuds_cols *pCols){
 // xErrmsg
 const char *colsErrmsg(gpuds_cols *pCols){
   return pCols ? cc(pCols)->zErr : "";
-}
-
-// xAgg: not on the GPU yet.  GPUDS_MISUSE, which the SQLite side answers
-// by aggregating the rows of an xQuery itself.
-int colsAgg(gpuds_cols *pCols, const gpuds_agg *pAgg, gpuds_aggres *pRes){
-  (void)pAgg;
-  memset(pRes, 0, sizeof(*pRes));
-  if( pCols ) snprintf(cc(pCols)->zErr, sizeof(cc(pCols)->zErr), "no aggregation on the GPU");
-  return GPUDS_MISUSE;
 }
 
 }  // namespace

@@ -36,6 +36,14 @@ struct CudaCols {
   gpuds_mem::DevMem mem; // device bytes held, and the test hooks
   int64_t nFewMax;       // few(): most results it returns (kFewMax; tests lower it)
   ColIdx *aIdx;          // per column, its equality index (nCol, calloc()ed)
+  DevBuf aSt, aW, aP, res; // xAgg: row classes; counted rows and groups; states; result
+  int aggForceL;         // test hook: never dense group numbers (path W) where keys are, no kAggOne
+  int64_t aggLaneRows;   // test hook: rows a lane steps in a chunk (path L; 0: default)
+  int64_t aggR2BlockMax; // test hook: groups up to which a block merges a group (0: default)
+  int aggYBatch;         // test hook: most state aggregates a launch takes (0: no limit)
+  bool aggTime;          // test hook: time xAgg on the stream (aggEv) into aggMs
+  cudaEvent_t aggEv[2];
+  float aggMs;
   char zErr[512];
 };
 

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include "gpuds_backend.h"
+#include "common/devmem.cuh"
 
 // The GPUDS_* code for a CUDA error (GPUDS_OK for cudaSuccess).
 static inline int gpudsCudaCode(cudaError_t e){
@@ -34,10 +35,19 @@ static inline int gpudsCudaCode(cudaError_t e){
 }
 
 // Write "zStore: zWhat: CUDA's text (file:line)" into z (n bytes), the file
-// without its directories.
+// without its directories.  Out of memory, it is why the allocation failed
+// first (gpuds_mem::refusalText: the cap, the full GPU...), then "(zStore,
+// file:line)": the words the SQLite side gives as the reason a table's
+// store or column set is on the host.
 static inline void gpudsCudaMessage(char *z, size_t n, const char *zStore, cudaError_t e,
                                     const char *zWhat, const char *zFile, int iLine){
   const char *zBase = strrchr(zFile, '/');
+  if( e==cudaErrorMemoryAllocation ){
+    char zWhy[256];
+    gpuds_mem::refusalText(zWhy, sizeof(zWhy));
+    snprintf(z, n, "%s (%s, %s:%d)", zWhy, zStore, zBase ? zBase+1 : zFile, iLine);
+    return;
+  }
   snprintf(z, n, "%s: %s: %s (%s:%d)", zStore, zWhat, cudaGetErrorString(e),
            zBase ? zBase+1 : zFile, iLine);
 }

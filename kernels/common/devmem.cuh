@@ -15,6 +15,16 @@
 // All fail as cudaMalloc fails when the GPU is full
 // (cudaErrorMemoryAllocation), so they take the store's real error paths.
 //
+// Above the stores, one account for the whole process (account()): every
+// alloc() and release() of every store and column set moves `held`, with
+// atomics, since distinct tables are used from distinct threads.
+// GPUDS_GPU_MEMORY caps it: an allocation that would take `held` past the
+// cap fails too, before cudaMalloc, as the full GPU would refuse it.  Why
+// the calling thread's last allocation failed (the cap, the GPU, pinned
+// memory, a test hook) is kept for the message its error becomes
+// (refusalText, called by check.cuh's gpudsCudaMessage on that thread):
+// the SQLite side shows it as the reason a table part lives on the host.
+//
 // DBuf is a workspace buffer: it grows (ensure), never shrinks, and its
 // contents are lost when it grows.
 #pragma once
@@ -23,6 +33,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include "gpuds_config.h"
 
 namespace gpuds_mem {
 
@@ -41,6 +53,86 @@ inline bool faultHere(){
   return at!=0 && k==at && f.failAt.compare_exchange_strong(at, 0);
 }
 
+// The process's device memory (gpudsGpuMemory() reports it).
+struct Account {
+  std::atomic<uint64_t> held{0};        // bytes held by every store and set
+  std::atomic<uint64_t> peak{0};        // the most held at once
+  std::atomic<uint64_t> refusedCap{0};  // allocations past GPUDS_GPU_MEMORY
+  std::atomic<uint64_t> refusedGpu{0};  // allocations cudaMalloc refused
+};
+inline Account &account(){ static Account a; return a; }
+
+// Why an allocation failed; the calling thread's last one (lastRefusal).
+enum { kWhyNone, kWhyCap, kWhyGpu, kWhyPinned, kWhyTest };
+struct Refusal {
+  int why = kWhyNone;
+  uint64_t asked = 0;      // bytes asked for
+  uint64_t held = 0;       // bytes the process held then
+};
+inline Refusal &lastRefusal(){ static thread_local Refusal r; return r; }
+
+// Note in the calling thread's Refusal that an allocation of n bytes
+// failed for reason why.
+inline void refuse(int why, uint64_t n){
+  Refusal &r = lastRefusal();
+  r.why = why;
+  r.asked = n;
+  r.held = account().held.load();
+}
+
+// Take n bytes in the process's account: false, nothing taken, if that
+// would take it past GPUDS_GPU_MEMORY.
+inline bool reserve(uint64_t n){
+  const gpuds_config *c = gpudsConfig();
+  Account &a = account();
+  uint64_t cur = a.held.load();
+  do{
+    if( c->bGpuMemCap && (n > c->nGpuMemCap || cur > c->nGpuMemCap - n) ) return false;
+  }while( !a.held.compare_exchange_weak(cur, cur + n) );
+  uint64_t pk = a.peak.load();
+  while( cur + n > pk && !a.peak.compare_exchange_weak(pk, cur + n) ){}
+  return true;
+}
+
+// n bytes as a person reads them: "512 B", "3.5 MiB".
+inline void bytesText(char *z, size_t nz, uint64_t n){
+  static const char *azUnit[] = { "KiB", "MiB", "GiB", "TiB" };
+  double x = (double)n;
+  int i = -1;
+  while( x>=1024.0 && i<3 ){ x /= 1024.0; i++; }
+  if( i<0 ) snprintf(z, nz, "%llu B", (unsigned long long)n);
+  else snprintf(z, nz, "%.1f %s", x, azUnit[i]);
+}
+
+// Why the calling thread's last allocation failed, in words, into z (nz
+// bytes): what a message about the out-of-memory error it gave starts with.
+inline void refusalText(char *z, size_t nz){
+  const Refusal &r = lastRefusal();
+  char zAsk[32], zHeld[32];
+  bytesText(zAsk, sizeof(zAsk), r.asked);
+  bytesText(zHeld, sizeof(zHeld), r.held);
+  switch( r.why ){
+    case kWhyCap:
+      snprintf(z, nz, "the GPU memory cap (GPUDS_GPU_MEMORY=%s) would be exceeded: "
+               "gpuds holds %s of GPU memory and asked for %s more",
+               gpudsConfig()->zGpuMemory, zHeld, zAsk);
+      break;
+    case kWhyGpu:
+      snprintf(z, nz, "the GPU is out of memory: gpuds holds %s of it and asked "
+               "for %s more", zHeld, zAsk);
+      break;
+    case kWhyPinned:
+      snprintf(z, nz, "pinned host memory is exhausted: %s asked for", zAsk);
+      break;
+    case kWhyTest:
+      snprintf(z, nz, "a test failed this allocation of %s as a full GPU would", zAsk);
+      break;
+    default:
+      snprintf(z, nz, "out of memory");
+      break;
+  }
+}
+
 struct DevMem {
   uint64_t bytes = 0;    // device bytes held
   uint64_t limit = 0;    // test hook: most bytes allocations may reach (0: none)
@@ -48,17 +140,32 @@ struct DevMem {
   uint64_t failAt = 0;   // test hook: the allocation (nAlloc) that fails (0: none)
 };
 
-// Allocate n bytes of device memory into *pp, counted in M.bytes.  Fails
-// (cudaErrorMemoryAllocation, *pp NULL, nothing held) past M.limit, at the
-// allocation M.failAt, or when cudaMalloc fails.
+// Allocate n bytes of device memory into *pp, counted in M.bytes and in
+// the process's account.  Fails (cudaErrorMemoryAllocation, *pp NULL,
+// nothing held, the reason in lastRefusal()) past M.limit, at the
+// allocation M.failAt, past GPUDS_GPU_MEMORY, or when cudaMalloc fails.
 inline cudaError_t alloc(DevMem &M, void **pp, size_t n){
   *pp = nullptr;
   M.nAlloc++;
-  if( M.failAt && M.nAlloc==M.failAt ){ M.failAt = 0; return cudaErrorMemoryAllocation; }
-  if( faultHere() ) return cudaErrorMemoryAllocation;
-  if( M.limit && M.bytes + n > M.limit ) return cudaErrorMemoryAllocation;
+  const bool bFailAt = M.failAt && M.nAlloc==M.failAt;
+  if( bFailAt ) M.failAt = 0;
+  if( bFailAt || faultHere() || (M.limit && M.bytes + n > M.limit) ){
+    refuse(kWhyTest, n);
+    return cudaErrorMemoryAllocation;
+  }
+  if( !reserve(n) ){
+    refuse(kWhyCap, n);
+    account().refusedCap++;
+    return cudaErrorMemoryAllocation;
+  }
   cudaError_t e = cudaMalloc(pp, n);
-  if( e!=cudaSuccess ){ *pp = nullptr; return e; }
+  if( e!=cudaSuccess ){
+    *pp = nullptr;
+    account().held -= n;
+    refuse(e==cudaErrorMemoryAllocation ? kWhyGpu : kWhyNone, n);
+    if( e==cudaErrorMemoryAllocation ) account().refusedGpu++;
+    return e;
+  }
   M.bytes += n;
   return cudaSuccess;
 }
@@ -67,9 +174,12 @@ inline cudaError_t alloc(DevMem &M, void **pp, size_t n){
 // the process-wide hook.  On failure *pp is NULL.
 inline cudaError_t allocPinned(void **pp, size_t n){
   *pp = nullptr;
-  if( faultHere() ) return cudaErrorMemoryAllocation;
+  if( faultHere() ){ refuse(kWhyTest, n); return cudaErrorMemoryAllocation; }
   cudaError_t e = cudaMallocHost(pp, n);
-  if( e!=cudaSuccess ) *pp = nullptr;
+  if( e!=cudaSuccess ){
+    *pp = nullptr;
+    refuse(e==cudaErrorMemoryAllocation ? kWhyPinned : kWhyNone, n);
+  }
   return e;
 }
 template<class T> cudaError_t allocPinnedT(T **pp, size_t n){
@@ -83,7 +193,7 @@ template<class T> cudaError_t allocT(DevMem &M, T **pp, size_t n){
 
 // Free n bytes from alloc() (NULL is a no-op).
 inline void release(DevMem &M, void *p, size_t n){
-  if( p ){ cudaFree(p); M.bytes -= n; }
+  if( p ){ cudaFree(p); M.bytes -= n; account().held -= n; }
 }
 
 // Test hook: the k-th allocation from now fails (k >= 1; 0: none).

@@ -24,7 +24,10 @@
 ** any store fails, through the hook gpuds.so exports for it
 ** (gpuds_test_device_faults, kernels/device.cu); every N is tried.
 ** Column plans are always taken (GPUDS_COLUMN_PLANS=always), so the column
-** sets' device memory is in the workload too.
+** sets' device memory is in the workload too.  A store or column set
+** whose allocation fails moves to the host and the statement goes on
+** there, so in this mode no statement may fail at all (but for the
+** workload's own constraint errors): one that does is a failure.
 **
 **   test_faults <path of gpuds.so> [max runs] [device]
 ** Prints "N passed, M failed"; exit 1 on a failure.
@@ -79,6 +82,8 @@ static char zDb[256];
 static int nPass = 0, nFail = 0;
 static long iRun = 0;
 
+static void check(int ok, const char *zWhat, const char *zDetail);
+
 /* The test database with gpuds loaded, or NULL. */
 static sqlite3 *openDb(void){
   return testOpenWithExt(zDb, zExt, 0);
@@ -90,6 +95,11 @@ static int run(sqlite3 *db, const char *zSql){
   int rc, bBefore = gFired;
   if( bTrace<0 ) bTrace = getenv("FAULTS_TRACE") ? atoi(getenv("FAULTS_TRACE")) : 0;
   rc = sqlite3_exec(db, zSql, 0, 0, 0);
+  if( xDevFaults && rc!=SQLITE_OK && (rc & 0xff)!=SQLITE_CONSTRAINT ){
+    char zMsg[300];
+    snprintf(zMsg, sizeof(zMsg), "%.120s: %d %.150s", zSql, rc, sqlite3_errmsg(db));
+    check(0, "no statement fails for lack of GPU memory", zMsg);
+  }
   if( bTrace && (rc || bBefore!=gFired || bTrace>1) ){
     printf("  [run %ld] %.70s -> %d %s%s ac=%d\n", iRun, zSql, rc, rc ? sqlite3_errmsg(db) : "",
            bBefore!=gFired ? " (the failure)" : "", sqlite3_get_autocommit(db));

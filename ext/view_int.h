@@ -1,8 +1,8 @@
-/* view.h -- the gpuds_view module: its SELECT (viewdef.c), the SELECT
-** bound to a table (viewdef.c), its evaluation (viewrun.c, viewexact.c)
-** and the module (view.c). */
-#ifndef GPUDS_VIEW_H
-#define GPUDS_VIEW_H
+/* view_int.h -- declarations shared by the files of the gpuds_view
+** module: its SELECT and its binding to a table (viewdef.c), its
+** evaluation (viewrun.c, viewexact.c) and the module (view.c). */
+#ifndef GPUDS_VIEW_INT_H
+#define GPUDS_VIEW_INT_H
 
 /* An expression on a column: the column, or its "/ n" or "% n"
 ** (GPUDS_AGGKEY_xxx). */
@@ -112,7 +112,10 @@ typedef struct GpudsViewOut {
 
 /* What the last evaluation did (gpuds_info()). */
 typedef struct GpudsViewStat {
-  char zWhere[16];            /* "cuda", "host", or "exact" (no set) */
+  char zWhere[16];            /* "cuda", "host" (the set's xAgg), "cuda index",
+                              ** "host index" (the few rows of a selective
+                              ** filter from the set, evaluated on their
+                              ** records) or "exact" (no set) */
   int64_t nRun;               /* evaluations so far */
   int64_t nRead;              /* rows the column set read */
   int64_t nHost;              /* rows evaluated on their records */
@@ -122,9 +125,12 @@ typedef struct GpudsViewStat {
   int64_t nUs;                /* microseconds */
 } GpudsViewStat;
 
-/* Text constants of a view's terms found to be the only text behind their
-** 8 bytes in a column set (viewrun.c): equal 8 bytes mean equal there. */
+/* What a view learnt of one column set (viewrun.c): text constants of its
+** terms found to be the only text behind their 8 bytes there (equal 8
+** bytes mean equal), and the filters that matched more rows of it than the
+** index path takes (no use asking the set for them again). */
 #define VIEW_EXACT_CACHE 16
+#define VIEW_MANY_CACHE 16
 typedef struct GpudsViewExact {
   int64_t iBuildId;           /* the set the verdicts are for */
   struct {
@@ -133,6 +139,8 @@ typedef struct GpudsViewExact {
     int bOk;
   } a[VIEW_EXACT_CACHE];
   int n, iNext;
+  uint64_t aMany[VIEW_MANY_CACHE];  /* fingerprints of those filters */
+  int nMany, iManyNext;
 } GpudsViewExact;
 void gpudsViewExactClear(GpudsViewExact *pX);
 
