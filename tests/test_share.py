@@ -20,6 +20,11 @@ is usable, as everywhere.
 
 GPUDS_SHARE_SECONDS sets the seconds per journal mode (default 6).  The last
 line is "N passed, M failed"; exit 77 without GPUDS_EXT.
+
+A shared copy's store that moves to the host (the store hook of
+gpumem_lib.py fails a call as a full GPU does) moves for every connection:
+each one's gpuds_info says why, all still read one copy, and a connection
+opened afterwards shares it.
 """
 import json
 import os
@@ -37,6 +42,7 @@ import traceback
 os.environ.setdefault("GPUDS_FLUSH_ROWS", "5")
 
 from gpuds_testlib import EXT, Tally, connect  # noqa: E402
+import gpumem_lib as G  # noqa: E402
 
 T = Tally()
 check = T.check
@@ -341,6 +347,52 @@ def cases(d):
         m2.close()
 
 
+def moved(d):
+    """One connection's call moves the shared store to the host: for all."""
+    hook = G.store_hook()
+    if not check(hook is not None, "gpuds.so exports gpuds_test_store_nomem"):
+        return
+    n = 3000
+    want = [(n, n * (n + 1) // 2)]
+    for mirror in ("1", "0"):
+        for mod in MODULES:
+            os.environ["GPUDS_MIRROR"] = mirror
+            tag = "moved %s mirror=%s" % (mod, mirror)
+            p = fresh(d, "moved_%s_%s.db" % (mod, mirror), "wal")
+            a, b = connect(p), connect(p)
+            a.execute("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v)" % mod)
+            a.execute(G.series(1, n) + "INSERT INTO t SELECT x, x FROM c")
+            q = "SELECT count(*), sum(v) FROM t WHERE k IN (%s)" % ",".join(str(k) for k in range(1, n + 1))
+            check(b.execute(q).fetchall() == want, tag + ": b reads a's rows")
+            hook(1)                       # the next call to the main store fails
+            got = b.execute(q).fetchall()
+            hook(-1)
+            check(got == want, tag + ": b's statement goes on on the host", got)
+            ia, ib = info(a, "t"), info(b, "t")
+            check(ia["placement"]["store_why"] == G.HOOK_WHY
+                  and ib["placement"]["store_why"] == G.HOOK_WHY,
+                  tag + ": both connections say why the store is on the host",
+                  (ia["placement"], ib["placement"]))
+            check(ia["copy"]["tables"] == 2, tag + ": still one copy", ia["copy"])
+            a.execute("INSERT INTO t VALUES(%d, 1)" % (n + 1))
+            check(b.execute("SELECT count(*), sum(v) FROM t").fetchall() == [(n + 1, want[0][1] + 1)],
+                  tag + ": a's write after the move, read by b")
+            c3 = connect(p)
+            check(c3.execute("SELECT count(*) FROM t").fetchall() == [(n + 1,)]
+                  and info(c3, "t")["copy"]["tables"] == 3
+                  and info(c3, "t")["placement"]["store_why"] == G.HOOK_WHY,
+                  tag + ": a new connection shares the moved copy", info(c3, "t"))
+            for x in (a, b, c3):
+                x.close()
+            c = connect(p)
+            check(c.execute("SELECT count(*) FROM t").fetchall() == [(n + 1,)]
+                  and info(c, "t")["placement"]["store_why"] != G.HOOK_WHY,
+                  tag + ": reopened, a new copy is not on the host for the hook",
+                  info(c, "t")["placement"])
+            c.close()
+    del os.environ["GPUDS_MIRROR"]
+
+
 def main(argv):
     if not EXT:
         print("SKIPPED: GPUDS_EXT is not set")
@@ -364,21 +416,20 @@ def main(argv):
         i += 1
     print("seed %d (--seed %d repeats it), %g s per journal mode, %d threads" % (seed, seed, seconds, nThread))
     d = tempfile.mkdtemp(prefix="gpuds_share_")
+    pin = connect(":memory:")             # gpuds.so stays loaded (the hook's state)
     try:
-        c = sqlite3.connect(":memory:")
-        c.enable_load_extension(True)
-        c.load_extension(EXT)
-        print("backend: %s" % json.loads(c.execute("SELECT gpuds_info()").fetchone()[0])["backend"])
-        c.close()
+        print("backend: %s" % json.loads(pin.execute("SELECT gpuds_info()").fetchone()[0])["backend"])
         if do_cases:
             try:
                 cases(d)
+                moved(d)
             except Exception:
                 check(False, "cases raised", traceback.format_exc())
         if do_threads:
             for journal in ("wal", "delete"):
                 threads_run(d, journal, seed, seconds, nThread)
     finally:
+        pin.close()
         shutil.rmtree(d, ignore_errors=True)
     return T.finish()
 
