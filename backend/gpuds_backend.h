@@ -19,7 +19,11 @@
 ** it was before the call: no half-applied batch.
 **
 ** Nothing here is thread-safe; the caller serialises calls on one store.
-** Distinct stores may be used from distinct threads.
+** Distinct stores may be used from distinct threads.  A backend for which
+** gpudsStoreReadsShared() (gpudsColsReadsShared()) is true also takes its
+** read calls (xLookup, xScan, xCount, xInfo, xCheck, xErrmsg; a column
+** set's xQuery, xAgg, xBytes, xErrmsg) on one store from several threads
+** at once, while no other call runs on it.
 */
 #ifndef GPUDS_BACKEND_H
 #define GPUDS_BACKEND_H
@@ -428,6 +432,12 @@ extern const gpuds_cols_ops gpudsCudaColsOps;    /* kernels/cols.cu */
 /* The column-set implementation matching the store ops pOps (the CUDA one
 ** for a CUDA store, the host one otherwise).  (backend/select.c) */
 const gpuds_cols_ops *gpudsColsOps(const gpuds_store_ops *pOps);
+
+/* True if the read calls of a store of pOps (a column set of pCols) may
+** run on several threads at once (see the top): the host's.
+** (backend/select.c) */
+int gpudsStoreReadsShared(const gpuds_store_ops *pOps);
+int gpudsColsReadsShared(const gpuds_cols_ops *pOps);
 
 #ifdef __cplusplus
 }

@@ -16,14 +16,17 @@
 ** the one above.  So the store keeps, beside the tree, a table of leaf
 ** pointers indexed by the key's offset from the smallest key, shifted:
 ** slot j holds the leaf a descent would reach for the key
-** iHintMin + (j << nHintShift), and a lookup reads one slot, then checks
+** iMin + (j << nShift), and a lookup reads one slot, then checks
 ** that leaf (or the one after it) holds the key's range, which the leaf
 ** chain makes sound whatever the table says; else it descends.  About two
 ** slots per leaf (16 bytes a leaf, a quarter byte a key), built from the
 ** inner nodes alone.  The table only ever points at live leaves: freeing a
 ** leaf (a merge, a rebuild, the store's end) drops it; splits only make it
 ** stale (more descents), and after nLeaf/BT_HINT_REBUILD_DIV descents since
-** it was built or dropped, a lookup builds it again.
+** it was built or dropped, a lookup builds it again.  Lookups may run on
+** several threads at once (gpuds_backend.h): the table is one mapping that
+** a lookup replaces whole, the one replaced kept until the next call that
+** changes the tree (host_ordered_lookup.c).
 **
 ** Leaf slabs (huge pages).  A lookup in a big tree misses the TLB too: its
 ** leaves span tens of thousands of small pages, and on a virtual machine
@@ -121,6 +124,7 @@ static int btBatch(gpuds_store *pStore, size_t n, const uint8_t *aOp,
                    const int64_t *aKey, const uint64_t *aVal,
                    uint8_t *aFound, uint64_t *aOld){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
+  btHintRetire(p);
   if( n>0 && aOp==0 ){
     return btError(p, GPUDS_MISUSE, "xBatch: aOp is NULL");
   }
@@ -216,6 +220,7 @@ static int btBulkLoad(gpuds_store *pStore, size_t n, const int64_t *aKey,
                       const uint64_t *aVal){
   HostOrderedStore *p = (HostOrderedStore*)pStore;
   size_t iBad;
+  btHintRetire(p);
   if( n==0 ) return GPUDS_OK;
   if( btNotAscending(n, aKey, &iBad) ){
     return btError(p, GPUDS_MISUSE,

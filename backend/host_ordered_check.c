@@ -14,7 +14,7 @@ void btInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
                 + (p->nLeaf-p->slabs.nLive)*(int64_t)sizeof(BtLeaf)
                 + p->slabs.nSlab*(int64_t)GPUDS_SLAB_SIZE
                 + p->nInner*(int64_t)sizeof(BtInner)
-                + p->nHint*(int64_t)sizeof(BtLeaf*);
+                + btHintSlots(p)*(int64_t)sizeof(BtLeaf*);
   int nw;
   if( nBuf==0 ) return;
   nw = snprintf(zBuf, nBuf,
@@ -22,7 +22,7 @@ void btInfo(gpuds_store *pStore, char *zBuf, size_t nBuf){
       "\"leaves\":%lld,\"leaf_capacity\":%d,\"fanout\":%d,\"hint_slots\":%lld,"
       "\"bytes\":%lld}",
       (long long)p->nKey, p->nHeight, (long long)(p->nLeaf+p->nInner),
-      (long long)p->nLeaf, BT_LEAF_MAX, BT_FANOUT, (long long)p->nHint,
+      (long long)p->nLeaf, BT_LEAF_MAX, BT_FANOUT, (long long)btHintSlots(p),
       (long long)nByte);
   if( nw<0 || (size_t)nw>=nBuf ){
     if( nBuf>=3 ) memcpy(zBuf, "{}", 3); else zBuf[0] = 0;
@@ -206,9 +206,10 @@ int btCheckTree(gpuds_store *pStore){
   {
     /* Every slot of the hint table is a leaf of the tree (a descent to its
     ** first key reaches it): a freed leaf would have dropped the table. */
+    BtHint *pH = p->pHint;
     int64_t j;
-    for(j=0; j<p->nHint; j++){
-      BtLeaf *pL = p->aHint[j];
+    for(j=0; pH && j<pH->nHint; j++){
+      BtLeaf *pL = pH->a[j];
       if( pL==0 || (pL->h.n>0 ? btFindLeaf(p, pL->aKey[0])!=pL : &pL->h!=p->pRoot) ){
         return btError(p, GPUDS_ERROR,
             "b+tree invariant: hint slot %lld is not a leaf of the tree",

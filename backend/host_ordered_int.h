@@ -56,6 +56,20 @@ struct BtInner {
   BtNode *apChild[BT_FANOUT];     /* h.n children */
 };
 
+/* The hint table (host_ordered_lookup.c): slot j holds the leaf a descent
+** reaches for the key iMin + (j << nShift).  One mapping, replaced whole
+** when a lookup builds it again, so that lookups on other threads read
+** either the old table or the new one. */
+typedef struct BtHint BtHint;
+struct BtHint {
+  size_t nMap;          /* bytes mapped */
+  int64_t nHint;        /* slots */
+  int64_t iMin;         /* the key of slot 0 */
+  int64_t iMax;         /* keys above this have no slot */
+  int nShift;
+  BtLeaf *a[1];         /* nHint slots */
+};
+
 typedef struct HostOrderedStore HostOrderedStore;
 struct HostOrderedStore {
   BtNode *pRoot;        /* never NULL: an empty tree is one empty leaf */
@@ -63,12 +77,15 @@ struct HostOrderedStore {
   int64_t nKey;         /* entries held */
   int64_t nLeaf;        /* leaves allocated */
   int64_t nInner;       /* inner nodes allocated */
-  BtLeaf **aHint;       /* the hint table (see the header), or NULL */
-  int64_t nHint;        /* its slots; 0 when there is none */
-  int64_t iHintMin;     /* the key of slot 0 */
-  int64_t iHintMax;     /* keys above this have no slot */
-  int nHintShift;       /* slot j: key iHintMin + (j << nHintShift) */
-  int64_t nDescent;     /* lookups' descents since the table was built or dropped */
+  BtHint *pHint;        /* the hint table (see the header), or NULL; read
+                        ** and replaced atomically (lookups may run on
+                        ** several threads at once) */
+  BtHint *pRetired;     /* a table a lookup replaced: lookups on other
+                        ** threads may still read it, so it is unmapped by
+                        ** the next call that changes the tree */
+  int64_t nDescent;     /* lookups' descents since the table was built or
+                        ** dropped (atomic) */
+  int bHintBusy;        /* a lookup is building the table (atomic flag) */
   GpudsSlabPool slabs;  /* its leaf slabs (see the header); nLive counts
                         ** the leaves of any tree of the store (a bulk
                         ** build takes them before the old tree goes) */
@@ -170,6 +187,8 @@ void btFreeTree(HostOrderedStore *p, BtNode *pN);
 
 /* host_ordered_lookup.c: the hint table and point lookups */
 void btHintDrop(HostOrderedStore *p);
+int64_t btHintSlots(HostOrderedStore *p);
+void btHintRetire(HostOrderedStore *p);
 int btLookup(gpuds_store *pStore, size_t n, const int64_t *aKey,
              uint8_t *aFound, uint64_t *aVal);
 

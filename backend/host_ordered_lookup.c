@@ -5,32 +5,55 @@
 */
 #include "host_ordered_int.h"
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/mman.h>
 
+/* Unmap hint table pH (NULL is a no-op). */
+static void btHintFree(BtHint *pH){
+  if( pH ) munmap(pH, pH->nMap);
+}
+
 /* Forget the hint table (a leaf it may point at is about to be freed, or
-** the tree replaced); lookups descend until it is built again. */
+** the tree replaced) and any table a lookup replaced; lookups descend
+** until it is built again.  Called by the calls that change the tree,
+** which run alone (gpuds_backend.h), so no lookup is reading them. */
 void btHintDrop(HostOrderedStore *p){
-  if( p->aHint ) munmap(p->aHint, (size_t)p->nHint*sizeof(BtLeaf*));
-  p->aHint = 0;
-  p->nHint = 0;
+  btHintFree(p->pHint);
+  btHintFree(p->pRetired);
+  p->pHint = 0;
+  p->pRetired = 0;
   p->nDescent = 0;
 }
 
-/* State of btHintBuild's walk: the next slot to fill, the key it stands
-** for, and the leaf that holds keys from the last separator passed. */
+/* Unmap the table a lookup replaced, if any: called by the calls that
+** change the tree, which run alone. */
+void btHintRetire(HostOrderedStore *p){
+  btHintFree(p->pRetired);
+  p->pRetired = 0;
+}
+
+/* The hint table's slots (0 when there is none). */
+int64_t btHintSlots(HostOrderedStore *p){
+  BtHint *pH = __atomic_load_n(&p->pHint, __ATOMIC_ACQUIRE);
+  return pH ? pH->nHint : 0;
+}
+
+/* State of btHintBuild's walk: the table being filled, the next slot to
+** fill, and the leaf that holds keys from the last separator passed. */
 typedef struct BtHintFill BtHintFill;
 struct BtHintFill {
   HostOrderedStore *p;
+  BtHint *pH;
   int64_t j;
   BtLeaf *pCur;
 };
 
 /* Fill the slots whose keys are below lb with the current leaf. */
 static void btHintUpTo(BtHintFill *f, int64_t lb){
-  HostOrderedStore *p = f->p;
-  while( f->j<p->nHint
-      && (int64_t)((uint64_t)p->iHintMin + ((uint64_t)f->j << p->nHintShift))<lb ){
-    p->aHint[f->j++] = f->pCur;
+  BtHint *pH = f->pH;
+  while( f->j<pH->nHint
+      && (int64_t)((uint64_t)pH->iMin + ((uint64_t)f->j << pH->nShift))<lb ){
+    pH->a[f->j++] = f->pCur;
   }
 }
 
@@ -46,45 +69,67 @@ static void btHintWalk(BtHintFill *f, BtInner *pI, int d){
   }
 }
 
-/* Build the hint table (about 2 slots a leaf) from the inner nodes; none
-** for a tree of one leaf, or when memory is short (lookups descend). */
-static void btHintBuild(HostOrderedStore *p){
+/* A hint table (about 2 slots a leaf) built from the inner nodes; NULL for
+** a tree of one leaf, or when memory is short (lookups descend).  Reads
+** the tree only. */
+static BtHint *btHintBuild(HostOrderedStore *p){
   BtLeaf *pFirst, *pLast;
   uint64_t span;
   int64_t nTarget = 2*p->nLeaf;
   int s = 0;
+  size_t nMap;
+  BtHint *pH;
   BtHintFill f;
-  btHintDrop(p);
-  if( p->nHeight<2 || p->nKey==0 ) return;
+  if( p->nHeight<2 || p->nKey==0 ) return 0;
   pFirst = btFindLeaf(p, INT64_MIN);
   pLast = btFindLeaf(p, INT64_MAX);
-  if( pFirst->h.n==0 || pLast->h.n==0 ) return;
-  p->iHintMin = pFirst->aKey[0];
-  p->iHintMax = pLast->aKey[pLast->h.n-1];
-  span = (uint64_t)p->iHintMax - (uint64_t)p->iHintMin;
+  if( pFirst->h.n==0 || pLast->h.n==0 ) return 0;
+  span = (uint64_t)pLast->aKey[pLast->h.n-1] - (uint64_t)pFirst->aKey[0];
   while( s<63 && (span>>s)>=(uint64_t)nTarget ) s++;
-  p->nHintShift = s;
   /* Mapped, not malloc()ed: the table is optional (without it lookups
   ** descend), and when a lookup builds it depends on how many lookups
   ** descended, which differs between otherwise equal runs of tests/c/faults.c
   ** (its first run counts the allocations the others fail one by one). */
-  p->aHint = (BtLeaf**)mmap(0, ((span>>s)+1)*sizeof(BtLeaf*),
-                            PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
-  if( p->aHint==(BtLeaf**)MAP_FAILED ){ p->aHint = 0; return; }
-  p->nHint = (int64_t)(span>>s)+1;
+  nMap = offsetof(BtHint, a) + ((span>>s)+1)*sizeof(BtLeaf*);
+  pH = (BtHint*)mmap(0, nMap, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
+  if( pH==(BtHint*)MAP_FAILED ) return 0;
+  pH->nMap = nMap;
+  pH->nHint = (int64_t)(span>>s)+1;
+  pH->iMin = pFirst->aKey[0];
+  pH->iMax = pLast->aKey[pLast->h.n-1];
+  pH->nShift = s;
 #ifdef MADV_HUGEPAGE
   /* A big tree's table is megabytes read at random: huge pages, as its
   ** leaves' slabs (advice only; the aligned 2 MiB inside it take them). */
-  if( btSlabsWanted(p->nLeaf) ){
-    madvise(p->aHint, (size_t)p->nHint*sizeof(BtLeaf*), MADV_HUGEPAGE);
-  }
+  if( btSlabsWanted(p->nLeaf) ) madvise(pH, nMap, MADV_HUGEPAGE);
 #endif
   f.p = p;
+  f.pH = pH;
   f.j = 0;
   f.pCur = 0;
   btHintWalk(&f, (BtInner*)p->pRoot, 0);
   btHintUpTo(&f, INT64_MAX);
-  while( f.j<p->nHint ) p->aHint[f.j++] = f.pCur;   /* INT64_MAX's slot */
+  while( f.j<pH->nHint ) pH->a[f.j++] = f.pCur;   /* INT64_MAX's slot */
+  return pH;
+}
+
+/* A lookup counted one descent too many: build the table again and put it
+** in place.  Lookups may run on several threads at once: one builds (the
+** others go on descending), and the table it replaces stays mapped for
+** them until the next call that changes the tree (btHintDrop); while one
+** waits there, no other is built. */
+static void btHintRenew(HostOrderedStore *p){
+  BtHint *pOld, *pNew;
+  if( __atomic_load_n(&p->pRetired, __ATOMIC_ACQUIRE) ) return;
+  if( __atomic_test_and_set(&p->bHintBusy, __ATOMIC_ACQUIRE) ) return;
+  pNew = btHintBuild(p);
+  pOld = __atomic_load_n(&p->pHint, __ATOMIC_ACQUIRE);
+  if( pNew || pOld ){
+    __atomic_store_n(&p->pRetired, pOld, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->pHint, pNew, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&p->nDescent, 0, __ATOMIC_RELAXED);
+  __atomic_clear(&p->bHintBusy, __ATOMIC_RELEASE);
 }
 
 /* The leaf that holds k if any leaf does, for a lookup: from pNear (the
@@ -95,9 +140,12 @@ static void btHintBuild(HostOrderedStore *p){
 ** btFindLeafNear.  The leaf's keys are being prefetched. */
 static BtLeaf *btLookupLeaf(HostOrderedStore *p, BtLeaf *pNear, int64_t k){
   BtLeaf *pL = pNear, *pN;
-  if( pL==0 && p->nHint>0 && k>=p->iHintMin && k<=p->iHintMax ){
-    pL = p->aHint[((uint64_t)k - (uint64_t)p->iHintMin) >> p->nHintShift];
-    BT_PREFETCH_KEYS(pL->aKey, BT_LEAF_MAX);
+  if( pL==0 ){
+    BtHint *pH = __atomic_load_n(&p->pHint, __ATOMIC_ACQUIRE);
+    if( pH && k>=pH->iMin && k<=pH->iMax ){
+      pL = pH->a[((uint64_t)k - (uint64_t)pH->iMin) >> pH->nShift];
+      BT_PREFETCH_KEYS(pL->aKey, BT_LEAF_MAX);
+    }
   }
   if( pL && pL->h.n>0 && k>=pL->aKey[0] ){
     if( k<=pL->aKey[pL->h.n-1] ) return pL;
@@ -111,8 +159,9 @@ static BtLeaf *btLookupLeaf(HostOrderedStore *p, BtLeaf *pNear, int64_t k){
       }
     }
   }
-  if( ++p->nDescent >= p->nLeaf/BT_HINT_REBUILD_DIV + BT_HINT_MIN_DESCENTS ){
-    btHintBuild(p);
+  if( __atomic_add_fetch(&p->nDescent, 1, __ATOMIC_RELAXED)
+        >= p->nLeaf/BT_HINT_REBUILD_DIV + BT_HINT_MIN_DESCENTS ){
+    btHintRenew(p);
   }
   return btFindLeaf(p, k);
 }

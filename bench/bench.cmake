@@ -23,3 +23,11 @@ if(SQLITE3_LIBRARY)
 else()
   message(WARNING "gpuds: libsqlite3 not found: the sqlbench benchmark is not built")
 endif()
+
+# sharebench (bench/sharebench.c): connections of one process sharing a
+# table's copy, threads, processes; loads gpuds.so at run time.
+if(SQLITE3_LIBRARY)
+  add_executable(sharebench ${CMAKE_SOURCE_DIR}/bench/sharebench.c)
+  target_include_directories(sharebench PRIVATE ${SQLITE3_INCLUDE_DIR})
+  target_link_libraries(sharebench PRIVATE ${SQLITE3_LIBRARY} Threads::Threads)
+endif()

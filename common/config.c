@@ -138,6 +138,8 @@ static void envRead(EnvCheck *pChk, gpuds_config *c){
   c->eColsOnLoad = aColsLoad[envPick(pChk, "GPUDS_COLUMNS_ON_LOAD", azColsLoad, 3, 0,
       "0, 1 or auto (as unset)")];
   if( c->eColPlans==GPUDS_COLPLAN_OFF ) c->eColsOnLoad = GPUDS_COLSLOAD_OFF;
+  c->bNoShare = envPick(pChk, "GPUDS_SHARE", azHuge, 2, 0,
+      "0 (each connection its own copy of a table) or 1 (as unset)")==1;
   envGpuMemory(pChk, c);
 }
 

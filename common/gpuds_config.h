@@ -86,6 +86,8 @@ typedef struct gpuds_config {
   int bHugePages;        /* GPUDS_HUGE_PAGES: 0 when =0 (no MADV_HUGEPAGE
                          ** for B+tree leaf slabs, hint tables, row arenas) */
   int eColsOnLoad;       /* GPUDS_COLUMNS_ON_LOAD, GPUDS_COLSLOAD_xxx */
+  int bNoShare;          /* GPUDS_SHARE=0: no connection shares another's
+                         ** copy of a table (ext/copy.c) */
   int bGpuMemCap;        /* GPUDS_GPU_MEMORY is set: nGpuMemCap caps */
   uint64_t nGpuMemCap;   /* ... the device bytes gpuds holds (0: none) */
   char zGpuMemory[GPUDS_GPU_MEMORY_TEXT];  /* its value as set ("" unset) */

@@ -10,14 +10,17 @@
 ** arena are 2-byte aligned.
 **
 ** A load hands lists of spare blocks (GpudsBlocks) between its threads, so
-** that a worker fills blocks its reader mapped.  This file knows nothing of
-** what a record holds (row.c).
+** that a worker fills blocks its reader mapped.  A big flush's rows are
+** repacked into arenas in key order (gpudsRowsRepack).  This file knows
+** nothing of what a record holds (row.c).
 */
 #include "gpuds_int.h"
 #include "gpuds_hugemap.h"
 #include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <pthread.h>
+#include <unistd.h>
 #ifdef __GLIBC__
 # include <malloc.h>              /* malloc_trim */
 #endif
@@ -207,4 +210,122 @@ void gpudsMemTrim(void){
 #ifdef __GLIBC__
   malloc_trim(0);
 #endif
+}
+
+/* ------------------------------------------------------------ repacking
+** The rows of a big write buffer's flush lie wherever xUpdate put them (in
+** the order written); a range scan of them later costs a cache miss a
+** row.  A repack copies them into load arenas in key order, so that the
+** scan reads them sequentially. */
+
+/* A repack of at least this many rows copies them: below it a scan's cache
+** misses cost less than the copy. */
+#define REPACK_MIN_ROWS 1024
+
+/* Rows lying more than REPACK_GAP bytes apart in memory (a page), or
+** backwards, break the key order a scan would read them in; rows are
+** repacked when at least one in REPACK_BREAK_DIV does so (fewer: they are
+** already mostly in key order, e.g. a sorted insert). */
+#define REPACK_GAP       4096
+#define REPACK_BREAK_DIV 8
+
+/* A repack uses one thread per this many rows, at most REPACK_MAX_THREADS
+** (and no more than the machine's processors). */
+#define REPACK_ROWS_PER_THREAD 65536
+#define REPACK_MAX_THREADS     8
+
+/* One thread's share of a repack: rows [iFirst, iLast) of aRow, copied
+** into an arena of its own (so each thread's copies are in key order). */
+typedef struct RepackJob {
+  uint64_t *aRow;
+  uint64_t (*xCopy)(GpudsLoader*, uint64_t);
+  size_t iFirst, iLast;
+  int bFail;              /* out of memory: some rows were not copied */
+  pthread_t tid;
+  int bThread;            /* tid is a running thread to join */
+} RepackJob;
+
+static void *repackJobRun(void *pArg){
+  RepackJob *j = (RepackJob*)pArg;
+  GpudsLoader L;
+  size_t i;
+  gpudsLoaderInit(&L);
+  for(i=j->iFirst; i<j->iLast; i++){
+    uint64_t h = j->aRow[i], hNew;
+    if( h==0 ) continue;
+    hNew = j->xCopy(&L, h);
+    if( hNew==0 ){ j->bFail = 1; break; }
+    j->aRow[i] = hNew;
+  }
+  return 0;
+}
+
+/* Put the originals back into aRow[0..n) and free the copies a repack made
+** (*paOrig, freed and cleared; a no-op if it is NULL). */
+void gpudsRowsRepackUndo(uint64_t *aRow, size_t n, uint64_t **paOrig){
+  uint64_t *aOrig = *paOrig;
+  size_t i;
+  if( aOrig==0 ) return;
+  for(i=0; i<n; i++){
+    if( aRow[i]!=aOrig[i] ) gpudsRowFreeHandle(aRow[i]);
+  }
+  memcpy(aRow, aOrig, n*8);
+  free(aOrig);
+  *paOrig = 0;
+}
+
+/* Copy the rows of handles aRow[0..n) (0 entries skipped), which are in
+** key order, into load arenas, so that a scan reads them sequentially
+** (xCopy copies one record into a loader: row.c's gpudsLoaderCopy, which
+** knows what a record holds):
+** aRow gets the copies and *paOrig (malloc()'d) the originals, which the
+** caller's other references still name.  Rows already in key order in
+** memory (a sorted insert) and short lists are left as they are (*paOrig
+** stays NULL); so is everything when memory is short (this only saves
+** time).  Big lists are split among threads (the copies are independent;
+** each thread's arena holds a contiguous key range), all joined before
+** returning. */
+void gpudsRowsRepack(uint64_t *aRow, size_t n, uint64_t (*xCopy)(GpudsLoader*, uint64_t),
+                     uint64_t **paOrig){
+  size_t i, nRow = 0, nBreak = 0;
+  uintptr_t prev = 0;
+  RepackJob aJob[REPACK_MAX_THREADS];
+  int nJob, iJob, bFail = 0;
+  long nCpu = 1;
+  *paOrig = 0;
+  for(i=0; i<n; i++){
+    uint64_t h = aRow[i];
+    if( h==0 ) continue;
+    nRow++;
+    if( (uintptr_t)h < prev || (uintptr_t)h - prev > REPACK_GAP ) nBreak++;
+    prev = (uintptr_t)h;
+  }
+  if( nRow<REPACK_MIN_ROWS || nBreak<nRow/REPACK_BREAK_DIV ) return;
+  *paOrig = malloc(n*8);
+  if( *paOrig==0 ) return;
+  memcpy(*paOrig, aRow, n*8);
+#ifdef _SC_NPROCESSORS_ONLN
+  nCpu = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  nJob = (int)(n / REPACK_ROWS_PER_THREAD);
+  if( nJob>nCpu ) nJob = (int)nCpu;
+  if( nJob>REPACK_MAX_THREADS ) nJob = REPACK_MAX_THREADS;
+  if( nJob<1 ) nJob = 1;
+  memset(aJob, 0, sizeof(aJob));
+  for(iJob=0; iJob<nJob; iJob++){
+    aJob[iJob].aRow = aRow;
+    aJob[iJob].xCopy = xCopy;
+    aJob[iJob].iFirst = n*iJob/nJob;
+    aJob[iJob].iLast = n*(iJob+1)/nJob;
+  }
+  for(iJob=1; iJob<nJob; iJob++){
+    aJob[iJob].bThread = pthread_create(&aJob[iJob].tid, 0, repackJobRun, &aJob[iJob])==0;
+  }
+  repackJobRun(&aJob[0]);
+  for(iJob=1; iJob<nJob; iJob++){
+    if( aJob[iJob].bThread ) pthread_join(aJob[iJob].tid, 0);
+    else repackJobRun(&aJob[iJob]);          /* no thread: do it here */
+  }
+  for(iJob=0; iJob<nJob; iJob++) bFail |= aJob[iJob].bFail;
+  if( bFail ) gpudsRowsRepackUndo(aRow, n, paOrig);
 }

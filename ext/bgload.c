@@ -4,11 +4,11 @@
 **
 ** The thread opens its own read-only connection to the database file,
 ** begins a read transaction, reads t_meta and loads the runs of that
-** snapshot with gpudsShadowLoad into a private table object: a store, its
-** host mirror and a key filter that nothing else sees; then, its read
+** snapshot with gpudsShadowLoad into a private table object: a copy (its
+** store, host mirror and key filter) that nothing else sees; then, its read
 ** transaction over, the table's column set where it would be on the GPU
 ** (colbuild.c, GPUDS_COLUMNS_ON_LOAD).  The connection that started it
-** installs them (gpudsBuildFinish) only if its own snapshot's t_meta
+** takes the copy (gpudsBuildFinish) only if its own snapshot's t_meta
 ** names the same commit (generation, id, stamp, format) and, from format
 ** 5, the digests of what the build read are that t_meta's; otherwise they
 ** are dropped and the caller loads again.  A build that failed is dropped
@@ -84,8 +84,8 @@ static void buildColumns(GpudsBuild *b){
   GpudsTable *t = &b->t;
   int eWhen = gpudsConfig()->eColsOnLoad;
   int bCancel;
-  if( t->nCol<2 || eWhen==GPUDS_COLSLOAD_OFF ) return;
-  if( eWhen==GPUDS_COLSLOAD_AUTO && gpudsStoreColsOps(t)==&gpudsHostColsOps ) return;
+  if( t->nCol<2 || eWhen==GPUDS_COLSLOAD_OFF || !t->bLoaded ) return;
+  if( eWhen==GPUDS_COLSLOAD_AUTO && strcmp(gpudsColsBackend(t), "host")==0 ) return;
   pthread_mutex_lock(&b->mu);
   bCancel = b->bCancel;
   pthread_mutex_unlock(&b->mu);
@@ -138,7 +138,7 @@ static void *buildMain(void *pArg){
   ** judges the table. */
   if( rc==SQLITE_OK ) rc = gpudsMetaRead(t, &b->meta);
   if( rc==SQLITE_OK && b->bHold ) buildHold(b);
-  if( rc==SQLITE_OK && !b->bCancel ) rc = gpudsShadowLoad(t, b->meta.iGeneration);
+  if( rc==SQLITE_OK && !b->bCancel ) rc = gpudsShadowLoad(t, &b->meta);
   pthread_mutex_lock(&b->mu);
   t->db = 0;
   pthread_mutex_unlock(&b->mu);
@@ -158,12 +158,7 @@ static void *buildMain(void *pArg){
 /* Free a build whose thread has ended, and whatever it built. */
 static void buildFree(GpudsBuild *b){
   GpudsTable *t = &b->t;
-  if( t->pStore ){
-    gpudsStoreFreeRows(t);
-    gpudsStoreFree(t);
-  }
-  gpudsStoreColsDrop(t);
-  gpudsFilterFree(&t->filter);
+  gpudsCopyDetach(t);             /* the copy goes with it, if it has one */
   sqlite3_free(t->zName);
   sqlite3_free(t->base.zErrMsg);
   sqlite3_free(b->zFile);
@@ -196,7 +191,6 @@ int gpudsBuildStart(GpudsTable *p, int eHow, GpudsBuild **ppBuild){
   b->t.zDb = (char*)"main";      /* the file is the thread's main database */
   b->t.eKind = p->eKind;
   b->t.nCol = p->nCol;
-  b->t.pOps = gpudsStoreOps(p->eKind);
   b->t.iFormat = p->iFormat;
   b->t.eEnc = p->eEnc;
   b->bHold = gpudsConfig()->eLazyLoad==GPUDS_LAZY_HOLD;
@@ -251,8 +245,8 @@ static int buildMatches(const GpudsBuild *b, const GpudsMeta *m){
 
 /* Wait for the build (releasing a held one) and free it.  If it succeeded
 ** and read the commit that t_meta m (the caller's snapshot) describes in
-** p's format (buildMatches), its store, mirror and filter replace p's (the
-** old rows freed) and *pbInstalled is set.  Returns the build's error, if
+** p's format (buildMatches), p reads its copy from now on (leaving its
+** own) and *pbInstalled is set.  Returns the build's error, if
 ** it failed (its message dropped: the caller's own load reports it), else
 ** SQLITE_OK. */
 int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, const GpudsMeta *m, int *pbInstalled){
@@ -265,28 +259,17 @@ int gpudsBuildFinish(GpudsTable *p, GpudsBuild *b, const GpudsMeta *m, int *pbIn
   pthread_mutex_unlock(&b->mu);
   pthread_join(b->tid, 0);
   rc = b->rc;
-  if( rc==SQLITE_OK && t->bLoaded && m->iFormat==p->iFormat && buildMatches(b, m) ){
+  if( rc==SQLITE_OK && t->bLoaded && m->iFormat==p->iFormat && buildMatches(b, m)
+   && gpudsCopyHandOver(t, p)==SQLITE_OK ){
+    /* p reads the build's copy (with the column set built with the store)
+    ** from now on; its own is left */
     p->bMaxValid = 0;
-    gpudsStoreFreeRows(p);
-    gpudsStoreTake(p, t);
-    gpudsFilterFree(&p->filter);
-    p->filter = t->filter;
     p->iGeneration = t->iGeneration;
     p->nLoadRows = t->nLoadRows;
     p->nLoadEntries = t->nLoadEntries;
     p->uLoadDigest = t->uLoadDigest;
     p->uLoadLayout = t->uLoadLayout;
     p->bLoaded = 1;
-    /* the column set built with the store (gpudsStoreFree dropped p's) */
-    p->cs.pOps = t->cs.pOps;
-    p->cs.pCols = t->cs.pCols;
-    p->cs.nRows = t->cs.nRows;
-    p->cs.nBuild += t->cs.nBuild;
-    p->cs.aBytes = t->cs.aBytes;
-    memcpy(p->cs.zWhy, t->cs.zWhy, sizeof(p->cs.zWhy));
-    t->cs.pCols = 0;
-    t->cs.aBytes = 0;
-    memset(&t->filter, 0, sizeof(t->filter));
     *pbInstalled = 1;
   }
   buildFree(b);

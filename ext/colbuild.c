@@ -4,7 +4,7 @@
 ** (gpudsRowColVal) on one thread per CPU, handed to the column set's
 ** backend (xLoad: the GPU's where the table's backend is the GPU's, the
 ** host's where the GPU is absent, or full, or GPUDS_GPU_MEMORY would be
-** passed: then until the table is loaded again, cs.zWhy saying why).
+** passed: then while the copy lives, cs.zWhy saying why: store.c).
 **
 ** Called by the first column query (colset.c) and by a background load
 ** (bgload.c), which builds the set with the store so that the first
@@ -108,19 +108,28 @@ static void decodeAll(BuildCtx *b, uint8_t *aBytes){
 /* A build of at least this many rows ends with a trim of the heap. */
 #define COLS_TRIM_ROWS 65536
 
-/* Build the table's column set from the store's rows (dropping any it
-** had).  On error the table has none and its message says why.  The store
-** must not change meanwhile; a table nothing else sees (a background
-** load's) may be built on any thread. */
+/* Build the column set of the table's copy from the store's rows, unless
+** it has one (another table of the copy built it meanwhile).  On error the
+** copy has none and the table's message says why.  The latch held for
+** reading keeps the store as it is meanwhile, and the copy's muCols other
+** builds out; a table nothing else sees (a background load's) may be
+** built on any thread. */
 int gpudsColsBuild(GpudsTable *p){
-  GpudsColState *cs = &p->cs;
+  GpudsCopy *c = p->pCopy;
+  GpudsColState *cs = &c->cs;
   BuildCtx b;
-  char *zErr = 0;
   int rc;
-  int64_t nStore = p->pOps->xCount(p->pStore);
+  int64_t nStore;
 
-  gpudsStoreColsDrop(p);
   memset(&b, 0, sizeof(b));
+  gpudsLatchRead(p);
+  gpudsColsLock(p);
+  if( gpudsColsBuilt(p) ){
+    gpudsColsUnlock(p);
+    gpudsLatchReadEnd(p);
+    return SQLITE_OK;
+  }
+  nStore = gpudsStoreCount(p);
   b.nCol = p->nCol-1;
   b.eText = gpudsTableText(p);
   b.nAlloc = nStore>0 ? nStore : 1;
@@ -138,33 +147,17 @@ int gpudsColsBuild(GpudsTable *p){
     if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "column set: the store's count and its rows disagree");
     goto build_out;
   }
+  free(cs->aBytes);              /* (of a build that failed) */
   cs->aBytes = calloc((size_t)(b.nCol>0 ? b.nCol : 1), 1);
   if( cs->aBytes==0 ){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory building the column set");
     goto build_out;
   }
   decodeAll(&b, cs->aBytes);
-  for(cs->pOps = gpudsStoreColsOps(p); ; cs->pOps = &gpudsHostColsOps){
-    rc = cs->pOps->xLoad(&cs->pCols, b.nCol, b.n, gpudsStoreOrdered(p),
-                         b.aKey, b.aRow, b.aTag, b.aVal, &zErr);
-    if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
-    /* The GPU cannot hold it (full, or GPUDS_GPU_MEMORY): the host column
-    ** set answers the same plans, and takes every build until the table is
-    ** loaded again (cs->zWhy, gpudsStoreColsOps). */
-    sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", zErr ? zErr : "out of memory");
-    free(zErr);
-    zErr = 0;
-  }
-  if( rc ){
-    cs->pCols = 0;
-    gpudsVtabError(p, rc, "cannot build the %s column set: %s", cs->pOps->zBackend,
-                   zErr ? zErr : "error");
-    free(zErr);
-    goto build_out;
-  }
-  cs->nRows = b.n;
-  cs->nBuild++;
+  rc = gpudsStoreColsLoad(p, b.nCol, b.n, b.aKey, b.aRow, b.aTag, b.aVal);
 build_out:
+  gpudsColsUnlock(p);
+  gpudsLatchReadEnd(p);
   free(b.aKey); free(b.aRow);
   free(b.aTag); free(b.aVal);
   /* The build's arrays (a GPU set holds its copy on the device, a host one

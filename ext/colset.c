@@ -27,33 +27,39 @@ SQLITE_EXTENSION_INIT3
 /* ------------------------------------------------------------- helpers */
 
 /* The keys the column set must not answer for, sorted and distinct, in
-** *paSkip (malloc()'d, NULL if none): those logged since it was
-** built and those of the write buffer. */
+** *paSkip (malloc()'d, NULL if none): those logged since it was built,
+** those of the copy's versions newer than the table's snapshot, and those
+** of the write buffer.  The caller holds the latch for reading until it
+** has queried the set with them. */
 int gpudsColsSkipKeys(GpudsTable *p, int64_t **paSkip, int64_t *pn){
-  GpudsColState *cs = &p->cs;
-  int64_t nAlloc = cs->nDirty + p->wb.nOver, n = 0, i, j;
-  int64_t *a;
+  int64_t *a = 0, n = 0, i, j;
+  int rc;
   *paSkip = 0; *pn = 0;
-  if( nAlloc==0 ) return SQLITE_OK;
-  a = malloc((size_t)nAlloc*8);
-  if( a==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-  if( cs->nDirty ) memcpy(a, cs->aDirty, cs->nDirty*8);
-  n = cs->nDirty;
-  if( p->wb.nOver ){
+  rc = gpudsStoreColsSkip(p, &a, &n);
+  if( rc==SQLITE_OK && p->wb.nOver ){
     gpuds_scan s;
     uint64_t *aV = malloc((size_t)p->wb.nOver*8);
+    int64_t *aNew = realloc(a, (size_t)(n + p->wb.nOver)*8), nEnd = n + p->wb.nOver;
     size_t nOut = 0;
-    int rc = SQLITE_OK;
-    if( aV==0 ){ free(a); return gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); }
+    if( aNew ) a = aNew;
+    if( aV==0 || aNew==0 ){
+      free(aV); free(a);
+      return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    }
     memset(&s, 0, sizeof(s));
     s.lo = INT64_MIN; s.hi = INT64_MAX;
-    while( rc==SQLITE_OK && !s.done && n<nAlloc ){
-      rc = gpudsOverlayScan(p, &s, (size_t)(nAlloc-n), &a[n], aV, &nOut);
+    while( rc==SQLITE_OK && !s.done && n<nEnd ){
+      rc = gpudsOverlayScan(p, &s, (size_t)(nEnd-n), &a[n], aV, &nOut);
       n += (int64_t)nOut;
     }
     free(aV);
     if( rc ){ free(a); return rc; }
   }
+  if( rc ){
+    free(a);
+    return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  }
+  if( n==0 ){ free(a); return SQLITE_OK; }
   if( gpudsSortKeys(a, 0, (size_t)n) ){
     free(a);
     return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
@@ -174,15 +180,10 @@ int gpudsColsTerms(GpudsTable *p, const GpudsColTerm *aTerm, int nTerm, gpuds_te
   return SQLITE_OK;
 }
 
-/* Run query q on table p as the open transaction sees it: the matching
-** rows' keys and row handles in q's order, in *paKey and *paRow (malloc()'d,
-** the caller frees) and their number in *pn.  *pbPartial: only a prefix of
-** the order (q->nFirst > 0 and more rows may follow).  Where q->nMost > 0
-** and the set finds more matches than that, *pn is -1 and nothing is
-** returned. */
-int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
-                 int64_t **paKey, uint64_t **paRow, int *pbPartial){
-  GpudsColState *cs = &p->cs;
+/* gpudsColsRun, under the latch. */
+static int colsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
+                   int64_t **paKey, uint64_t **paRow, int *pbPartial){
+  GpudsColState *cs = &p->pCopy->cs;
   gpuds_term *aT = 0;
   gpuds_query gq;
   int64_t *aSkip = 0, nSkip = 0, nG = 0, nX = 0, i, j, nOut = 0;
@@ -197,7 +198,7 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   OrderCtx oc = orderOf(q);
 
   *pn = 0; *paKey = 0; *paRow = 0; *pbPartial = 0;
-  if( cs->pCols==0 ){
+  if( !gpudsColsBuilt(p) ){
     rc = gpudsColsBuild(p);
     if( rc ) return rc;
   }
@@ -214,28 +215,27 @@ int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
   gq.iOrderCol = q->iOrderCol; gq.bDesc = q->bDesc;
   gq.nFirst = q->nFirst;
   gq.nMost = q->nMost;
-  cs->nQuery++;
-  rc = cs->pOps->xQuery(cs->pCols, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
-  if( rc==GPUDS_NOMEM && cs->pOps!=&gpudsHostColsOps ){
-    /* The GPU has no room for the query's workspace: the set moves to the
-    ** host (until the table is loaded again) and the query runs there. */
-    sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", cs->pOps->xErrmsg(cs->pCols));
+  __atomic_add_fetch(&cs->nQuery, 1, __ATOMIC_RELAXED);
+  for(;;){
+    int bAgain = 0;
+    rc = gpudsStoreColsQuery(p, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0, &bAgain);
+    if( rc || !bAgain ) break;
+    /* The set is gone: the GPU had no room for the query's workspace (it
+    ** moves to the host: store.c, colsToHost), or another table dropped it
+    ** while p waited.  Built again, and the skipped keys learnt again (a
+    ** writer may have come in meanwhile), the query runs again. */
     rc = gpudsColsBuild(p);
     free(aSkip);
-    aSkip = 0;
+    aSkip = 0; nSkip = 0;
     if( rc==SQLITE_OK ) rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
-    if( rc ) goto run_out;
+    if( rc ) break;
     gq.aSkip = aSkip; gq.nSkip = nSkip;
     free(aGK); free(aGR); free(aGS);
     aGK = 0; aGR = 0; aGS = 0; nG = 0;
-    rc = cs->pOps->xQuery(cs->pCols, &gq, &nG, &aGK, &aGR, q->iOrderCol>=0 ? &aGS : 0);
   }
-  if( rc ){
-    rc = gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend, cs->pOps->xErrmsg(cs->pCols));
-    goto run_out;
-  }
+  if( rc ) goto run_out;
   if( nG<0 ){            /* more than q->nMost: the caller scans instead */
-    cs->nCapped++;
+    __atomic_add_fetch(&cs->nCapped, 1, __ATOMIC_RELAXED);
     *pn = -1;
     goto run_out;
   }
@@ -305,6 +305,21 @@ run_out:
   return rc;
 }
 
+/* Run query q on table p as the open transaction sees it: the matching
+** rows' keys and row handles in q's order, in *paKey and *paRow (malloc()'d,
+** the caller frees) and their number in *pn.  *pbPartial: only a prefix of
+** the order (q->nFirst > 0 and more rows may follow).  Where q->nMost > 0
+** and the set finds more matches than that, *pn is -1 and nothing is
+** returned. */
+int gpudsColsRun(GpudsTable *p, const GpudsColQuery *q, int64_t *pn,
+                 int64_t **paKey, uint64_t **paRow, int *pbPartial){
+  int rc;
+  gpudsLatchRead(p);
+  rc = colsRun(p, q, pn, paKey, paRow, pbPartial);
+  gpudsLatchReadEnd(p);
+  return rc;
+}
+
 /* The first index of the list (aKey, aRow)[0..n) in q's order that comes
 ** after the entry (kLast, rLast): where a cursor that returned a prefix of
 ** an earlier list of the same query goes on (rows written since may have
@@ -318,9 +333,4 @@ int64_t gpudsColsAfter(const GpudsColQuery *q, const int64_t *aKey, const uint64
     if( orderCmp(&oc, aKey[mid], aRow[mid], kLast, rLast)<=0 ) lo = mid+1; else hi = mid;
   }
   return lo;
-}
-
-/* Bytes the table's column set holds (0 if none). */
-int64_t gpudsColsBytes(GpudsTable *p){
-  return p->cs.pCols ? p->cs.pOps->xBytes(p->cs.pCols) : 0;
 }

@@ -126,7 +126,7 @@ static int gatherCb(GpudsTable *p, void *pCtx, const int64_t *aK, const uint64_t
 static int textPass(GpudsTable *p, int iCol, GpudsColText *pT){
   TextJob aJob[TEXT_MAX_THREADS];
   Gather g;
-  int64_t nStore = p->pOps->xCount(p->pStore), k = 0;
+  int64_t nStore = gpudsStoreCount(p), k = 0;
   int nJob = 1, i, rc = SQLITE_OK;
   uint64_t s;
   memset(&g, 0, sizeof(g));
@@ -194,23 +194,31 @@ static int textPass(GpudsTable *p, int iCol, GpudsColText *pT){
 
 /* The 8-byte values of column iCol (0-based, non-key) of the table's column
 ** set that stand for more than one TEXT or BLOB value: *paAmbig (owned by
-** the set: valid while it lives), *pn of them, ascending.  None for a
-** column without TEXT or BLOB. */
+** the set: valid while it lives, which the caller's hold of the latch for
+** reading assures), *pn of them, ascending.  None for a column without
+** TEXT or BLOB.  Found once per set, under the copy's muCols. */
 int gpudsColsAmbig(GpudsTable *p, int iCol, const uint64_t **paAmbig, int64_t *pn){
-  GpudsColState *cs = &p->cs;
-  int rc;
+  GpudsCopy *c = p->pCopy;
+  GpudsColState *cs = &c->cs;
+  int rc = SQLITE_OK;
   *paAmbig = 0; *pn = 0;
-  if( cs->pCols==0 || iCol<0 || iCol>=p->nCol-1 ) return SQLITE_OK;
-  if( cs->aBytes && !cs->aBytes[iCol] ) return SQLITE_OK;
+  if( !gpudsColsBuilt(p) || iCol<0 || iCol>=p->nCol-1 ) return SQLITE_OK;
+  gpudsLatchRead(p);              /* (muCols only ever under the latch) */
+  gpudsColsLock(p);
+  if( !gpudsColsBuilt(p) ) goto ambig_out;      /* dropped while p waited */
+  if( cs->aBytes && !cs->aBytes[iCol] ) goto ambig_out;
   if( cs->aText==0 ){
     cs->aText = calloc((size_t)(p->nCol>1 ? p->nCol-1 : 1), sizeof(GpudsColText));
-    if( cs->aText==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+    if( cs->aText==0 ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto ambig_out; }
   }
   if( !cs->aText[iCol].bDone ){
     rc = textPass(p, iCol, &cs->aText[iCol]);
-    if( rc ) return rc;
+    if( rc ) goto ambig_out;
   }
   *paAmbig = cs->aText[iCol].aAmbig;
   *pn = cs->aText[iCol].nAmbig;
-  return SQLITE_OK;
+ambig_out:
+  gpudsColsUnlock(p);
+  gpudsLatchReadEnd(p);
+  return rc;
 }

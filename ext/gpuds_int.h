@@ -3,18 +3,25 @@
 **
 ** Data model of one table:
 **
-**   pStore   the backend store (GPU or host): key -> row handle, holding the
-**            committed rows plus whatever the open transaction has flushed.
-**   wbuf     the write buffer of the open transaction: an ordered host map
-**            key -> row handle (0 = deleted) that every xUpdate writes into,
-**            and an undo log that makes ROLLBACK, ROLLBACK TO and statement
-**            rollback exact.  It is applied to pStore as one batch in xSync,
-**            or earlier when it grows past GPUDS_FLUSH_ROWS.
+**   copy     the table's contents (GpudsCopy, copy.c), shared by every
+**            connection of the process to the same database file: the
+**            backend store (GPU or host: key -> row handle) with its host
+**            mirror, key filter and column set, holding the newest state,
+**            and its history: each batch applied to it kept with the values
+**            its keys held before (version.c), so that a connection at an
+**            older snapshot, or one that does not see a writer's
+**            uncommitted batches, lays those old values over the store.
+**   wbuf     the write buffer of the connection's open transaction: an
+**            ordered host map key -> row handle (0 = deleted) that every
+**            xUpdate writes into, and an undo log that makes ROLLBACK,
+**            ROLLBACK TO and statement rollback exact.  It is applied to
+**            the store as one batch in xSync, or earlier when it grows past
+**            GPUDS_FLUSH_ROWS.
 **   rows     each row's non-key columns live on the host in one record
 **            (GpudsRow), whose address is the row handle.
 **
-** Reads see pStore overlaid with the write buffer, so a transaction reads its
-** own writes.
+** Reads see the store as of the connection's snapshot, overlaid with the
+** write buffer, so a transaction reads its own writes.
 */
 #ifndef GPUDS_INT_H
 #define GPUDS_INT_H
@@ -31,6 +38,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 #include <stdint.h>
 #include <stddef.h>
 #include <stdarg.h>
+#include <pthread.h>
 
 /* Memory: an array whose length is a number of rows (a table's keys, a
 ** load, a batch, an undo log, a key list, a column set's build, a result
@@ -54,7 +62,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 #define GPUDS_FILTER_INITIAL_KEYS 1024
 
 /* Bytes of the reason a table's store or column set lives on the host
-** though the GPU was meant to hold it (GpudsTable.zStoreWhy,
+** though the GPU was meant to hold it (GpudsCopy.zStoreWhy,
 ** GpudsColState.zWhy): the message of the allocation the GPU refused. */
 #define GPUDS_WHY_MAX 320
 
@@ -109,6 +117,9 @@ void gpudsLoaderTakeBack(GpudsLoader *L, GpudsBlocks *pList);
 int gpudsBlocksAdd(GpudsBlocks *pList, int bHuge);
 void gpudsBlocksFree(GpudsBlocks *pList);
 void gpudsMemTrim(void);
+void gpudsRowsRepack(uint64_t *aRow, size_t n, uint64_t (*xCopy)(GpudsLoader*, uint64_t),
+                     uint64_t **paOrig);
+void gpudsRowsRepackUndo(uint64_t *aRow, size_t n, uint64_t **paOrig);
 
 /* ----------------------------------------------------- text (textenc.c) */
 /* How a table's records hold text (the eText arguments of row.c and
@@ -234,13 +245,32 @@ typedef struct GpudsColState {
   int64_t nDirty, nDirtyAlloc;
   char zWhy[GPUDS_WHY_MAX];   /* "": the set goes where the store's backend
                               ** puts it; else why it is on the host: the GPU
-                              ** could not hold it (colbuild.c, colset.c), and
-                              ** builds go to the host until the table is
-                              ** loaded again */
+                              ** could not hold it (store.c), and builds go
+                              ** to the host while the copy lives */
   int64_t nBuild;             /* sets built (statistics) */
+  int64_t iBuildId;           /* names the set (unique in the process) */
   int64_t nQuery;             /* queries run on sets (statistics) */
   int64_t nCapped;            /* of them, past their nMost: scanned instead */
 } GpudsColState;
+
+/* One flush of the write buffer, applied to the store as one batch
+** (gpudsStoreFlush): its keys, the values written and what the store held
+** before.  It is also a version of the copy (version.c): linked into its
+** history when applied, and owned by the copy once its transaction commits
+** (the write buffer's undo log keeps it until then). */
+struct GpudsFlush {
+  GpudsFlush *pPrev, *pNext;  /* the copy's history, oldest first */
+  int64_t iSeq;         /* its place in that history (from 1, ascending) */
+  int64_t nDelta;       /* keys it added to the store less those it removed */
+  size_t n;
+  int64_t *aKey;        /* keys, ascending */
+  uint64_t *aNew;       /* values written (0 = deleted) */
+  uint8_t *aFound;      /* key was in the store before */
+  uint64_t *aOld;       /* its value then; NULL after a bulk load (every
+                        ** key was new: all 0) */
+  uint64_t *aOrig;      /* if the rows were repacked: the overlay's handles,
+                        ** which the undo log knows (aNew holds the copies) */
+};
 
 /* A batch the open transaction applied to the store (gpudsWbufBatches):
 ** n distinct keys, ascending, and the values written (0 = deleted).  A view
@@ -250,6 +280,72 @@ typedef struct GpudsBatch {
   const int64_t *aKey;
   const uint64_t *aNew;
 } GpudsBatch;
+
+/* ------------------------------------------------------ the shared copy
+** The contents of one table, shared by the connections of the process to
+** one database file that read a commit it holds (copy.c, version.c; see
+** ARCHITECTURE.md, "One copy per process"). */
+typedef struct GpudsCopy GpudsCopy;
+typedef struct GpudsLatchSlot GpudsLatchSlot;
+typedef struct GpudsPin GpudsPin;
+
+/* A commit the copy holds: t_meta's generation and stamp after it, and the
+** last version of the copy's history it includes. */
+typedef struct GpudsMark {
+  int64_t iGen, iStamp, iSeq;
+} GpudsMark;
+
+struct GpudsCopy {
+  /* what it is a copy of (fixed at creation) */
+  char *zFile;                /* the database file's identity ("dev:ino"),
+                              ** or NULL: private to one table */
+  int64_t iTableId;           /* t_meta 'id' */
+  int eKind, nCol, iFormat, eText;
+  /* the contents (store.c); changed under the latch held for writing */
+  const gpuds_store_ops *pOps;
+  gpuds_store *pStore;        /* the newest state: committed rows and the
+                              ** writer's flushed batches */
+  const gpuds_store_ops *pMirOps;  /* host mirror of a GPU store */
+  gpuds_store *pMirror;       /* or NULL */
+  char zStoreWhy[GPUDS_WHY_MAX];  /* "", or why the store is on the host
+                              ** though the GPU was meant to hold it (it ran
+                              ** out of GPU memory, or GPUDS_GPU_MEMORY
+                              ** would be passed): store.c */
+  GpudsFilter filter;         /* keys that might be in pStore (the writer's) */
+  GpudsColState cs;           /* column set (colbuild.c, kept by store.c) */
+  /* the history (version.c): the list changes under the latch held for
+  ** writing, the rest under mu */
+  GpudsFlush *pFirst, *pLast; /* versions newer than iBaseSeq, oldest first */
+  int64_t iSeq;               /* the last version's number (0: none yet) */
+  int64_t iBaseSeq;           /* versions up to this number are released */
+  GpudsMark *aMark;           /* the commits it holds, oldest first: the */
+  int nMark, nMarkAlloc;      /* last one is the newest (the head) */
+  struct GpudsTable *pWriter; /* the table whose transaction wrote the
+                              ** versions after the head, or NULL */
+  int bPend;                  /* pWriter's commit has written t_meta: */
+  int64_t iPendGen, iPendStamp;    /* with these */
+  int64_t nVersion;           /* versions in the list (atomic) */
+  int64_t nVersionKeys;       /* keys of those versions (atomic) */
+  /* sharing (copy.c), under mu */
+  struct GpudsPin *aPin;      /* the tables attached, and their pins */
+  int nPin, nPinAlloc;
+  int bDead;                  /* no table attaches any more */
+  GpudsCopy *pNext;           /* the registry's list (copy.c) */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;          /* pWriter changed */
+  /* the latch (version.c): readers of the store and its history against
+  ** the one writer that changes them */
+  pthread_mutex_t muLatch;
+  pthread_cond_t cvLatch;
+  int bLatchWrite;            /* atomic: held (or wanted) for writing */
+  int64_t nLatchWrites;       /* holds for writing so far (muLatch) */
+  GpudsLatchSlot *pSlots;     /* one per attached table (muLatch) */
+  /* calls that must not run at once (store.c): column set builds and text
+  ** passes; calls on a store or set whose backend takes no concurrent
+  ** reads (gpudsStoreReadsShared) */
+  pthread_mutex_t muCols;
+  pthread_mutex_t muCall;
+};
 
 struct GpudsTable {
   sqlite3_vtab base;          /* only base.zErrMsg is used: the last error */
@@ -267,18 +363,18 @@ struct GpudsTable {
                               ** format, how records hold text:
                               ** gpudsTableText, runfmt.h) */
   GpudsTable *pNextTable;     /* list of all tables (info.c) */
-  const gpuds_store_ops *pOps;
-  gpuds_store *pStore;        /* committed (and flushed) rows */
-  const gpuds_store_ops *pMirOps;  /* host mirror of a GPU store (store.c) */
-  gpuds_store *pMirror;       /* or NULL */
-  char zStoreWhy[GPUDS_WHY_MAX];  /* "", or why the store is on the host
-                              ** though the GPU was meant to hold it (it ran
-                              ** out of GPU memory, or GPUDS_GPU_MEMORY
-                              ** would be passed): store.c */
+  /* the copy it reads (copy.c) */
+  GpudsCopy *pCopy;           /* never NULL once made (xCreate, xConnect) */
+  int64_t iSnapSeq;           /* its snapshot: the copy's versions with
+                              ** higher numbers are laid over the store
+                              ** (INT64_MAX: none, the writer's own) */
+  GpudsLatchSlot *pSlot;      /* its slot in the copy's latch */
+  int nLatchRead;             /* the latch held for reading, nested */
+  int bLatchWrite;            /* ... for writing */
+  int bRepin;                 /* its copy keeps versions for rows it held
+                              ** when its snapshot moved (gpudsCopyRepin) */
   GpudsWbuf wb;               /* write buffer of the open transaction */
   GpudsLoader wArena;         /* arena for the rows of big write buffers */
-  GpudsFilter filter;         /* keys that might be in pStore */
-  GpudsColState cs;           /* column set (colset.c, kept by store.c) */
   int nCursor;                /* open cursors on this table */
   void *pCurSpare;            /* a closed cursor kept for the next xOpen
                               ** (vtab.c: its allocation and page buffers) */
@@ -376,6 +472,58 @@ int gpudsColsAmbig(GpudsTable *p, int iCol, const uint64_t **paAmbig, int64_t *p
 int gpudsVtabError(GpudsTable *p, int rc, const char *zFmt, ...);
 int gpudsErrorV(sqlite3_vtab *pVtab, int rc, const char *zFmt, va_list ap);
 
+/* The history of a shared copy and its latch (version.c) */
+typedef struct GpudsVerEnt {
+  int64_t k;                  /* a key a version newer than a snapshot holds */
+  uint64_t v;                 /* its value at the snapshot, if bFound */
+  uint8_t bFound;
+  int64_t iSeq;               /* the version's number */
+} GpudsVerEnt;
+GpudsLatchSlot *gpudsLatchSlotNew(void);
+void gpudsLatchJoin(GpudsCopy *c, GpudsTable *p, GpudsLatchSlot *s);
+void gpudsLatchLeave(GpudsCopy *c, GpudsTable *p);
+void gpudsLatchRead(GpudsTable *p);
+void gpudsLatchReadEnd(GpudsTable *p);
+void gpudsLatchWrite(GpudsTable *p);
+int gpudsLatchTryWrite(GpudsTable *p);
+void gpudsLatchWriteEnd(GpudsTable *p);
+int gpudsLatchUpgrade(GpudsTable *p);
+void gpudsColsLock(GpudsTable *p);
+void gpudsColsUnlock(GpudsTable *p);
+int gpudsSnapActive(GpudsTable *p);
+void gpudsSnapIdle(GpudsTable *p);
+int gpudsSnapBreak(GpudsTable *pOther);
+void gpudsFlushFree(GpudsFlush *f);
+void gpudsVersionFreeList(GpudsFlush *pList);
+void gpudsVersionAdd(GpudsTable *p, GpudsFlush *f);
+void gpudsVersionRemove(GpudsTable *p, GpudsFlush *f);
+int gpudsVersionNewer(const GpudsTable *p);
+void gpudsVersionLookup(const GpudsTable *p, size_t n, const int64_t *aKey,
+                        uint8_t *aFound, uint64_t *aVal);
+int gpudsVersionRange(const GpudsTable *p, int64_t lo, int64_t hi,
+                      GpudsVerEnt **pa, size_t *pn);
+int gpudsVersionKeys(const GpudsTable *p, int64_t **pa, int64_t *pn);
+int64_t gpudsVersionDelta(const GpudsTable *p);
+
+/* One copy of each table per process (copy.c) */
+typedef struct GpudsMeta GpudsMeta;     /* t_meta, read (runfmt.h) */
+int gpudsCopyNew(GpudsTable *p, GpudsCopy **ppCopy);
+void gpudsCopyDiscard(GpudsCopy *c);
+int gpudsCopyAdopt(GpudsTable *p, GpudsCopy *c, const GpudsMeta *m);
+int gpudsCopyAttach(GpudsTable *p, const GpudsMeta *m, int bOther, int *pbDone);
+void gpudsCopyPublish(GpudsTable *p);
+int gpudsCopyHandOver(GpudsTable *pFrom, GpudsTable *pTo);
+void gpudsCopyCreated(GpudsTable *p);
+void gpudsCopyDetach(GpudsTable *p);
+void gpudsCopyDrop(GpudsTable *p);
+void gpudsCopyRepin(GpudsTable *p);
+int gpudsCopyWriteBegin(GpudsTable *p);
+void gpudsCopyPending(GpudsTable *p, int64_t iGen, int64_t iStamp);
+int gpudsCopyCommitted(GpudsTable *p);
+void gpudsCopyRolledBack(GpudsTable *p, int bBroken);
+int gpudsCopyUsers(GpudsTable *p);
+int64_t gpudsCopyVersions(GpudsTable *p);
+
 /* Statements on the table's connection (stmt.c): printf-formatted SQL run
 ** or prepared, its error in the table's message; a PRAGMA's one value. */
 int gpudsRunExec(GpudsTable *p, const char *zFmt, ...);
@@ -408,40 +556,52 @@ int gpudsWbufBatches(GpudsTable *p, int bUnsynced, GpudsBatch **paBatch,
                      int64_t *pnBatch);
 int gpudsWbufSyncLost(const GpudsTable *p);
 void gpudsWbufSynced(GpudsTable *p);
-void gpudsFilterRebuild(GpudsTable *p);
 
-/* The store and its host mirror (store.c).  A store being built for a
-** table (a load's), until gpudsStoreInstall makes it the table's: */
-typedef struct GpudsStores {
-  const gpuds_store_ops *pOps;     /* the store */
-  gpuds_store *pStore;
-  const gpuds_store_ops *pMirOps;  /* its host mirror, or NULLs */
-  gpuds_store *pMirror;
-  char zWhy[GPUDS_WHY_MAX];        /* as GpudsTable.zStoreWhy */
-} GpudsStores;
-int gpudsStoreCreate(GpudsTable *p, GpudsStores *pNew);
-void gpudsStoresFree(GpudsStores *pS);
-void gpudsStoreInstall(GpudsTable *p, GpudsStores *pNew);
-void gpudsStoreTake(GpudsTable *p, GpudsTable *pFrom);
-void gpudsStoreFree(GpudsTable *p);
+/* The store and its host mirror (store.c): the only file that calls the
+** backends' ops tables, the column set's included; the stores are the
+** copy's (copy.c), read at the table's snapshot (version.c) */
+int64_t gpudsStoreCount(GpudsTable *p);
+int64_t gpudsStoreRows(GpudsTable *p);
+const char *gpudsStoreBackend(const GpudsTable *p);
+const char *gpudsStoreKindBackend(int eKind);
+int gpudsStoreHasMirror(const GpudsTable *p);
+int gpudsStoreKind(const GpudsTable *p);
+const char *gpudsStoreWhy(const GpudsTable *p);
+const char *gpudsColsWhy(const GpudsTable *p);
+int gpudsStoreInfo(GpudsTable *p, int bMirror, char *zBuf, size_t nBuf);
+int gpudsColsBuilt(const GpudsTable *p);
+const char *gpudsColsBackend(const GpudsTable *p);
+int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
+                       const uint64_t *aRow, const uint8_t *aTag, const uint64_t *aVal);
+int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
+                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
+                        int *pbAgain);
+int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes);
+int gpudsStoreColsSkip(GpudsTable *p, int64_t **pa, int64_t *pn);
+int gpudsStoreCreate(GpudsTable *p, GpudsCopy *c);
+void gpudsStoreFree(GpudsCopy *c);
 int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
                     const int64_t *aKey, const uint64_t *aVal,
                     uint8_t *aFound, uint64_t *aOld);
 int gpudsStoreBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_t *aVal);
-int gpudsStoreBuild(GpudsTable *p, GpudsStores *pNew,
-                    size_t n, const int64_t *aKey, const uint64_t *aVal,
-                    GpudsFilter *pFilter);
-const gpuds_cols_ops *gpudsStoreColsOps(const GpudsTable *p);
+int gpudsStoreBuild(GpudsTable *p, GpudsCopy *c, size_t n, const int64_t *aKey,
+                    const uint64_t *aVal);
 int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
                      uint8_t *aFound, uint64_t *aVal);
 int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
                    int64_t *aKey, uint64_t *aVal, size_t *pnOut);
+int gpudsStoreKeys(GpudsTable *p, int64_t lo, int64_t hi, int64_t **paKey, int64_t *pn);
 int gpudsStoreCheck(GpudsTable *p);
 int gpudsStoreOrdered(const GpudsTable *p);
-void gpudsStoreFreeRows(GpudsTable *p);
-void gpudsStoreColsDrop(GpudsTable *p);
+void gpudsStoreFreeRows(GpudsCopy *c);
+void gpudsStoreColsDrop(GpudsCopy *c);
 int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
                    const uint64_t*, size_t), void *pCtx);
+
+/* A flush applied to the copy, the key filter's rules (flush.c) */
+int gpudsStoreMaybe(GpudsTable *p, int64_t k);
+int gpudsStoreFlush(GpudsTable *p, GpudsFlush *f);
+int gpudsStoreUndo(GpudsTable *p, GpudsFlush *f);
 
 /* Persistence (shadow.c) */
 int gpudsShadowName(const char *zSuffix);
@@ -456,15 +616,15 @@ void gpudsShadowCommitted(GpudsTable *p);
 void gpudsShadowRolledBack(GpudsTable *p, int bFull, int bReload);
 int gpudsShadowCheck(GpudsTable *p, char **pzResult);
 int gpudsShadowReady(GpudsTable *p);
+int gpudsShadowWrite(GpudsTable *p);
 int gpudsShadowPending(const GpudsTable *p);
-int64_t gpudsShadowRows(const GpudsTable *p);
+int64_t gpudsShadowRows(GpudsTable *p);
 GpudsTable *gpudsTableFind(sqlite3 *db, const char *zName);
 GpudsTable *gpudsTableFindExact(sqlite3 *db, const char *zDb, const char *zName);
 
 /* The store built by a thread of its own (bgload.c): started where a load
 ** is due, installed (or dropped, if the table moved on) when finished. */
 typedef struct GpudsBuild GpudsBuild;
-typedef struct GpudsMeta GpudsMeta;     /* t_meta, read (runfmt.h) */
 #define GPUDS_BUILD_SNAPSHOT 1  /* the build reads in a read transaction */
 #define GPUDS_BUILD_UNLOCKED 2  /* ... without locks (immutable=1) */
 int gpudsDbIsWal(sqlite3 *db, const char *zDb);

@@ -181,8 +181,8 @@ static void appendBytes(sqlite3_str *s, long long n){
 /* Why table p's store (bCols 0) or column set (1) is on the host, given
 ** the device probe's answer (bGpu, zDev); NULL where it is on the GPU. */
 static const char *whyHost(const GpudsTable *p, int bCols, int bGpu, const char *zDev){
-  const char *zBackend = bCols ? gpudsStoreColsOps(p)->zBackend : p->pOps->zBackend;
-  const char *zWhy = bCols ? p->cs.zWhy : p->zStoreWhy;
+  const char *zBackend = bCols ? gpudsColsBackend(p) : gpudsStoreBackend(p);
+  const char *zWhy = bCols ? gpudsColsWhy(p) : gpudsStoreWhy(p);
   if( strcmp(zBackend, "host")!=0 ) return 0;
   if( zWhy[0] ) return zWhy;
   if( !bGpu ) return zDev;
@@ -228,9 +228,9 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   char *zStore = sqlite3_malloc(INFO_STORE_MAX);
   char zDev[256];
   int bGpu = gpudsCudaDevice(zDev, sizeof(zDev), 0, 0);
-  int bCuda = strcmp(p->pOps->zBackend, "cuda")==0;
+  int bCuda = strcmp(gpudsStoreBackend(p), "cuda")==0;
   int bHash = p->eKind==GPUDS_HASH;
-  const char *zCols = gpudsStoreColsOps(p)->zBackend;
+  const char *zCols = gpudsColsBackend(p);
   const char *zWhy;
   sqlite3_str *s = sqlite3_str_new(0);
   long long nBytes;
@@ -245,10 +245,9 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   }else{
     sqlite3_str_appendall(s, "not loaded yet (its first statement loads it)\n");
   }
-  zStore[0] = 0;
-  p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
+  gpudsStoreInfo(p, 0, zStore, INFO_STORE_MAX);
   nBytes = jsonNumber(zStore, bCuda ? "device_bytes" : "bytes");
-  sqlite3_str_appendf(s, "store: %s", p->pOps->kind==GPUDS_HASH ? "hash table"
+  sqlite3_str_appendf(s, "store: %s", gpudsStoreKind(p)==GPUDS_HASH ? "hash table"
                       : bCuda ? "skiplist (GFSL)" : "B+tree");
   sqlite3_str_appendall(s, bCuda ? " on the GPU" : " on the host");
   if( nBytes>=0 ){
@@ -258,29 +257,30 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   }
   if( bCuda ){
     sqlite3_str_appendf(s, " (%s)\n", zDev);
-  }else if( p->zStoreWhy[0] ){
-    sqlite3_str_appendf(s, "; the GPU could not hold it: %s\n", p->zStoreWhy);
+  }else if( gpudsStoreWhy(p)[0] ){
+    sqlite3_str_appendf(s, "; the GPU could not hold it: %s\n", gpudsStoreWhy(p));
   }else{
     sqlite3_str_appendf(s, "; the GPU is not used: %s\n", whyHost(p, 0, bGpu, zDev));
   }
-  if( p->pMirror ){
-    zStore[0] = 0;
-    p->pMirOps->xInfo(p->pMirror, zStore, INFO_STORE_MAX);
+  if( gpudsStoreInfo(p, 1, zStore, INFO_STORE_MAX) ){
     nBytes = jsonNumber(zStore, "bytes");
     sqlite3_str_appendall(s, "host mirror: B+tree (point lookups and key order)");
     if( nBytes>=0 ){ sqlite3_str_appendall(s, ", "); appendBytes(s, nBytes); }
     sqlite3_str_appendall(s, "\n");
   }
   sqlite3_str_appendf(s, "column set (%s): ", strcmp(zCols, "cuda")==0 ? "GPU" : "host");
-  if( p->cs.pCols ){
-    sqlite3_str_appendf(s, "built over %lld rows, ", (long long)p->cs.nRows);
+  gpudsLatchRead(p);
+  if( gpudsColsBuilt(p) ){
+    const GpudsColState *cs = &p->pCopy->cs;
+    sqlite3_str_appendf(s, "built over %lld rows, ", (long long)cs->nRows);
     appendBytes(s, gpudsColsBytes(p));
     sqlite3_str_appendf(s, "; queries: %lld; keys changed since the build: %lld",
-                        (long long)p->cs.nQuery, (long long)p->cs.nDirty);
+                        (long long)cs->nQuery, (long long)cs->nDirty);
   }else{
     sqlite3_str_appendall(s, "not built (the first filter or ORDER BY on a non-key column builds it)");
   }
-  zWhy = p->cs.zWhy[0] ? p->cs.zWhy : 0;
+  zWhy = gpudsColsWhy(p)[0] ? gpudsColsWhy(p) : 0;
+  gpudsLatchReadEnd(p);
   if( zWhy ) sqlite3_str_appendf(s, "; the GPU could not hold it: %s", zWhy);
   sqlite3_str_appendall(s, "\n");
   if( bGpu ){
@@ -298,6 +298,13 @@ static void tableText(sqlite3_context *ctx, GpudsTable *p){
   if( p->wb.nOver>0 ){
     sqlite3_str_appendf(s, "this transaction: %lld keys written, not yet applied to the store\n",
                         (long long)p->wb.nOver);
+  }
+  {
+    int nUsers = gpudsCopyUsers(p);
+    if( nUsers>1 ){
+      sqlite3_str_appendf(s, "shared with %d other table object%s of this process\n",
+                          nUsers-1, nUsers>2 ? "s" : "");
+    }
   }
   sqlite3_free(zStore);
   n = sqlite3_str_length(s);
@@ -320,8 +327,8 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   char zDev[256];
   uint64_t nFree = 0, nTotal = 0;
   int bGpu = gpudsCudaDevice(zDev, sizeof(zDev), &nFree, &nTotal);
-  const gpuds_store_ops *pOrd = gpudsStoreOps(GPUDS_ORDERED);
-  const gpuds_store_ops *pHash = gpudsStoreOps(GPUDS_HASH);
+  const char *zOrd = gpudsStoreKindBackend(GPUDS_ORDERED);
+  const char *zHash = gpudsStoreKindBackend(GPUDS_HASH);
   sqlite3_str *s = sqlite3_str_new(0);
   GpudsTable *p;
   int nTab = 0;
@@ -335,10 +342,9 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
   }
   sqlite3_str_appendf(s, "{\"version\":\"%s\",", GPUDS_VERSION);
   sqlite3_str_appendf(s, "\"backend\":\"%s\",",
-      (strcmp(pOrd->zBackend, "cuda")==0 || strcmp(pHash->zBackend, "cuda")==0)
-      ? "cuda" : "host");
+      (strcmp(zOrd, "cuda")==0 || strcmp(zHash, "cuda")==0) ? "cuda" : "host");
   sqlite3_str_appendf(s, "\"backends\":{\"gfsl\":\"%s\",\"gpuhash\":\"%s\"},",
-                      pOrd->zBackend, pHash->zBackend);
+                      zOrd, zHash);
   sqlite3_str_appendall(s, "\"device\":");
   jsonString(s, bGpu ? zDev : "none");
   sqlite3_str_appendall(s, ",");
@@ -357,11 +363,10 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
     if( p->db!=db ) continue;
     char *zFull = sqlite3_mprintf("%s.%s", p->zDb, p->zName);
     char *zMir = zStore ? zStore + INFO_STORE_MAX : 0;
-    if( zStore ) p->pOps->xInfo(p->pStore, zStore, INFO_STORE_MAX);
-    if( zMir ){
-      zMir[0] = 0;
-      if( p->pMirror ) p->pMirOps->xInfo(p->pMirror, zMir, INFO_STORE_MAX);
-    }
+    const GpudsColState *cs = &p->pCopy->cs;
+    if( zStore ) gpudsStoreInfo(p, 0, zStore, INFO_STORE_MAX);
+    if( zMir ) gpudsStoreInfo(p, 1, zMir, INFO_STORE_MAX);
+    gpudsLatchRead(p);
     sqlite3_str_appendf(s, "%s{\"name\":", nTab++ ? "," : "");
     jsonString(s, zFull ? zFull : "");
     sqlite3_free(zFull);
@@ -371,18 +376,20 @@ static void infoFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv){
         "\"rows\":%lld,\"pending\":%lld,\"batches\":%lld,\"store\":%s,\"mirror\":%s,"
         "\"column_set\":{\"backend\":\"%s\",\"built\":%s,\"rows\":%lld,"
         "\"bytes\":%lld,\"bytes_per_row\":%.1f,\"changed_keys\":%lld,"
-        "\"builds\":%lld,\"queries\":%lld,\"scanned_instead\":%lld}}",
-        p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", p->pOps->zBackend,
-        p->pMirror ? "true" : "false",
+        "\"builds\":%lld,\"queries\":%lld,\"scanned_instead\":%lld},"
+        "\"copy\":{\"tables\":%d,\"versions\":%lld}}",
+        p->eKind==GPUDS_ORDERED ? "gfsl" : "gpuhash", gpudsStoreBackend(p),
+        gpudsStoreHasMirror(p) ? "true" : "false",
         p->pBuild ? "background" : p->bLoaded ? "loaded" : "not loaded",
         (long long)gpudsShadowRows(p), (long long)p->wb.nOver,
         (long long)p->nFlush, zStore && zStore[0] ? zStore : "{}",
         zMir && zMir[0] ? zMir : "null",
-        gpudsStoreColsOps(p)->zBackend, p->cs.pCols ? "true" : "false",
-        (long long)p->cs.nRows, (long long)gpudsColsBytes(p),
-        p->cs.nRows ? (double)gpudsColsBytes(p)/(double)p->cs.nRows : 0.0,
-        (long long)p->cs.nDirty, (long long)p->cs.nBuild, (long long)p->cs.nQuery,
-        (long long)p->cs.nCapped);
+        gpudsColsBackend(p), gpudsColsBuilt(p) ? "true" : "false",
+        (long long)cs->nRows, (long long)gpudsColsBytes(p),
+        cs->nRows ? (double)gpudsColsBytes(p)/(double)cs->nRows : 0.0,
+        (long long)cs->nDirty, (long long)cs->nBuild, (long long)cs->nQuery,
+        (long long)cs->nCapped, gpudsCopyUsers(p), (long long)gpudsCopyVersions(p));
+    gpudsLatchReadEnd(p);
   }
   sqlite3_str_appendall(s, "],\"views\":[");
   {

@@ -665,23 +665,23 @@ static int loadResolve(GpudsTable *p, LoadRows *r){
   return SQLITE_OK;
 }
 
-/* (Re)build the store from the shadow tables: read every run (loadRun),
-** merge them (one run, the usual case after compaction, is read straight
-** into the load's arrays), build the store, its mirror and the key filter
-** at once (gpudsStoreBuild), and only then replace the old ones, so a
-** failure leaves the table as it was. */
-int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
+/* Load the commit t_meta m names from the shadow tables into a new copy
+** of the table (copy.c): read every run (loadRun), merge them (one run,
+** the usual case after compaction, is read straight into the load's
+** arrays), build the store, its mirror and the key filter at once
+** (gpudsStoreBuild), and only then have the table read it instead of its
+** old one (gpudsCopyAdopt), so a failure leaves the table as it was.  The
+** copy is the table's alone until the caller publishes it. */
+int gpudsShadowLoad(GpudsTable *p, const GpudsMeta *m){
   int64_t *aRun = 0, *aN = 0, *aCap = 0, nRow = 0;
   int nRun = 0, rc, rc2, i;
   LoadRows out, *aR = 0;
   LoadPipe pipe;
   LoadWorkerArg aArg[LOAD_MAX_WORKERS];
-  GpudsFilter f;
   GpudsDigest dig = {0, 0, 0};
-  GpudsStores st;
-  memset(&st, 0, sizeof(st));
+  GpudsCopy *pNew = 0;
+  int64_t nLoaded = 0;
   memset(&out, 0, sizeof(out));
-  memset(&f, 0, sizeof(f));
   rc = gpudsRunListCap(p, &aRun, &aN, &aCap, &nRun);
   p->nLoadEntries = 0;
   for(i=0; i<nRun; i++) p->nLoadEntries += aN[i];
@@ -727,27 +727,24 @@ int gpudsShadowLoad(GpudsTable *p, int64_t iGen){
   for(i=0; aR && i<nRun; i++) loadRowsFree(&aR[i]);
   sqlite3_free(aR);
 
-  if( rc==SQLITE_OK ) rc = gpudsStoreCreate(p, &st);
+  if( rc==SQLITE_OK ) rc = gpudsCopyNew(p, &pNew);
   if( rc==SQLITE_OK ){
-    gpudsFilterAlloc(&f, out.n + out.n/4); /* none: slower, never wrong */
-    rc = gpudsStoreBuild(p, &st, (size_t)out.n, out.aKey, out.aVal, &f);
+    gpudsFilterAlloc(&pNew->filter, out.n + out.n/4); /* none: slower, never wrong */
+    rc = gpudsStoreBuild(p, pNew, (size_t)out.n, out.aKey, out.aVal);
+    nLoaded = out.n;
+    if( rc==SQLITE_OK ) rc = gpudsCopyAdopt(p, pNew, m);
+    if( rc==SQLITE_OK ) out.n = 0;          /* the rows are the copy's now */
+    else gpudsCopyDiscard(pNew);            /* (its rows stay out's) */
   }
   if( rc==SQLITE_OK ){
-    /* Replace the store, its rows and the filter. */
+    /* The table reads the new copy; the old one (and its rows) went
+    ** unless another table reads it. */
     p->bMaxValid = 0;
-    gpudsStoreFreeRows(p);
-    gpudsStoreInstall(p, &st);
-    gpudsFilterFree(&p->filter);
-    p->filter = f;
-    p->iGeneration = iGen;
+    p->iGeneration = m->iGeneration;
     p->uLoadDigest = dig.uDigest;
     p->uLoadLayout = dig.uLayout;
     p->bLoaded = 1;
-    p->nLoadRows = out.n;
-    out.n = 0;                              /* the rows are the store's now */
-  }else{
-    gpudsStoresFree(&st);
-    gpudsFilterFree(&f);
+    p->nLoadRows = nLoaded;
   }
   loadRowsFree(&out);
   loadPipeClose(&pipe);

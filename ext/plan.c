@@ -192,7 +192,7 @@ static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
                       : (bOrdered ? "gpuhash (ordered mirror)" : "gpuhash"));
   if( x->bCols ){
     sqlite3_str_appendf(pStr, "%s column set: ",
-                        strcmp(gpudsStoreColsOps(p)->zBackend, "host")==0 ? "host" : "GPU");
+                        strcmp(gpudsColsBackend(p), "host")==0 ? "host" : "GPU");
   }
   for(i=0; i<x->nArg; i++){
     if( x->aeArg[i]==PLAN_LIMIT ){ bLimit = 1; continue; }
@@ -214,7 +214,7 @@ static char *planText(GpudsTable *p, sqlite3_index_info *pInfo,
                         (pInfo->idxNum & PLAN_DESC) ? " DESC" : "");
   }
   if( bLimit ) sqlite3_str_appendall(pStr, bOffset ? " LIMIT ? OFFSET ?" : " LIMIT ?");
-  if( x->bCols && p->cs.pCols==0 ){
+  if( x->bCols && !gpudsColsBuilt(p) ){
     sqlite3_str_appendall(pStr, " (the column set is not built yet: the first run builds it)");
   }
   if( x->bColsOnceBuilt ){
@@ -347,7 +347,7 @@ static void planColCost(GpudsTable *p, sqlite3_index_info *pInfo, PlanChoice *x,
   colCost = COLS_LAUNCH_COST + nRow/COLS_SCAN_DIV + x->colRows;
   keyCostBuilt = keyCost;
   colCostBuilt = colCost;
-  if( p->cs.pCols==0 && x->nColArg==0 && x->iOrderCol<0
+  if( !gpudsColsBuilt(p) && x->nColArg==0 && x->iOrderCol<0
    && !(x->iLimit>=0 && pInfo->nOrderBy>0) ){
     /* no set yet, a plan on the key alone: the set would be built from
     ** every row, while the hash scan's snapshot passes over the slots and

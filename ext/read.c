@@ -79,26 +79,24 @@ static int snapAdd(GpudsMerge *m, int64_t k, int64_t *pnAlloc){
   return SQLITE_OK;
 }
 
-/* Hash scans: take the keys in [lo,hi] now, the store's and then those
-** only the write buffer has (live ones). */
+/* Hash scans: take the keys in [lo,hi] now, the store's (as the table's
+** snapshot sees it, in one pass: gpudsStoreKeys) but those the write
+** buffer also holds, and then those only the write buffer has (live
+** ones). */
 static int snapshotKeys(GpudsMerge *m){
   GpudsTable *p = m->pTab;
-  int64_t nAlloc = 0;
-  int rc = SQLITE_OK;
+  int64_t nAlloc = 0, *aStore = 0, nStore = 0, k;
+  int rc;
   size_t i;
-  while( rc==SQLITE_OK && !m->st.s.done ){
-    rc = srcReserve(&m->st, MERGE_PAGE_MAX);
-    if( rc ) break;
-    rc = gpudsStoreScan(p, &m->st.s, MERGE_PAGE_MAX, m->st.aKey, m->st.aVal, &m->st.n);
-    if( rc ) break;
-    for(i=0; i<m->st.n && rc==SQLITE_OK; i++){
-      uint64_t v;
-      int bHit = 0;
-      /* a key the write buffer also holds is taken from there, below */
-      if( p->wb.nOver ) gpudsWbufGet(p, m->st.aKey[i], &bHit, &v);
-      if( !bHit ) rc = snapAdd(m, m->st.aKey[i], &nAlloc);
-    }
+  rc = gpudsStoreKeys(p, m->st.s.lo, m->st.s.hi, &aStore, &nStore);
+  for(k=0; rc==SQLITE_OK && k<nStore; k++){
+    uint64_t v;
+    int bHit = 0;
+    /* a key the write buffer also holds is taken from there, below */
+    if( p->wb.nOver ) gpudsWbufGet(p, aStore[k], &bHit, &v);
+    if( !bHit ) rc = snapAdd(m, aStore[k], &nAlloc);
   }
+  free(aStore);
   while( rc==SQLITE_OK && !m->ov.s.done ){
     rc = srcReserve(&m->ov, OVER_PAGE);
     if( rc==SQLITE_OK ) rc = gpudsOverlayScan(p, &m->ov.s, OVER_PAGE, m->ov.aKey, m->ov.aVal, &m->ov.n);
@@ -411,8 +409,8 @@ int gpudsKeyExists(GpudsTable *p, int64_t k, int *pbExists){
     *pbExists = v!=0;
     return SQLITE_OK;
   }
-  if( p->pOps->xCount(p->pStore)==0 ) return SQLITE_OK;
-  if( !gpudsFilterMaybe(&p->filter, k) ) return SQLITE_OK;
+  if( gpudsStoreCount(p)==0 ) return SQLITE_OK;
+  if( !gpudsStoreMaybe(p, k) ) return SQLITE_OK;
   {
     /* The write buffer does not hold k (checked above): ask the store. */
     uint8_t f = 0;

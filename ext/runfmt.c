@@ -456,6 +456,19 @@ int gpudsRunList(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun){
   return gpudsRunListCap(p, paRun, paN, 0, pnRun);
 }
 
+/* The entries of t_run, sum(n), in *pnEnt. */
+int gpudsRunEntries(GpudsTable *p, int64_t *pnEnt){
+  sqlite3_stmt *pStmt;
+  int rc = gpudsRunPrepare(p, &pStmt, "SELECT coalesce(sum(n), 0) FROM %Q.'%q_run'",
+                           p->zDb, p->zName);
+  *pnEnt = 0;
+  if( rc ) return rc;
+  if( sqlite3_step(pStmt)==SQLITE_ROW ) *pnEnt = sqlite3_column_int64(pStmt, 0);
+  rc = sqlite3_finalize(pStmt);
+  if( rc ) return gpudsVtabError(p, rc, "%s", sqlite3_errmsg(p->db));
+  return SQLITE_OK;
+}
+
 /* A k-way merge of runs aRun[0..nRun-1] (oldest first): each key once, with
 ** the value of the newest run that holds it.  xOut is called for each
 ** (key, record, spilled record or tombstone), in key order; with

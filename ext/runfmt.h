@@ -169,6 +169,7 @@ int gpudsMetaRead(GpudsTable *p, GpudsMeta *pMeta);
 int gpudsRunListCap(GpudsTable *p, int64_t **paRun, int64_t **paN, int64_t **paCap,
                     int *pnRun);
 int gpudsRunList(GpudsTable *p, int64_t **paRun, int64_t **paN, int *pnRun);
+int gpudsRunEntries(GpudsTable *p, int64_t *pnEnt);
 int gpudsRunMerge(GpudsTable *p, const int64_t *aRun, int nRun, int mFlags,
                   MergeOut xOut, void *pCtx, GpudsDigest *pSeen);
 int64_t gpudsRunInlineMax(GpudsTable *p);
@@ -191,6 +192,6 @@ int gpudsRunWriterAddOvfl(GpudsTable *p, RunWriter *w, int64_t k, const GpudsOvf
 void gpudsRunWriterClose(RunWriter *w);
 
 /* loader.c: load the store from the runs (generation iGen). */
-int gpudsShadowLoad(GpudsTable *p, int64_t iGen);
+int gpudsShadowLoad(GpudsTable *p, const GpudsMeta *m);
 
 #endif /* GPUDS_RUNFMT_H */

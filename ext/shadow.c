@@ -110,7 +110,9 @@ int gpudsShadowCreate(GpudsTable *p){
     p->bLoaded = 1;     /* empty, and so is the store */
     p->iTableId = iId;
     p->iStamp = iStamp;
+    p->iGeneration = 0;
     p->iFormat = SHADOW_FORMAT;
+    gpudsCopyCreated(p);
   }
   return rc;
 }
@@ -118,6 +120,7 @@ int gpudsShadowCreate(GpudsTable *p){
 /* xDestroy: drop the shadow tables. */
 int gpudsShadowDestroy(GpudsTable *p){
   gpudsShadowClose(p);
+  gpudsCopyDrop(p);
   return gpudsRunExec(p, "DROP TABLE IF EXISTS %Q.'%q_meta';"
                        "DROP TABLE IF EXISTS %Q.'%q_run';"
                        "DROP TABLE IF EXISTS %Q.'%q_ovfl';",
@@ -314,7 +317,7 @@ static int shadowAppendRun(GpudsTable *p, int64_t iRun, const GpudsBatch *aBatch
 static int shadowMetaWrite(GpudsTable *p, int bAll, const GpudsDigest *pAdd,
                            const GpudsDigest *pDel){
   int64_t iStamp = shadowRandom(), iGen = p->iGeneration + 1, nEnt = 0;
-  int64_t nRows = p->pOps->xCount(p->pStore);
+  int64_t nRows = gpudsStoreCount(p);
   uint64_t uDigest = 0, uLayout = 0;
   int rc;
   if( !bAll ){
@@ -361,6 +364,8 @@ static int shadowMetaWrite(GpudsTable *p, int bAll, const GpudsDigest *pAdd,
     p->uDigestPending = uDigest;
     p->uLayoutPending = uLayout;
     p->nEntriesPending = nEnt;
+    /* readers whose snapshot names this commit read the batches (copy.c) */
+    gpudsCopyPending(p, iGen, iStamp);
   }
   return rc;
 }
@@ -442,27 +447,34 @@ static int shadowDigestError(GpudsTable *p){
                         "match the digests in %s_meta", p->zName, p->zName);
 }
 
-/* The store holds the rows t_meta (m) says, or the shadow tables disagree
-** with each other (a deleted or changed run, or a changed count):
-** SQLITE_CORRUPT_VTAB, and the table is loaded again on the next try. */
+/* The store holds the rows t_meta (m) says at the table's snapshot, or
+** the shadow tables disagree with each other (a deleted or changed run, or
+** a changed count): SQLITE_CORRUPT_VTAB, and the table is loaded again on
+** the next try. */
 static int shadowRowsCheck(GpudsTable *p, const GpudsMeta *m){
-  int64_t nHeld = p->pOps->xCount(p->pStore);
+  int64_t nHeld = gpudsStoreRows(p);
   if( nHeld==m->nRows ) return SQLITE_OK;
   p->bLoaded = 0;
+  gpudsCopyDrop(p);               /* no table attaches to it again */
   return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_meta is damaged: it says %lld rows, "
                         "%s_run holds %lld", p->zName, (long long)m->nRows,
                         p->zName, (long long)nHeld);
 }
 
-/* Bring the store to what t_meta (m, this connection's snapshot) says:
-** install a finished background build of that commit, or start one
-** (bLazy, where shadowLazy allows: the table is then pending), or load
-** now (gpudsShadowLoad).  A build that failed is dropped and the load
-** done here, which reports the damage as it always has.  After a load,
-** the entries, the digests (format 5) and the rows must be what t_meta
-** says. */
-static int shadowLoad(GpudsTable *p, const GpudsMeta *m, int bLazy){
+/* Bring the table to what t_meta (m, this connection's snapshot) says:
+** install a finished background build of that commit; or attach to a copy
+** of the process that holds it (copy.c: the table's own at another
+** snapshot, or another connection's; unless bNoAttach); or start a build
+** (bLazy, where shadowLazy allows: the table is then pending); or load
+** now (gpudsShadowLoad).  A build that failed is dropped and the load done
+** here, which reports the damage as it always has.  After a load, the
+** entries, the digests (format 5) and the rows must be what t_meta says;
+** *pbFresh then says that the table's copy is new (the caller publishes
+** it once the rows are checked too). */
+static int shadowLoad(GpudsTable *p, const GpudsMeta *m, int bLazy, int bNoAttach,
+                      int *pbFresh){
   int rc = SQLITE_OK, bInstalled = 0, eHow;
+  *pbFresh = 0;
   if( p->pBuild ){
     int rcBuild = gpudsBuildFinish(p, p->pBuild, m, &bInstalled);
     p->pBuild = 0;
@@ -470,12 +482,40 @@ static int shadowLoad(GpudsTable *p, const GpudsMeta *m, int bLazy){
     if( rcBuild ) bLazy = 0;
   }
   if( !bInstalled ){
-    if( bLazy && (eHow = shadowLazy(p, m))!=0
-     && gpudsBuildStart(p, eHow, &p->pBuild)==SQLITE_OK ){
-      p->bLoaded = 0;             /* pending: pStore is not the table's */
+    int bAttached = 0;
+    if( !bNoAttach ){
+      rc = gpudsCopyAttach(p, m, 0, &bAttached);
+      if( rc==SQLITE_OK && !bAttached ){
+        /* Another connection's copy was checked against the shadow tables
+        ** when it loaded them; that they still hold as many entries as
+        ** t_meta says is checked here (a run deleted by no commit), as a
+        ** load would. */
+        int64_t nEnt = -1;
+        if( m->nEntries>=0 ) rc = gpudsRunEntries(p, &nEnt);
+        if( rc==SQLITE_OK && nEnt!=m->nEntries ){
+          return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run is damaged: its chunks "
+                                "hold %lld entries, %s_meta says %lld", p->zName,
+                                (long long)nEnt, p->zName, (long long)m->nEntries);
+        }
+        if( rc==SQLITE_OK && m->nEntries>=0 ) rc = gpudsCopyAttach(p, m, 1, &bAttached);
+      }
+      if( rc ) return rc;
+    }
+    if( bAttached ){
+      /* checked when it was loaded */
+      p->bMaxValid = 0;
+      p->iGeneration = m->iGeneration;
+      p->iTableId = m->iId;
+      p->iStamp = m->iStamp;
+      p->bLoaded = 1;
       return SQLITE_OK;
     }
-    rc = gpudsShadowLoad(p, m->iGeneration);
+    if( bLazy && (eHow = shadowLazy(p, m))!=0
+     && gpudsBuildStart(p, eHow, &p->pBuild)==SQLITE_OK ){
+      p->bLoaded = 0;             /* pending: its copy is not the table's */
+      return SQLITE_OK;
+    }
+    rc = gpudsShadowLoad(p, m);
   }
   /* A big load (here or by a build's thread) freed its temporaries, and
   ** the rows it replaced: give that memory back to the system rather than
@@ -486,21 +526,34 @@ static int shadowLoad(GpudsTable *p, const GpudsMeta *m, int bLazy){
   if( rc==SQLITE_OK ){
     p->iTableId = m->iId;
     p->iStamp = m->iStamp;
+    *pbFresh = 1;
   }
   if( rc==SQLITE_OK && m->nEntries>=0 && p->nLoadEntries!=m->nEntries ){
     /* a chunk or run deleted, repeated or its count changed */
     rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "%s_run is damaged: its chunks hold "
                         "%lld entries, %s_meta says %lld", p->zName,
                         (long long)p->nLoadEntries, p->zName, (long long)m->nEntries);
-    p->bLoaded = 0;
   }
   if( rc==SQLITE_OK && m->iFormat>=SHADOW_FORMAT_DIGEST
    && (p->uLoadDigest!=m->uDigest || p->uLoadLayout!=m->uLayout) ){
     /* a chunk moved to another id, its first key or count changed, or the
     ** digests themselves */
     rc = shadowDigestError(p);
-    p->bLoaded = 0;
   }
+  if( rc && *pbFresh ){
+    /* what it loaded is no commit's: no table attaches to it (this one
+    ** loads again, and reports the damage again) */
+    p->bLoaded = 0;
+    gpudsCopyDrop(p);
+  }
+  return rc;
+}
+
+/* After shadowLoad (*pbFresh) and its rows' check: other connections may
+** share a copy the table loaded. */
+static int shadowLoaded(GpudsTable *p, const GpudsMeta *m, int bFresh){
+  int rc = p->bLoaded ? shadowRowsCheck(p, m) : SQLITE_OK;
+  if( rc==SQLITE_OK && bFresh && p->bLoaded ) gpudsCopyPublish(p);
   return rc;
 }
 
@@ -511,7 +564,7 @@ static int shadowLoad(GpudsTable *p, const GpudsMeta *m, int bLazy){
 ** (gpudsShadowPending) until a later call finds the build finished or a
 ** statement needs the store (gpudsShadowReady). */
 int gpudsShadowRefresh(GpudsTable *p){
-  int rc = SQLITE_OK, bDone;
+  int rc = SQLITE_OK, bDone, bFresh = 0, bFind = 0;
   GpudsMeta meta;
   unsigned int iVersion = 0;
   sqlite3_vfs *pVfs = 0;
@@ -519,6 +572,12 @@ int gpudsShadowRefresh(GpudsTable *p){
   ** per statement) */
   const char *zDb = strcmp(p->zDb, "main")==0 ? 0 : p->zDb;
   if( p->nCursor>0 || !gpudsWbufEmpty(p) ) return SQLITE_OK;
+  /* a statement begins: the table's pin holds; if it was let go while the
+  ** table was idle (copy.c), its snapshot is found again */
+  if( gpudsSnapActive(p) ){
+    p->iDataVersion = 0;
+    bFind = 1;
+  }
   if( sqlite3_file_control(p->db, zDb, SQLITE_FCNTL_DATA_VERSION, &iVersion)!=SQLITE_OK ){
     iVersion = 0;
   }
@@ -534,6 +593,8 @@ int gpudsShadowRefresh(GpudsTable *p){
   }
   bDone = p->pBuild && gpudsBuildDone(p->pBuild);
   if( (p->bLoaded || p->pBuild) && !bDone && iVersion==p->iDataVersion && iVersion!=0 ){
+    /* the same snapshot; rows read before it the table no longer holds */
+    if( p->bRepin ) gpudsCopyRepin(p);
     return SQLITE_OK;
   }
   rc = gpudsMetaRead(p, &meta);
@@ -551,10 +612,12 @@ int gpudsShadowRefresh(GpudsTable *p){
   ** replaced this one: ATTACH, the backup API, sqlite3_deserialize) is
   ** loaded afresh. */
   if( p->pBuild || !p->bLoaded || meta.iGeneration!=p->iGeneration || meta.iId!=p->iTableId
-   || meta.iStamp!=p->iStamp ){
-    rc = shadowLoad(p, &meta, 1);
+   || meta.iStamp!=p->iStamp || bFind ){
+    rc = shadowLoad(p, &meta, 1, 0, &bFresh);
+  }else if( p->bRepin ){
+    gpudsCopyRepin(p);
   }
-  if( rc==SQLITE_OK && p->bLoaded ) rc = shadowRowsCheck(p, &meta);
+  if( rc==SQLITE_OK ) rc = shadowLoaded(p, &meta, bFresh);
   if( rc==SQLITE_OK ) p->iDataVersion = iVersion;
   return rc;
 }
@@ -567,8 +630,8 @@ int gpudsShadowPending(const GpudsTable *p){
 
 /* The rows of the table as of the last refresh: the store's, or t_meta's
 ** while pending (for plan costs). */
-int64_t gpudsShadowRows(const GpudsTable *p){
-  return p->pBuild ? p->nMetaRows : p->pOps->xCount(p->pStore);
+int64_t gpudsShadowRows(GpudsTable *p){
+  return p->pBuild ? p->nMetaRows : gpudsStoreRows(p);
 }
 
 /* The store must hold the table now (a scan, a write, a check): wait for
@@ -577,13 +640,36 @@ int64_t gpudsShadowRows(const GpudsTable *p){
 ** statement. */
 int gpudsShadowReady(GpudsTable *p){
   GpudsMeta meta;
-  int rc;
+  int rc, bFresh = 0;
   if( p->pBuild==0 ) return SQLITE_OK;
   rc = gpudsMetaRead(p, &meta);
   if( rc ) return rc;
   shadowMetaNote(p, &meta);
-  rc = shadowLoad(p, &meta, 0);
-  if( rc==SQLITE_OK ) rc = shadowRowsCheck(p, &meta);
+  rc = shadowLoad(p, &meta, 0, 0, &bFresh);
+  if( rc==SQLITE_OK ) rc = shadowLoaded(p, &meta, bFresh);
+  return rc;
+}
+
+/* The table's connection begins to write it (xBegin, after
+** gpudsShadowRefresh and gpudsShadowReady: it holds the file's write lock
+** and its snapshot is the newest commit).  Its copy must hold that commit
+** as its newest, with no other writer's batches (copy.c); else the table
+** loads a copy of its own. */
+int gpudsShadowWrite(GpudsTable *p){
+  GpudsMeta meta;
+  int rc = gpudsCopyWriteBegin(p), bFresh = 0;
+  if( rc!=1 ) return rc;
+  rc = gpudsMetaRead(p, &meta);
+  if( rc ) return rc;
+  shadowMetaNote(p, &meta);
+  p->bLoaded = 0;
+  rc = shadowLoad(p, &meta, 0, 1, &bFresh);
+  if( rc==SQLITE_OK ) rc = shadowLoaded(p, &meta, bFresh);
+  if( rc==SQLITE_OK ) rc = gpudsCopyWriteBegin(p);
+  if( rc==1 ){
+    rc = gpudsVtabError(p, SQLITE_INTERNAL, "%s: its new copy does not hold the "
+                        "newest commit", p->zName);
+  }
   return rc;
 }
 
@@ -598,6 +684,9 @@ void gpudsShadowCommitted(GpudsTable *p){
     if( p->iFormat>=SHADOW_FORMAT_DIGEST ) p->nMetaEntries = p->nEntriesPending;
     p->iGenPending = 0;
   }
+  /* the commit is the copy's newest (out of memory it cannot tell where:
+  ** the next refresh loads the table) */
+  if( gpudsCopyCommitted(p) ) p->bLoaded = 0;
 }
 
 /* The transaction (bFull) or a savepoint rolled back: its shadow writes
@@ -610,6 +699,7 @@ void gpudsShadowRolledBack(GpudsTable *p, int bFull, int bReload){
   p->iDataVersion = 0;
   if( bFull ) p->iGenPending = 0;
   if( bReload ) p->bLoaded = 0;
+  if( bFull || bReload ) gpudsCopyRolledBack(p, bReload);
 }
 
 /* ------------------------------------------------------------ gpuds_check */
@@ -735,7 +825,7 @@ int gpudsShadowCheck(GpudsTable *p, char **pzResult){
     rc = shadowDigestError(p);
   }
   if( rc ) goto check_out;
-  nStore = p->pOps->xCount(p->pStore);
+  nStore = gpudsStoreRows(p);
   if( c.nBad ){
     *pzResult = sqlite3_mprintf("%s: %lld of %lld shadow rows disagree; first: %s",
                                 p->zName, (long long)c.nBad, (long long)c.n, c.zFirst);

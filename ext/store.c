@@ -5,18 +5,18 @@
 ** Why a mirror: SQLite asks for one row at a time (a point SELECT, each
 ** outer row of a join, each duplicate check of a plain INSERT, the first
 ** rows of a short range), and a GPU round trip costs several times an
-** ordinary table's whole lookup.  The mirror (key -> row
-** handle) answers those exactly; the GPU answers batches: flushed writes,
-** bulk loads, IN lists and long scans of an ordered store.
+** ordinary table's whole lookup.  The mirror (key -> row handle) answers
+** those exactly; the GPU answers batches: flushed writes, bulk loads, IN
+** lists and long scans of an ordered store.
 **
 ** The mirror is always the host's ordered store (a B+tree), whatever the
-** GPU store's kind.  A GPU hash store has no key order, and
-** a mirror of the same kind made every key range and ORDER BY k on gpuhash
-** snapshot the keys in range, sort them and read the rows back through
-** random probes (slower than an ordinary table); an ordered mirror
-** answers them as gfsl's does, by walking leaves in key order, and takes
-** fewer bytes per row than a host hash at 70% load.  So every scan of a
-** hash store with a mirror is a scan of the mirror (gpudsStoreScan), and
+** GPU store's kind.  A GPU hash store has no key order, and a mirror of
+** the same kind made every key range and ORDER BY k on gpuhash snapshot
+** the keys in range, sort them and read the rows back through random
+** probes (slower than an ordinary table); an ordered mirror answers them
+** as gfsl's does, by walking leaves in key order, and takes fewer bytes
+** per row than a host hash at 70% load.  So every scan of a hash store
+** with a mirror is a scan of the mirror (gpudsStoreScan), and
 ** gpudsStoreOrdered() tells read.c and plan.c that the table reads in key
 ** order.
 **
@@ -28,22 +28,28 @@
 ** measure the GPU paths alone); GPUDS_MIRROR=1 adds one to a host store
 ** (for tests).
 **
+** The store, mirror, key filter and column set are a copy's (copy.c),
+** which the connections of the process share: every call here takes the
+** copy's latch (version.c), for reading around a read, for writing around
+** a batch, and a read gives the table's snapshot: the store's answer with
+** the versions newer than the snapshot laid over it (version.c).  Calls on
+** a backend that takes no concurrent reads (gpudsStoreReadsShared) are
+** also serialised by the copy's muCall.
+**
 ** No statement fails because the GPU is full.  A GPU store that runs out of
-** memory (the GPU's, or the GPUDS_GPU_MEMORY cap's: kernels/common/
-** devmem.cuh) moves the table's store to the host and the call is made
-** there (storeToHost): the mirror becomes the store, which costs nothing,
-** since between calls it holds exactly the store's entries, and a failed
-** call (all-or-nothing) left it as it was; a GPU store without a mirror
-** (GPUDS_MIRROR=0) is copied into a host store by a scan.  A gpuhash
-** table's store becomes a B+tree there, as its mirror is, so the table
-** still reads in key order.  A store the GPU cannot hold at all is made on
-** the host (gpudsStoreCreate, gpudsStoreBuild).  GpudsTable.zStoreWhy says
-** why (gpuds_info()).  The store stays on the host until the table is
-** loaded again (another connection's commit, reopening): a load makes a
-** new store where the table's backend puts it.
+** memory (the GPU's, or the GPUDS_GPU_MEMORY cap's) moves the copy's store
+** to the host, for every table that reads the copy, and the call is made
+** there (storeToHost, under the latch held for writing: mainFailed): the
+** mirror becomes the store, at no cost, since between calls it holds
+** exactly the store's entries; without one (GPUDS_MIRROR=0) the store is
+** copied by a scan (hostOpsFor says into what).  A store the GPU cannot
+** hold at all is made on the host (gpudsStoreCreate, gpudsStoreBuild).
+** The copy's zStoreWhy says why (gpuds_info()); a new copy (a load) tries
+** the GPU again.  A column set moves the same way (colsToHost, cs.zWhy).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "gpuds_sort.h"
 #include <string.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -61,37 +67,55 @@ SQLITE_EXTENSION_INIT3
 #define COLS_DIRTY_MIN 65536
 #define COLS_DIRTY_DIV 8
 
-/* Drop the table's column set and its log of changed keys. */
-void gpudsStoreColsDrop(GpudsTable *p){
-  if( p->cs.pCols ) p->cs.pOps->xFree(p->cs.pCols);
-  p->cs.pCols = 0;
-  p->cs.nRows = 0;
-  free(p->cs.aDirty);
-  p->cs.aDirty = 0;
-  p->cs.nDirty = p->cs.nDirtyAlloc = 0;
-  free(p->cs.aBytes);
-  p->cs.aBytes = 0;
-  if( p->cs.aText ){
+/* Serialise a read call on a store of pOps where its backend needs it
+** (gpudsStoreReadsShared). */
+static void callBegin(GpudsCopy *c, const gpuds_store_ops *pOps){
+  if( !gpudsStoreReadsShared(pOps) ) pthread_mutex_lock(&c->muCall);
+}
+static void callEnd(GpudsCopy *c, const gpuds_store_ops *pOps){
+  if( !gpudsStoreReadsShared(pOps) ) pthread_mutex_unlock(&c->muCall);
+}
+/* ... and on a column set of pOps. */
+static void colsCallBegin(GpudsCopy *c, const gpuds_cols_ops *pOps){
+  if( !gpudsColsReadsShared(pOps) ) pthread_mutex_lock(&c->muCall);
+}
+static void colsCallEnd(GpudsCopy *c, const gpuds_cols_ops *pOps){
+  if( !gpudsColsReadsShared(pOps) ) pthread_mutex_unlock(&c->muCall);
+}
+
+/* Drop copy c's column set and its log of changed keys (nobody reads it:
+** the latch is held for writing, or the copy is nobody else's). */
+void gpudsStoreColsDrop(GpudsCopy *c){
+  GpudsColState *cs = &c->cs;
+  if( cs->pCols ) cs->pOps->xFree(cs->pCols);
+  __atomic_store_n(&cs->pCols, (gpuds_cols*)0, __ATOMIC_RELEASE);
+  cs->nRows = 0;
+  free(cs->aDirty);
+  cs->aDirty = 0;
+  cs->nDirty = cs->nDirtyAlloc = 0;
+  free(cs->aBytes);
+  cs->aBytes = 0;
+  if( cs->aText ){
     int i;
-    for(i=0; i<p->nCol-1; i++) free(p->cs.aText[i].aAmbig);
-    free(p->cs.aText);
-    p->cs.aText = 0;
+    for(i=0; i<c->nCol-1; i++) free(cs->aText[i].aAmbig);
+    free(cs->aText);
+    cs->aText = 0;
   }
 }
 
 /* Log the keys that batch aOp/aKey changed for the column set, or drop the
 ** set when the log is too long to be worth keeping (or memory runs out). */
-static void colsLog(GpudsTable *p, size_t n, const uint8_t *aOp, const int64_t *aKey){
-  GpudsColState *cs = &p->cs;
+static void colsLog(GpudsCopy *c, size_t n, const uint8_t *aOp, const int64_t *aKey){
+  GpudsColState *cs = &c->cs;
   int64_t nMax = cs->nRows/COLS_DIRTY_DIV;
   size_t i;
   if( cs->pCols==0 ) return;
   if( nMax<COLS_DIRTY_MIN ) nMax = COLS_DIRTY_MIN;
-  if( cs->nDirty + (int64_t)n > nMax ){ gpudsStoreColsDrop(p); return; }
+  if( cs->nDirty + (int64_t)n > nMax ){ gpudsStoreColsDrop(c); return; }
   if( cs->nDirty + (int64_t)n > cs->nDirtyAlloc ){
     int64_t nNew = (cs->nDirty + (int64_t)n)*2;
     int64_t *a = realloc(cs->aDirty, (size_t)nNew*8);
-    if( a==0 ){ gpudsStoreColsDrop(p); return; }
+    if( a==0 ){ gpudsStoreColsDrop(c); return; }
     cs->aDirty = a;
     cs->nDirtyAlloc = nNew;
   }
@@ -100,9 +124,11 @@ static void colsLog(GpudsTable *p, size_t n, const uint8_t *aOp, const int64_t *
   }
 }
 
-/* Copy the last error of store pS into the table's error message. */
+/* Copy the last error of store pS into the table's error message (p may
+** be NULL: no message). */
 static int storeErr(GpudsTable *p, const gpuds_store_ops *pOps, gpuds_store *pS,
                     int rc, const char *zWhat){
+  if( p==0 ) return rc;
   return gpudsVtabError(p, rc, "%s: %s", zWhat, pOps->xErrmsg(pS));
 }
 
@@ -143,7 +169,7 @@ static int hookFires(void){
 static int hooked(void){
   return __atomic_load_n(&gHookOn, __ATOMIC_RELAXED) && tHooked;
 }
-/* A call to a table's main store, under the hook. */
+/* A call to a copy's main store, under the hook. */
 #define MAIN(call) (hookFires() ? GPUDS_NOMEM : (call))
 
 /* Why the calling thread's last call to store pS (ops pOps) failed. */
@@ -166,11 +192,11 @@ static int mirrorWanted(const gpuds_store_ops *pOps){
   return (opsGpu(pOps) && eMirror!=GPUDS_MIRROR_NEVER) || eMirror==GPUDS_MIRROR_ALWAYS;
 }
 
-/* The host store table p's store becomes where the GPU cannot hold it: a
+/* The host store copy c's store becomes where the GPU cannot hold it: a
 ** B+tree where its store would have a mirror (which is one: the table
 ** reads in key order either way), else the host store of its kind. */
-static const gpuds_store_ops *hostOpsFor(const GpudsTable *p){
-  if( p->eKind==GPUDS_ORDERED || mirrorWanted(gpudsStoreOps(p->eKind)) ){
+static const gpuds_store_ops *hostOpsFor(const GpudsCopy *c){
+  if( c->eKind==GPUDS_ORDERED || mirrorWanted(gpudsStoreOps(c->eKind)) ){
     return &gpudsHostOrderedOps;
   }
   return &gpudsHostHashOps;
@@ -183,20 +209,311 @@ static int movesOn(const gpuds_store_ops *pOps, int bMirror, int rc){
   return rc==GPUDS_NOMEM && (opsGpu(pOps) || bMirror || hooked());
 }
 
-/* The ops of table p's column set, or, where it has none, those its next
-** build starts with: the host's where a build found that the GPU could not
-** hold it (cs.zWhy), else those beside the store its backend makes
-** (gpudsColsOps), wherever the store itself went. */
-const gpuds_cols_ops *gpudsStoreColsOps(const GpudsTable *p){
-  if( p->cs.pCols ) return p->cs.pOps;
-  if( p->cs.zWhy[0] ) return &gpudsHostColsOps;
-  return gpudsColsOps(gpudsStoreOps(p->eKind));
+/* The ops copy c's next column set is built with: the host's where a build
+** or a query found that the GPU could not hold it (cs.zWhy), else those
+** beside the store its kind's backend makes, wherever the store itself
+** went. */
+static const gpuds_cols_ops *colsOpsFor(const GpudsCopy *c){
+  if( c->cs.zWhy[0] ) return &gpudsHostColsOps;
+  return gpudsColsOps(gpudsStoreOps(c->eKind));
 }
 
-/* Fill *ppNew, a new store of pTo, with every entry of table p's store
-** (copied through its scan).  On error the table's message says why and
-** *ppNew is NULL. */
-static int storeCopy(GpudsTable *p, const gpuds_store_ops *pTo, gpuds_store **ppNew){
+/* ------------------------------------------------------------ what it is
+** Only this file calls the backends' ops tables (the store's, the
+** mirror's, the column set's): the rest of ext/ asks through these. */
+
+/* Keys the store holds: the newest state, with the writer's flushed
+** batches. */
+int64_t gpudsStoreCount(GpudsTable *p){
+  GpudsCopy *c = p->pCopy;
+  int64_t n;
+  gpudsLatchRead(p);
+  callBegin(c, c->pOps);
+  n = c->pOps->xCount(c->pStore);
+  callEnd(c, c->pOps);
+  gpudsLatchReadEnd(p);
+  return n;
+}
+
+/* Rows of the table at p's snapshot (without its write buffer). */
+int64_t gpudsStoreRows(GpudsTable *p){
+  int64_t n;
+  gpudsLatchRead(p);
+  n = gpudsStoreCount(p) - gpudsVersionDelta(p);
+  gpudsLatchReadEnd(p);
+  return n;
+}
+
+/* The backend a new table of kind eKind (GPUDS_ORDERED or GPUDS_HASH)
+** gets: "cuda" or "host". */
+const char *gpudsStoreKindBackend(int eKind){
+  return gpudsStoreOps(eKind)->zBackend;
+}
+
+/* The backend of the table's store: "cuda" or "host". */
+const char *gpudsStoreBackend(const GpudsTable *p){
+  return p->pCopy->pOps->zBackend;
+}
+
+/* The kind of the table's store (GPUDS_ORDERED or GPUDS_HASH): a gpuhash
+** table's store moved to the host is a B+tree. */
+int gpudsStoreKind(const GpudsTable *p){
+  return p->pCopy->pOps->kind;
+}
+
+/* "", or why the table's store is on the host though its backend is the
+** GPU's (it ran out of GPU memory, or GPUDS_GPU_MEMORY would be passed). */
+const char *gpudsStoreWhy(const GpudsTable *p){
+  return p->pCopy->zStoreWhy;
+}
+
+/* "", or why the table's column set is on the host though it would be
+** beside a GPU store. */
+const char *gpudsColsWhy(const GpudsTable *p){
+  return p->pCopy->cs.zWhy;
+}
+
+/* True if the table's store has a host mirror. */
+int gpudsStoreHasMirror(const GpudsTable *p){
+  return p->pCopy->pMirror!=0;
+}
+
+/* The JSON object the store (bMirror: its host mirror) describes itself
+** with, into zBuf (at most nBuf bytes); 0 and zBuf empty if there is no
+** such store. */
+int gpudsStoreInfo(GpudsTable *p, int bMirror, char *zBuf, size_t nBuf){
+  GpudsCopy *c = p->pCopy;
+  int bAny = 1;
+  zBuf[0] = 0;
+  gpudsLatchRead(p);
+  if( bMirror ){
+    if( c->pMirror==0 ){
+      bAny = 0;
+    }else{
+      callBegin(c, c->pMirOps);
+      c->pMirOps->xInfo(c->pMirror, zBuf, nBuf);
+      callEnd(c, c->pMirOps);
+    }
+  }else{
+    callBegin(c, c->pOps);
+    c->pOps->xInfo(c->pStore, zBuf, nBuf);
+    callEnd(c, c->pOps);
+  }
+  gpudsLatchReadEnd(p);
+  return bAny;
+}
+
+/* True if the table has a column set. */
+int gpudsColsBuilt(const GpudsTable *p){
+  return __atomic_load_n(&p->pCopy->cs.pCols, __ATOMIC_ACQUIRE)!=0;
+}
+
+/* The backend of the table's column set ("cuda" or "host"), or of the one
+** a build would try first. */
+const char *gpudsColsBackend(const GpudsTable *p){
+  const GpudsCopy *c = p->pCopy;
+  return (gpudsColsBuilt(p) ? c->cs.pOps : colsOpsFor(c))->zBackend;
+}
+
+/* Make the table's column set from the arrays of a build (colbuild.c:
+** n rows, nCol columns, see gpuds_cols_ops.xLoad), on the backend beside
+** the store, or on the host's where the GPU cannot hold it (full, or
+** GPUDS_GPU_MEMORY): the host set answers the same plans, and takes every
+** build of the copy from then on (cs.zWhy).  The caller holds the latch
+** for reading and the copy's muCols.  On error the table has none and its
+** message says why. */
+int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
+                       const uint64_t *aRow, const uint8_t *aTag, const uint64_t *aVal){
+  GpudsColState *cs = &p->pCopy->cs;
+  gpuds_cols *pCols = 0;
+  char *zErr = 0;
+  int rc;
+  for(cs->pOps = colsOpsFor(p->pCopy); ; cs->pOps = &gpudsHostColsOps){
+    rc = cs->pOps->xLoad(&pCols, nCol, n, gpudsStoreOrdered(p),
+                         aKey, aRow, aTag, aVal, &zErr);
+    if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
+    sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", zErr ? zErr : "out of memory");
+    free(zErr);
+    zErr = 0;
+  }
+  if( rc ){
+    gpudsVtabError(p, rc, "cannot build the %s column set: %s", cs->pOps->zBackend,
+                   zErr ? zErr : "error");
+    free(zErr);
+    return rc;
+  }
+  cs->nRows = n;
+  cs->nBuild++;
+  {
+    static int64_t iBuildLast = 0;
+    cs->iBuildId = __atomic_add_fetch(&iBuildLast, 1, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&cs->pCols, pCols, __ATOMIC_RELEASE);
+  return SQLITE_OK;
+}
+
+/* Copy c's column set pFailed (of ops pOps), which p's call found the GPU
+** has no room for (zWhy), moves to the host: it is dropped, unless another
+** table dropped it meanwhile, and the copy's next build goes to the host
+** (cs.zWhy).  Dropping it takes the latch for writing (p's hold for reading
+** let go meanwhile: gpudsLatchUpgrade), so the caller builds the set again
+** and learns the skipped keys again. */
+static void colsToHost(GpudsTable *p, const gpuds_cols *pFailed, const char *zWhy){
+  GpudsCopy *c = p->pCopy;
+  char z[GPUDS_WHY_MAX];
+  int bUp = !p->bLatchWrite;
+  sqlite3_snprintf((int)sizeof(z), z, "%s", zWhy);     /* zWhy may be the set's */
+  if( bUp ) gpudsLatchUpgrade(p);
+  if( c->cs.pCols==pFailed ){
+    gpudsStoreColsDrop(c);
+    memcpy(c->cs.zWhy, z, sizeof(z));
+  }
+  if( bUp ) gpudsLatchWriteEnd(p);
+}
+
+/* Query the table's column set (built: gpudsColsBuilt; the caller holds
+** the latch for reading since it learnt the skipped keys): xQuery, its
+** error in the table's message.  *pbAgain where the set is gone (the GPU
+** had no room for the query: colsToHost; or another table dropped it while
+** p waited): the caller builds it again, learns the skipped keys again and
+** asks again. */
+int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
+                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
+                        int *pbAgain){
+  GpudsCopy *c = p->pCopy;
+  const gpuds_cols_ops *pOps = c->cs.pOps;
+  gpuds_cols *pCols = c->cs.pCols;
+  char zMsg[GPUDS_WHY_MAX];
+  int rc;
+  *pbAgain = 0;
+  if( pCols==0 ){ *pbAgain = 1; return SQLITE_OK; }
+  colsCallBegin(c, pOps);
+  rc = pOps->xQuery(pCols, q, pn, paKey, paRow, paSort);
+  if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
+  colsCallEnd(c, pOps);
+  if( rc==GPUDS_NOMEM && pOps!=&gpudsHostColsOps ){
+    colsToHost(p, pCols, zMsg);
+    *pbAgain = 1;
+    return SQLITE_OK;
+  }
+  if( rc ){
+    rc = gpudsVtabError(p, rc, "%s column set: %s", pOps->zBackend, zMsg);
+  }
+  return rc;
+}
+
+/* Aggregate on the table's column set (as gpudsStoreColsQuery): xAgg.
+** GPUDS_MISUSE, with no message, where the set does not aggregate this
+** time: its backend has no aggregation, or the GPU had no room for it
+** (the set then moves to the host: colsToHost), or the set is gone;
+** another error with its message. */
+int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes){
+  GpudsCopy *c = p->pCopy;
+  const gpuds_cols_ops *pOps = c->cs.pOps;
+  gpuds_cols *pCols = c->cs.pCols;
+  char zMsg[GPUDS_WHY_MAX];
+  int rc;
+  if( pCols==0 ) return GPUDS_MISUSE;
+  colsCallBegin(c, pOps);
+  rc = pOps->xAgg(pCols, pAgg, pRes);
+  if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
+  colsCallEnd(c, pOps);
+  if( rc==GPUDS_NOMEM && pOps!=&gpudsHostColsOps ){
+    colsToHost(p, pCols, zMsg);
+    return GPUDS_MISUSE;
+  }
+  if( rc && rc!=GPUDS_MISUSE ){
+    rc = gpudsVtabError(p, rc, "%s column set: %s", pOps->zBackend, zMsg);
+  }
+  return rc;
+}
+
+/* Bytes the table's column set holds (0 if none). */
+int64_t gpudsColsBytes(GpudsTable *p){
+  GpudsCopy *c = p->pCopy;
+  int64_t n = 0;
+  gpudsLatchRead(p);
+  if( c->cs.pCols ){
+    colsCallBegin(c, c->cs.pOps);
+    n = c->cs.pOps->xBytes(c->cs.pCols);
+    colsCallEnd(c, c->cs.pOps);
+  }
+  gpudsLatchReadEnd(p);
+  return n;
+}
+
+/* The keys whose rows the column set must not give the table (the caller
+** holds the latch for reading): those changed in the store since the set
+** was built, and those of the versions newer than p's snapshot, appended
+** to *pa (malloc()'d, grown; *pn so far; in no order, repeats possible). */
+int gpudsStoreColsSkip(GpudsTable *p, int64_t **pa, int64_t *pn){
+  GpudsColState *cs = &p->pCopy->cs;
+  if( cs->nDirty ){
+    int64_t *a = realloc(*pa, (size_t)(*pn + cs->nDirty)*8);
+    if( a==0 ) return SQLITE_NOMEM;
+    memcpy(&a[*pn], cs->aDirty, (size_t)cs->nDirty*8);
+    *pa = a;
+    *pn += cs->nDirty;
+  }
+  return gpudsVersionKeys(p, pa, pn);
+}
+
+/* ------------------------------------------------------------ the store */
+
+/* Create the empty stores of copy c for table p, and the mirror beside a
+** store that gets one: where the table's backend puts it, or on the host
+** where the GPU cannot hold even an empty one (c->zStoreWhy says why).  On
+** failure c has none and the table's error is set. */
+int gpudsStoreCreate(GpudsTable *p, GpudsCopy *c){
+  char *zErr = 0;
+  int rc;
+  c->pStore = c->pMirror = 0;
+  c->pOps = gpudsStoreOps(p->eKind);
+  c->pMirOps = 0;
+  c->zStoreWhy[0] = 0;
+  rc = MAIN(c->pOps->xCreate(&c->pStore, &zErr));
+  if( movesOn(c->pOps, 0, rc) ){
+    sqlite3_snprintf((int)sizeof(c->zStoreWhy), c->zStoreWhy, "%s",
+                     hooked() ? HOOK_WHY : zErr ? zErr : "out of memory");
+    free(zErr);
+    zErr = 0;
+    c->pOps = hostOpsFor(c);
+    rc = c->pOps->xCreate(&c->pStore, &zErr);
+  }
+  if( rc ){
+    gpudsVtabError(p, rc, "cannot create the %s store: %s", c->pOps->zBackend, zErr ? zErr : "error");
+    free(zErr);
+    c->pStore = 0;
+    return rc;
+  }
+  if( mirrorWanted(c->pOps) ){
+    c->pMirOps = &gpudsHostOrderedOps;
+    rc = c->pMirOps->xCreate(&c->pMirror, &zErr);
+    if( rc ){
+      gpudsVtabError(p, rc, "cannot create the host mirror: %s", zErr ? zErr : "error");
+      free(zErr);
+      c->pOps->xDestroy(c->pStore);
+      c->pStore = c->pMirror = 0;
+      return rc;
+    }
+  }
+  return SQLITE_OK;
+}
+
+/* Free copy c's stores (not their rows: gpudsStoreFreeRows). */
+void gpudsStoreFree(GpudsCopy *c){
+  if( c->pStore && c->pOps ) c->pOps->xDestroy(c->pStore);
+  if( c->pMirror && c->pMirOps ) c->pMirOps->xDestroy(c->pMirror);
+  c->pStore = c->pMirror = 0;
+}
+
+/* ------------------------------------------------------------ moves to the host */
+
+/* Fill *ppNew, a new store of pTo, with every entry of copy c's store
+** (copied through its scan; nobody else reads c).  On error table p's
+** message says why and *ppNew is NULL. */
+static int storeCopy(GpudsTable *p, GpudsCopy *c, const gpuds_store_ops *pTo,
+                     gpuds_store **ppNew){
   size_t nPage = 65536, nOut = 0;
   int64_t *aK = malloc(nPage*8);
   uint64_t *aV = malloc(nPage*8);
@@ -215,8 +532,8 @@ static int storeCopy(GpudsTable *p, const gpuds_store_ops *pTo, gpuds_store **pp
   memset(&sc, 0, sizeof(sc));
   sc.lo = INT64_MIN; sc.hi = INT64_MAX;
   while( rc==SQLITE_OK && !sc.done ){
-    rc = p->pOps->xScan(p->pStore, &sc, nPage, aK, aV, &nOut);
-    if( rc ){ storeErr(p, p->pOps, p->pStore, rc, "scan"); break; }
+    rc = c->pOps->xScan(c->pStore, &sc, nPage, aK, aV, &nOut);
+    if( rc ){ storeErr(p, c->pOps, c->pStore, rc, "scan"); break; }
     rc = pTo->xBatch(*ppNew, nOut, aOp, aK, aV, 0, 0);
     if( rc ) storeErr(p, pTo, *ppNew, rc, "copying the store to the host");
   }
@@ -225,125 +542,79 @@ static int storeCopy(GpudsTable *p, const gpuds_store_ops *pTo, gpuds_store **pp
   return rc;
 }
 
-/* Move table p's store to the host, because a call to it failed for lack
-** of memory (zWhy: why, zWhat: the call): its mirror becomes the store, or,
-** without one, a copy of it.  SQLITE_OK, the caller then makes the call
-** again; else the table is unchanged and its message says why. */
-static int storeToHost(GpudsTable *p, const char *zWhat, const char *zWhy){
+/* Move copy c's store to the host, because a call to it failed for lack
+** of memory (zWhy: why, zWhat: the call; the latch held for writing): its
+** mirror becomes the store, or, without one, a copy of it.  SQLITE_OK,
+** the caller then makes the call again; else c is unchanged and table p's
+** message says why. */
+static int storeToHost(GpudsTable *p, GpudsCopy *c, const char *zWhat, const char *zWhy){
   char zCopy[GPUDS_WHY_MAX];
   sqlite3_snprintf((int)sizeof(zCopy), zCopy, "%s", zWhy);    /* zWhy may be the store's */
-  if( p->pMirror ){
-    p->pOps->xDestroy(p->pStore);
-    p->pOps = p->pMirOps;
-    p->pStore = p->pMirror;
-    p->pMirOps = 0;
-    p->pMirror = 0;
+  if( c->pMirror ){
+    c->pOps->xDestroy(c->pStore);
+    c->pOps = c->pMirOps;
+    c->pStore = c->pMirror;
+    c->pMirOps = 0;
+    c->pMirror = 0;
   }else{
-    const gpuds_store_ops *pTo = hostOpsFor(p);
+    const gpuds_store_ops *pTo = hostOpsFor(c);
     gpuds_store *pNew = 0;
-    int rc = storeCopy(p, pTo, &pNew);
+    int rc = storeCopy(p, c, pTo, &pNew);
     if( rc ){
       char zCopyErr[GPUDS_WHY_MAX];
       sqlite3_snprintf((int)sizeof(zCopyErr), zCopyErr, "%s", p->base.zErrMsg ? p->base.zErrMsg : "error");
       return gpudsVtabError(p, SQLITE_NOMEM, "%s: %s (and the store could not be "
                             "moved to the host: %s)", zWhat, zCopy, zCopyErr);
     }
-    p->pOps->xDestroy(p->pStore);
-    p->pOps = pTo;
-    p->pStore = pNew;
+    c->pOps->xDestroy(c->pStore);
+    c->pOps = pTo;
+    c->pStore = pNew;
   }
-  memcpy(p->zStoreWhy, zCopy, sizeof(zCopy));
+  memcpy(c->zStoreWhy, zCopy, sizeof(zCopy));
   return SQLITE_OK;
 }
 
-/* A call zWhat to table p's main store failed with rc: SQLITE_OK if the
-** store moved to the host for it (the caller makes the call again), else
-** the error, with the table's message set. */
-static int mainFailed(GpudsTable *p, int rc, const char *zWhat){
-  if( movesOn(p->pOps, p->pMirror!=0, rc) ){
-    return storeToHost(p, zWhat, whyFailed(p->pOps, p->pStore));
+/* A call zWhat of table p to its copy's main store pFailed failed with rc
+** (the call's hold on the backend let go): SQLITE_OK if the store moved
+** to the host for it (the caller makes the call again), else the error,
+** with the table's message set.  A reader takes the latch for writing for
+** the move (gpudsLatchUpgrade), letting its hold for reading go meanwhile;
+** another table may have moved the store then.  bSpan: the caller's hold
+** spans calls that must see one state of the store (a walk): where a
+** writer came in meanwhile, the statement fails, saying to run it again. */
+static int mainFailed(GpudsTable *p, gpuds_store *pFailed, int rc, const char *zWhat,
+                      int bSpan){
+  GpudsCopy *c = p->pCopy;
+  char zWhy[GPUDS_WHY_MAX];
+  int bOther;
+  int bUp = !p->bLatchWrite;
+  if( !movesOn(c->pOps, c->pMirror!=0, rc) ){
+    return storeErr(p, c->pOps, c->pStore, rc, zWhat);
   }
-  return storeErr(p, p->pOps, p->pStore, rc, zWhat);
-}
-
-/* Create an empty store for table p, and its mirror where it gets one,
-** into *pNew: where the table's backend puts it, or on the host where the
-** GPU cannot hold even an empty one (pNew->zWhy says why).  On failure
-** *pNew holds nothing and the table's error is set. */
-int gpudsStoreCreate(GpudsTable *p, GpudsStores *pNew){
-  char *zErr = 0;
-  int rc;
-  memset(pNew, 0, sizeof(*pNew));
-  pNew->pOps = gpudsStoreOps(p->eKind);
-  rc = MAIN(pNew->pOps->xCreate(&pNew->pStore, &zErr));
-  if( movesOn(pNew->pOps, 0, rc) ){
-    sqlite3_snprintf((int)sizeof(pNew->zWhy), pNew->zWhy, "%s", hooked() ? HOOK_WHY : zErr ? zErr : "out of memory");
-    free(zErr);
-    zErr = 0;
-    pNew->pOps = hostOpsFor(p);
-    rc = pNew->pOps->xCreate(&pNew->pStore, &zErr);
+  sqlite3_snprintf((int)sizeof(zWhy), zWhy, "%s", whyFailed(c->pOps, c->pStore));
+  if( !bUp ) return storeToHost(p, c, zWhat, zWhy);
+  bOther = gpudsLatchUpgrade(p);
+  rc = c->pStore==pFailed ? storeToHost(p, c, zWhat, zWhy) : SQLITE_OK;
+  if( rc==SQLITE_OK && bSpan && bOther ){
+    rc = gpudsVtabError(p, SQLITE_ERROR, "%s: the store moved to the host (%s) "
+                        "while the statement read it; run the statement again",
+                        zWhat, c->zStoreWhy);
   }
-  if( rc ){
-    gpudsVtabError(p, rc, "cannot create the %s store: %s", pNew->pOps->zBackend, zErr ? zErr : "error");
-    free(zErr);
-    memset(pNew, 0, sizeof(*pNew));
-    return rc;
-  }
-  if( mirrorWanted(pNew->pOps) ){
-    pNew->pMirOps = &gpudsHostOrderedOps;
-    rc = pNew->pMirOps->xCreate(&pNew->pMirror, &zErr);
-    if( rc ){
-      gpudsVtabError(p, rc, "cannot create the host mirror: %s", zErr ? zErr : "error");
-      free(zErr);
-      gpudsStoresFree(pNew);
-      return rc;
-    }
-  }
-  return SQLITE_OK;
+  gpudsLatchWriteEnd(p);
+  return rc;
 }
 
-/* Free the stores of *pS (not their rows); it holds none afterwards. */
-void gpudsStoresFree(GpudsStores *pS){
-  if( pS->pStore ) pS->pOps->xDestroy(pS->pStore);
-  if( pS->pMirror ) pS->pMirOps->xDestroy(pS->pMirror);
-  memset(pS, 0, sizeof(*pS));
+/* Undoing a batch on copy c's store, which its mirror refused, failed
+** (zWhy): the mirror, which the refused batch left as it was, takes over
+** as the store, so that the two never disagree. */
+static void storeUndoFailed(GpudsTable *p, GpudsCopy *c, const char *zWhy){
+  char z[GPUDS_WHY_MAX];
+  sqlite3_snprintf((int)sizeof(z), z, "the store could not undo a batch its host mirror "
+           "refused: %s", zWhy);
+  storeToHost(p, c, "undo", z);     /* cannot fail: there is a mirror */
 }
 
-/* Free table p's store and mirror (not their rows: gpudsStoreFreeRows). */
-void gpudsStoreFree(GpudsTable *p){
-  if( p->pStore ) p->pOps->xDestroy(p->pStore);
-  if( p->pMirror ) p->pMirOps->xDestroy(p->pMirror);
-  p->pStore = 0;
-  p->pMirror = 0;
-}
-
-/* Make *pNew table p's store, its old one freed (its rows freed already,
-** or become pNew's), and with it where the table's column set goes: a
-** table loaded again tries the GPU again.  *pNew holds nothing afterwards. */
-void gpudsStoreInstall(GpudsTable *p, GpudsStores *pNew){
-  gpudsStoreFree(p);
-  p->pOps = pNew->pOps;
-  p->pStore = pNew->pStore;
-  p->pMirOps = pNew->pMirOps;
-  p->pMirror = pNew->pMirror;
-  memcpy(p->zStoreWhy, pNew->zWhy, sizeof(p->zStoreWhy));
-  if( p->cs.pCols==0 ) p->cs.zWhy[0] = 0;
-  memset(pNew, 0, sizeof(*pNew));
-}
-
-/* Make the store of pFrom (a table object nobody else sees: a background
-** load's) table p's, as gpudsStoreInstall does; pFrom holds none after. */
-void gpudsStoreTake(GpudsTable *p, GpudsTable *pFrom){
-  GpudsStores s;
-  s.pOps = pFrom->pOps;
-  s.pStore = pFrom->pStore;
-  s.pMirOps = pFrom->pMirOps;
-  s.pMirror = pFrom->pMirror;
-  memcpy(s.zWhy, pFrom->zStoreWhy, sizeof(s.zWhy));
-  pFrom->pStore = 0;
-  pFrom->pMirror = 0;
-  gpudsStoreInstall(p, &s);
-}
+/* ------------------------------------------------------------ batches */
 
 /* True if every op of the batch is an upsert and the keys strictly
 ** ascend: the batch is then an xBulkLoad (backend contract). */
@@ -355,42 +626,33 @@ static int allUpsertsAscending(size_t n, const uint8_t *aOp, const int64_t *aKey
   return n>0;
 }
 
-/* Undoing a batch on table p's store, which its mirror refused, failed
-** (zWhy): the mirror, which the refused batch left as it was, takes over
-** as the store, so that the two never disagree. */
-static void storeUndoFailed(GpudsTable *p, const char *zWhy){
-  char z[GPUDS_WHY_MAX];
-  sqlite3_snprintf((int)sizeof(z), z, "the store could not undo a batch its host mirror "
-           "refused: %s", zWhy);
-  storeToHost(p, "undo", z);     /* cannot fail: there is a mirror */
-}
-
-/* Apply a batch of distinct keys to the store and its mirror: both or
-** neither.  aFound/aOld may be NULL, and aVal where the batch holds no
-** upsert (as for xBatch).  A store that runs out of GPU memory moves to
-** the host, where the batch is applied. */
+/* Apply a batch of distinct keys to the store and its mirror (the latch
+** held for writing): both or neither.  aFound/aOld may be NULL, and aVal
+** where the batch holds no upsert (as for xBatch).  A store that runs out
+** of GPU memory moves to the host, where the batch is applied. */
 int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
                     const int64_t *aKey, const uint64_t *aVal,
                     uint8_t *aFound, uint64_t *aOld){
+  GpudsCopy *c = p->pCopy;
   uint8_t *aF = aFound, *aInv = 0;
   uint64_t *aO = aOld;
   int rc;
-  if( p->pMirror==0 ){
-    rc = MAIN(p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aFound, aOld));
+  if( c->pMirror==0 ){
+    rc = MAIN(c->pOps->xBatch(c->pStore, n, aOp, aKey, aVal, aFound, aOld));
     if( rc ){
-      rc = mainFailed(p, rc, "applying a batch");
+      rc = mainFailed(p, c->pStore, rc, "applying a batch", 0);
       return rc ? rc : gpudsStoreBatch(p, n, aOp, aKey, aVal, aFound, aOld);
     }
-    colsLog(p, n, aOp, aKey);
+    colsLog(c, n, aOp, aKey);
     return SQLITE_OK;
   }
   if( aF==0 ) aF = malloc(n ? n : 1);
   if( aO==0 ) aO = malloc(n ? n*8 : 8);
   aInv = malloc(n ? n : 1);
   if( !aF || !aO || !aInv ){ rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory"); goto batch_out; }
-  rc = MAIN(p->pOps->xBatch(p->pStore, n, aOp, aKey, aVal, aF, aO));
+  rc = MAIN(c->pOps->xBatch(c->pStore, n, aOp, aKey, aVal, aF, aO));
   if( rc ){
-    rc = mainFailed(p, rc, "applying a batch");
+    rc = mainFailed(p, c->pStore, rc, "applying a batch", 0);
     if( rc==SQLITE_OK ) rc = gpudsStoreBatch(p, n, aOp, aKey, aVal, aFound, aOld);
     goto batch_out;
   }
@@ -398,25 +660,25 @@ int gpudsStoreBatch(GpudsTable *p, size_t n, const uint8_t *aOp,
     /* a flush of inserts (keys sorted by the write buffer): the same
     ** result as the batch, and the mirror may merge them in one pass
     ** instead of descending the tree once a key */
-    rc = p->pMirOps->xBulkLoad(p->pMirror, n, aKey, aVal);
+    rc = c->pMirOps->xBulkLoad(c->pMirror, n, aKey, aVal);
   }else{
-    rc = p->pMirOps->xBatch(p->pMirror, n, aOp, aKey, aVal, 0, 0);
+    rc = c->pMirOps->xBatch(c->pMirror, n, aOp, aKey, aVal, 0, 0);
   }
   if( rc ){
     /* Undo the GPU batch: put back what each key held before.  If that
     ** fails, the mirror, which the failed batch left as it was, takes
     ** over as the store. */
     size_t i;
-    storeErr(p, p->pMirOps, p->pMirror, rc, "applying a batch to the host mirror");
+    storeErr(p, c->pMirOps, c->pMirror, rc, "applying a batch to the host mirror");
     for(i=0; i<n; i++){
       aInv[i] = aOp[i]==GPUDS_OP_LOOKUP ? GPUDS_OP_LOOKUP
               : (aF[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE);
     }
-    if( MAIN(p->pOps->xBatch(p->pStore, n, aInv, aKey, aO, 0, 0)) ){
-      storeUndoFailed(p, whyFailed(p->pOps, p->pStore));
+    if( MAIN(c->pOps->xBatch(c->pStore, n, aInv, aKey, aO, 0, 0)) ){
+      storeUndoFailed(p, c, whyFailed(c->pOps, c->pStore));
     }
   }else{
-    colsLog(p, n, aOp, aKey);
+    colsLog(c, n, aOp, aKey);
   }
 batch_out:
   if( aF!=aFound ) free(aF);
@@ -426,34 +688,37 @@ batch_out:
 }
 
 /* Bulk-load sorted distinct new keys into the table's store and its
-** mirror: both or neither.  A store that runs out of GPU memory moves to
-** the host, where the keys are loaded. */
+** mirror (the latch held for writing): both or neither.  A store that
+** runs out of GPU memory moves to the host, where the keys are loaded. */
 int gpudsStoreBulk(GpudsTable *p, size_t n, const int64_t *aKey, const uint64_t *aVal){
+  GpudsCopy *c = p->pCopy;
   int rc;
-  gpudsStoreColsDrop(p);
-  rc = MAIN(p->pOps->xBulkLoad(p->pStore, n, aKey, aVal));
+  gpudsStoreColsDrop(c);
+  rc = MAIN(c->pOps->xBulkLoad(c->pStore, n, aKey, aVal));
   if( rc ){
-    rc = mainFailed(p, rc, "bulk load");
+    rc = mainFailed(p, c->pStore, rc, "bulk load", 0);
     return rc ? rc : gpudsStoreBulk(p, n, aKey, aVal);
   }
-  if( p->pMirror ){
-    rc = p->pMirOps->xBulkLoad(p->pMirror, n, aKey, aVal);
+  if( c->pMirror ){
+    rc = c->pMirOps->xBulkLoad(c->pMirror, n, aKey, aVal);
     if( rc ){
       /* Take the keys out of the store again; if that fails, the mirror,
       ** left as it was, takes over as the store. */
       uint8_t *aOp = malloc(n ? n : 1);
-      storeErr(p, p->pMirOps, p->pMirror, rc, "bulk load into the host mirror");
+      storeErr(p, c->pMirOps, c->pMirror, rc, "bulk load into the host mirror");
       if( aOp ) memset(aOp, GPUDS_OP_DELETE, n);
       if( aOp==0 ){
-        storeUndoFailed(p, "out of memory");
-      }else if( MAIN(p->pOps->xBatch(p->pStore, n, aOp, aKey, 0, 0, 0)) ){
-        storeUndoFailed(p, whyFailed(p->pOps, p->pStore));
+        storeUndoFailed(p, c, "out of memory");
+      }else if( MAIN(c->pOps->xBatch(c->pStore, n, aOp, aKey, 0, 0, 0)) ){
+        storeUndoFailed(p, c, whyFailed(c->pOps, c->pStore));
       }
       free(aOp);
     }
   }
   return rc;
 }
+
+/* ------------------------------------------------------------ builds */
 
 /* One part of gpudsStoreBuild: a bulk load into a store, or the filling
 ** of a key filter; run on a thread of its own or inline. */
@@ -489,66 +754,65 @@ static void *buildJobRun(void *pArg){
 ** a thread costs more than it saves. */
 #define BUILD_THREAD_MIN 16384
 
-/* The main store of a build failed (job j) for lack of GPU memory: put
-** the keys on the host instead, into the mirror, which becomes the store,
-** or, without one, into a new host store.  SQLITE_OK, or an error with the
-** table's message set. */
-static int buildToHost(GpudsTable *p, GpudsStores *pNew, BuildJob *j){
+/* The main store of a build of copy c failed (job j) for lack of GPU
+** memory: put the keys on the host instead, into the mirror, which becomes
+** the store, or, without one, into a new host store.  SQLITE_OK, or an
+** error with table p's message set. */
+static int buildToHost(GpudsTable *p, GpudsCopy *c, BuildJob *j){
   gpuds_store *pHost = 0;
   char *zErr = 0;
   int rc = SQLITE_OK;
-  if( pNew->pMirror ){
-    pHost = pNew->pMirror;
-    pNew->pOps->xDestroy(pNew->pStore);
-    pNew->pOps = pNew->pMirOps;
-    pNew->pMirOps = 0;
-    pNew->pMirror = 0;
+  if( c->pMirror ){
+    pHost = c->pMirror;
+    c->pOps->xDestroy(c->pStore);
+    c->pOps = c->pMirOps;
+    c->pMirOps = 0;
+    c->pMirror = 0;
   }else{
-    const gpuds_store_ops *pTo = hostOpsFor(p);
+    const gpuds_store_ops *pTo = hostOpsFor(c);
     rc = pTo->xCreate(&pHost, &zErr);
-    if( rc==SQLITE_OK ){
-      rc = j->n ? pTo->xBulkLoad(pHost, j->n, j->aKey, j->aVal) : SQLITE_OK;
-      if( rc ){
-        storeErr(p, pTo, pHost, rc, "bulk load into a host store");
-        pTo->xDestroy(pHost);
-        return rc;
-      }
-    }else{
+    if( rc ){
       gpudsVtabError(p, rc, "cannot create a host store: %s", zErr ? zErr : "error");
       free(zErr);
       return rc;
     }
-    pNew->pOps->xDestroy(pNew->pStore);
-    pNew->pOps = pTo;
+    rc = j->n ? pTo->xBulkLoad(pHost, j->n, j->aKey, j->aVal) : SQLITE_OK;
+    if( rc ){
+      storeErr(p, pTo, pHost, rc, "bulk load into a host store");
+      pTo->xDestroy(pHost);
+      return rc;
+    }
+    c->pOps->xDestroy(c->pStore);
+    c->pOps = pTo;
   }
-  pNew->pStore = pHost;
-  memcpy(pNew->zWhy, j->zWhy, sizeof(pNew->zWhy));
+  c->pStore = pHost;
+  memcpy(c->zStoreWhy, j->zWhy, sizeof(c->zStoreWhy));
   return SQLITE_OK;
 }
 
-/* Build a reload's fresh, unpublished stores *pNew from sorted distinct
-** keys: bulk-load its store and its mirror (if any) and fill the key
-** filter pFilter (sized by gpudsFilterAlloc, or holding no bits), all
-** three at once when there are many keys: distinct stores may be used from
-** distinct threads, and the filter is nobody else's yet.  The calling
-** thread loads the mirror if there is one (it takes the most host memory,
-** and memory the process freed is reused fastest by the thread that freed
-** it: other threads get fresh pages from their own malloc arenas), else
-** the main store; the other store and the filter get threads of their own.
-** Every thread is joined before returning.  A store the GPU cannot hold
-** is built on the host (pNew->zWhy says why).  On error the table's
-** message says why, and the caller frees the stores. */
-int gpudsStoreBuild(GpudsTable *p, GpudsStores *pNew,
-                    size_t n, const int64_t *aKey, const uint64_t *aVal,
-                    GpudsFilter *pFilter){
+/* Build a load's fresh copy c (nobody else's yet, its stores empty) from
+** sorted distinct keys: bulk-load its store and mirror and fill its key
+** filter (sized by gpudsFilterAlloc, or holding no bits), all three at
+** once when there are many keys: distinct stores may be used from distinct
+** threads, and the filter is nobody else's yet.  The calling thread loads
+** the mirror if there is one (it takes the most host memory, and memory
+** the process freed is reused fastest by the thread that freed it: other
+** threads get fresh pages from their own malloc arenas), else the main
+** store; the other store and the filter get threads of their own.  Every
+** thread is joined before returning.  A store the GPU cannot hold is
+** built on the host (c->zStoreWhy says why).  On error table p's message
+** says why, and the caller frees c. */
+int gpudsStoreBuild(GpudsTable *p, GpudsCopy *c, size_t n, const int64_t *aKey,
+                    const uint64_t *aVal){
   BuildJob aJob[3];                /* [0] main store, [1] mirror, [2] filter */
-  gpuds_store *pMir = pNew->pMirror;
+  gpuds_store *pMir = c->pMirror;
+  GpudsFilter *pFilter = &c->filter;
   int i, iHere = pMir ? 1 : 0;
   memset(aJob, 0, sizeof(aJob));
-  aJob[0].pOps = pNew->pOps;
-  aJob[0].pS = pNew->pStore;
+  aJob[0].pOps = c->pOps;
+  aJob[0].pS = c->pStore;
   aJob[0].bMain = 1;
-  aJob[1].pOps = pNew->pMirOps;
+  aJob[1].pOps = c->pMirOps;
   aJob[1].pS = pMir;
   aJob[2].pFilter = pFilter;
   for(i=0; i<3; i++){
@@ -565,84 +829,198 @@ int gpudsStoreBuild(GpudsTable *p, GpudsStores *pNew,
     else if( i==2 || (n && aJob[0].rc==GPUDS_OK && aJob[1].rc==GPUDS_OK) ) buildJobRun(&aJob[i]);
   }
   if( aJob[1].rc ){
-    return storeErr(p, pNew->pMirOps, pMir, aJob[1].rc, "bulk load into the host mirror");
+    return storeErr(p, c->pMirOps, pMir, aJob[1].rc, "bulk load into the host mirror");
   }
   if( aJob[0].rc ){
     tHooked = aJob[0].bHooked;
-    if( movesOn(pNew->pOps, pMir!=0, aJob[0].rc) ) return buildToHost(p, pNew, &aJob[0]);
-    return storeErr(p, pNew->pOps, pNew->pStore, aJob[0].rc, "bulk load");
+    if( movesOn(c->pOps, pMir!=0, aJob[0].rc) ) return buildToHost(p, c, &aJob[0]);
+    return storeErr(p, c->pOps, c->pStore, aJob[0].rc, "bulk load");
   }
   return SQLITE_OK;
 }
 
-/* Look n keys up in the table's main store (not its mirror). */
+/* ------------------------------------------------------------ reads */
+
+/* Look n keys up in the main store (not its mirror) of p's copy as it is
+** (the latch held).  One that runs out of GPU memory moves to the host,
+** where the keys are looked up. */
 static int mainLookup(GpudsTable *p, size_t n, const int64_t *aKey,
                       uint8_t *aFound, uint64_t *aVal){
-  int rc = MAIN(p->pOps->xLookup(p->pStore, n, aKey, aFound, aVal));
+  GpudsCopy *c = p->pCopy;
+  const gpuds_store_ops *pOps = c->pOps;
+  gpuds_store *pS = c->pStore;
+  int rc;
+  callBegin(c, pOps);
+  rc = MAIN(pOps->xLookup(pS, n, aKey, aFound, aVal));
+  callEnd(c, pOps);
   if( rc ){
-    rc = mainFailed(p, rc, "lookup");
+    rc = mainFailed(p, pS, rc, "lookup", 0);
     return rc ? rc : mainLookup(p, n, aKey, aFound, aVal);
   }
   return SQLITE_OK;
 }
 
-/* Look n keys up: a few on the host mirror, many on the GPU. */
+/* Look n keys up, as p's snapshot sees them: a few on the host mirror,
+** many on the GPU. */
 int gpudsStoreLookup(GpudsTable *p, size_t n, const int64_t *aKey,
                      uint8_t *aFound, uint64_t *aVal){
+  GpudsCopy *c = p->pCopy;
   int rc;
-  if( p->pMirror && n<=MIRROR_MAX_LOOKUP ){
-    rc = p->pMirOps->xLookup(p->pMirror, n, aKey, aFound, aVal);
-    return rc ? storeErr(p, p->pMirOps, p->pMirror, rc, "lookup") : SQLITE_OK;
+  gpudsLatchRead(p);
+  if( c->pMirror && n<=MIRROR_MAX_LOOKUP ){
+    callBegin(c, c->pMirOps);
+    rc = c->pMirOps->xLookup(c->pMirror, n, aKey, aFound, aVal);
+    callEnd(c, c->pMirOps);
+    if( rc ) rc = storeErr(p, c->pMirOps, c->pMirror, rc, "lookup");
+  }else{
+    rc = mainLookup(p, n, aKey, aFound, aVal);
   }
-  return mainLookup(p, n, aKey, aFound, aVal);
+  if( rc==SQLITE_OK && gpudsVersionNewer(p) ) gpudsVersionLookup(p, n, aKey, aFound, aVal);
+  gpudsLatchReadEnd(p);
+  return rc;
 }
 
 /* True if the table's scans (gpudsStoreScan, gpudsStoreEach) return keys
 ** in key order, honouring gpuds_scan's desc: an ordered store, or a hash
 ** store with its (ordered) host mirror, or the B+tree that took over from
-** one (storeToHost).  Fixed for the table's life: the mirror exists iff
+** one (storeToHost).  Fixed for the copy's life: the mirror exists iff
 ** gpudsStoreCreate made one, which depends only on the backend and
 ** GPUDS_MIRROR, both read once, and a store moved to the host is ordered
 ** iff it had a mirror (hostOpsFor). */
 int gpudsStoreOrdered(const GpudsTable *p){
-  return p->eKind==GPUDS_ORDERED || p->pOps->kind==GPUDS_ORDERED
-      || (p->pMirOps!=0 && p->pMirOps->kind==GPUDS_ORDERED);
+  const GpudsCopy *c = p->pCopy;
+  return p->eKind==GPUDS_ORDERED || c->pOps->kind==GPUDS_ORDERED
+      || (c->pMirOps!=0 && c->pMirOps->kind==GPUDS_ORDERED);
 }
 
-/* The next page of a scan.  Ordered scans continue from the last key
-** returned, so for an ordered store small pages (the first ones) come from
-** the mirror and large ones from the GPU, seamlessly, and a store moved to
-** the host meanwhile goes on where the GPU's stopped.  A hash store's
-** scans all come from its mirror: the GPU hash has no key order.  One
-** without a mirror (GPUDS_MIRROR=0) that moves to the host past its first
-** page cannot go on: its position is a slot of the GPU's table. */
-int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
-                   int64_t *aKey, uint64_t *aVal, size_t *pnOut){
-  int rc, bOrdered;
-  if( p->pMirror && (nMax<=MIRROR_MAX_PAGE || p->eKind!=GPUDS_ORDERED) ){
-    rc = p->pMirOps->xScan(p->pMirror, pScan, nMax, aKey, aVal, pnOut);
-    return rc ? storeErr(p, p->pMirOps, p->pMirror, rc, "scan") : SQLITE_OK;
+/* The next page of a scan of the store as it is (the latch held; bSpan:
+** as one of a walk, see mainFailed).  Ordered scans continue from the last
+** key returned, so for an ordered store small pages (the first ones) come
+** from the mirror and large ones from the GPU, seamlessly, and a store
+** moved to the host meanwhile goes on where the GPU's stopped.  A hash
+** store's scans all come from its mirror where it has one: the GPU hash
+** has no key order.  One without a mirror (GPUDS_MIRROR=0) that moves to
+** the host past its first page cannot go on: its position is a slot of
+** the GPU's table.  p may be NULL only where nothing moves (the copy is
+** being freed). */
+static int storePage(GpudsTable *p, GpudsCopy *c, gpuds_scan *pScan, size_t nMax,
+                     int64_t *aKey, uint64_t *aVal, size_t *pnOut, int bSpan){
+  const gpuds_store_ops *pOps = c->pOps;
+  gpuds_store *pS = c->pStore;
+  int rc;
+  if( c->pMirror && (nMax<=MIRROR_MAX_PAGE || c->eKind!=GPUDS_ORDERED) ){
+    callBegin(c, c->pMirOps);
+    rc = c->pMirOps->xScan(c->pMirror, pScan, nMax, aKey, aVal, pnOut);
+    callEnd(c, c->pMirOps);
+    return rc ? storeErr(p, c->pMirOps, c->pMirror, rc, "scan") : SQLITE_OK;
   }
-  rc = MAIN(p->pOps->xScan(p->pStore, pScan, nMax, aKey, aVal, pnOut));
-  if( rc==SQLITE_OK ) return SQLITE_OK;
-  bOrdered = p->pOps->kind==GPUDS_ORDERED;
-  rc = mainFailed(p, rc, "scan");
+  callBegin(c, pOps);
+  rc = p ? MAIN(pOps->xScan(pS, pScan, nMax, aKey, aVal, pnOut))
+         : pOps->xScan(pS, pScan, nMax, aKey, aVal, pnOut);
+  callEnd(c, pOps);
+  if( rc==SQLITE_OK || p==0 ) return rc;
+  rc = mainFailed(p, pS, rc, "scan", bSpan);
   if( rc ) return rc;
-  if( !bOrdered && pScan->pos!=0 ){
+  if( pOps->kind!=GPUDS_ORDERED && pScan->pos!=0 ){
     return gpudsVtabError(p, SQLITE_ERROR, "scan: the store moved to the host "
                           "(%s) in the middle of a scan of it; run the statement "
-                          "again", p->zStoreWhy);
+                          "again", c->zStoreWhy);
   }
-  return gpudsStoreScan(p, pScan, nMax, aKey, aVal, pnOut);
+  return storePage(p, c, pScan, nMax, aKey, aVal, pnOut, bSpan);
 }
 
-/* Call xEach on every entry of the table's store, in pages of 64K entries
-** (key order where gpudsStoreOrdered()), until it returns non-zero, which is
-** returned.  The host mirror is walked where there is one: it holds the
-** same entries, and a walk of the GPU store would copy them back from the
-** device page by page.  The store must not change meanwhile. */
-int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
-                   const uint64_t*, size_t), void *pCtx){
+/* The page (aKey, aVal)[0..*pn) the store gave for the scan that stood at
+** s0 (now at *pScan), as p's snapshot sees it: the keys the newer versions
+** hold, within the key range the page covers, take their old values,
+** absent ones dropped, those the store lost put back in order.  A page
+** that grows past nMax ends at its nMax-th key, the scan going on after
+** it.  The latch held for reading; an ordered scan. */
+static int scanOverlay(GpudsTable *p, const gpuds_scan *s0, gpuds_scan *pScan,
+                       size_t nMax, int64_t *aKey, uint64_t *aVal, size_t *pn){
+  GpudsVerEnt *aE = 0;
+  size_t nE = 0, n = *pn, i, j, nOut = 0, iE;
+  int64_t lo, hi, *aK2;
+  uint64_t *aV2;
+  int rc;
+  if( n==0 && !pScan->done ) return SQLITE_OK;
+  if( !s0->desc ){
+    lo = s0->lo;
+    hi = pScan->done ? s0->hi : aKey[n-1];
+  }else{
+    hi = s0->hi;
+    lo = pScan->done ? s0->lo : aKey[n-1];
+  }
+  rc = gpudsVersionRange(p, lo, hi, &aE, &nE);
+  if( rc ) return gpudsVtabError(p, rc, "out of memory");
+  if( nE==0 ) return SQLITE_OK;
+  aK2 = malloc((n+nE)*8);
+  aV2 = malloc((n+nE)*8);
+  if( !aK2 || !aV2 ){
+    free(aK2); free(aV2); free(aE);
+    return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
+  }
+  /* merge the page (in scan order) with aE (ascending: walked from its end
+  ** for a descending scan) */
+  for(i=0, j=0; i<n || j<nE; ){
+    int64_t kS = 0, kE = 0;
+    int bS = i<n, bE = j<nE, bTakeE;
+    iE = s0->desc ? nE-1-j : j;
+    if( bS ) kS = aKey[i];
+    if( bE ) kE = aE[iE].k;
+    if( bS && bE ){
+      if( kS==kE ){ i++; bTakeE = 1; }
+      else bTakeE = s0->desc ? kE>kS : kE<kS;
+    }else{
+      bTakeE = bE;
+    }
+    if( bTakeE ){
+      j++;
+      if( !aE[iE].bFound ) continue;
+      aK2[nOut] = kE;
+      aV2[nOut++] = aE[iE].v;
+    }else{
+      aK2[nOut] = kS;
+      aV2[nOut++] = aVal[i++];
+    }
+  }
+  if( nOut>nMax ){
+    nOut = nMax;
+    pScan->done = 0;
+    if( !s0->desc ) pScan->lo = aK2[nOut-1] + 1;
+    else pScan->hi = aK2[nOut-1] - 1;
+  }
+  memcpy(aKey, aK2, nOut*8);
+  memcpy(aVal, aV2, nOut*8);
+  *pn = nOut;
+  free(aK2); free(aV2); free(aE);
+  return SQLITE_OK;
+}
+
+/* The next page of an ordered scan (gpudsStoreOrdered) as p's snapshot
+** sees the store: at most nMax entries, possibly none before the end
+** (test pScan->done). */
+int gpudsStoreScan(GpudsTable *p, gpuds_scan *pScan, size_t nMax,
+                   int64_t *aKey, uint64_t *aVal, size_t *pnOut){
+  gpuds_scan s0 = *pScan;
+  int rc;
+  gpudsLatchRead(p);
+  rc = storePage(p, p->pCopy, pScan, nMax, aKey, aVal, pnOut, 0);
+  if( rc==SQLITE_OK && gpudsVersionNewer(p) && !s0.done ){
+    rc = scanOverlay(p, &s0, pScan, nMax, aKey, aVal, pnOut);
+  }
+  gpudsLatchReadEnd(p);
+  return rc;
+}
+
+/* Call xEach on every entry of copy c's store as it is, in pages of 64K
+** entries (key order where gpudsStoreOrdered()), until it returns
+** non-zero, which is returned; the latch is held (for reading) by the
+** caller or nobody else has c.  The host mirror is walked where there is
+** one: it holds the same entries, and a walk of the GPU store would copy
+** them back from the device page by page.  p (may be NULL) is passed to
+** xEach and takes the error messages. */
+static int storeWalk(GpudsTable *p, GpudsCopy *c, int (*xEach)(GpudsTable*, void*,
+                     const int64_t*, const uint64_t*, size_t), void *pCtx){
   size_t nPage = 65536, nOut;
   int64_t *aK = sqlite3_malloc64(nPage*8);
   uint64_t *aV = sqlite3_malloc64(nPage*8);
@@ -651,11 +1029,13 @@ int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t
   memset(&s, 0, sizeof(s));
   s.lo = INT64_MIN; s.hi = INT64_MAX;
   while( rc==SQLITE_OK && !s.done ){
-    if( p->pMirror ){
-      rc = p->pMirOps->xScan(p->pMirror, &s, nPage, aK, aV, &nOut);
-      if( rc ){ rc = storeErr(p, p->pMirOps, p->pMirror, rc, "scan"); break; }
+    if( c->pMirror ){
+      callBegin(c, c->pMirOps);
+      rc = c->pMirOps->xScan(c->pMirror, &s, nPage, aK, aV, &nOut);
+      callEnd(c, c->pMirOps);
+      if( rc ){ rc = storeErr(p, c->pMirOps, c->pMirror, rc, "scan"); break; }
     }else{
-      rc = gpudsStoreScan(p, &s, nPage, aK, aV, &nOut);
+      rc = storePage(p, c, &s, nPage, aK, aV, &nOut, 1);
     }
     if( rc==SQLITE_OK && nOut ) rc = xEach(p, pCtx, aK, aV, nOut);
   }
@@ -663,7 +1043,83 @@ int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t
   return rc;
 }
 
-/* gpudsStoreEach() callback: free the rows of the entries. */
+/* Call xEach on every entry of the table's store as it is (the newest
+** state), holding the copy's latch for reading throughout: the store must
+** not change meanwhile (a hash store's pages are slot positions).  See
+** storeWalk. */
+int gpudsStoreEach(GpudsTable *p, int (*xEach)(GpudsTable*, void*, const int64_t*,
+                   const uint64_t*, size_t), void *pCtx){
+  int rc;
+  gpudsLatchRead(p);
+  rc = storeWalk(p, p->pCopy, xEach, pCtx);
+  gpudsLatchReadEnd(p);
+  return rc;
+}
+
+/* Keys of [lo, hi] collected by gpudsStoreKeys. */
+typedef struct KeysCtx { int64_t lo, hi; int64_t *a; int64_t n, nAlloc; } KeysCtx;
+static int keysCb(GpudsTable *p, void *pCtx, const int64_t *aK, const uint64_t *aV,
+                  size_t n){
+  KeysCtx *x = (KeysCtx*)pCtx;
+  size_t i;
+  for(i=0; i<n; i++){
+    if( aK[i]<x->lo || aK[i]>x->hi ) continue;
+    if( x->n==x->nAlloc ){
+      int64_t nNew = x->nAlloc ? x->nAlloc*2 : 1024;
+      int64_t *a = realloc(x->a, (size_t)nNew*8);
+      if( a==0 ) return SQLITE_NOMEM;
+      x->a = a; x->nAlloc = nNew;
+    }
+    x->a[x->n++] = aK[i];
+  }
+  (void)p; (void)aV;
+  return SQLITE_OK;
+}
+
+/* The keys in [lo, hi] the store holds at p's snapshot: *paKey (malloc()'d,
+** NULL if none), *pn of them, in no order (ascending where versions were
+** laid over).  One pass under the latch: what a hash store without its
+** mirror scans. */
+int gpudsStoreKeys(GpudsTable *p, int64_t lo, int64_t hi, int64_t **paKey, int64_t *pn){
+  KeysCtx x;
+  GpudsVerEnt *aE = 0;
+  size_t nE = 0;
+  int rc;
+  memset(&x, 0, sizeof(x));
+  x.lo = lo; x.hi = hi;
+  *paKey = 0; *pn = 0;
+  gpudsLatchRead(p);
+  rc = storeWalk(p, p->pCopy, keysCb, &x);
+  if( rc==SQLITE_OK && gpudsVersionNewer(p) ){
+    rc = gpudsVersionRange(p, lo, hi, &aE, &nE);
+    if( rc==SQLITE_OK && nE ) rc = gpudsSortKeys(x.a, 0, (size_t)x.n);
+    if( rc==SQLITE_OK && nE ){
+      /* the store's keys less those the versions hold, and those of them
+      ** present at the snapshot */
+      int64_t *a = malloc((size_t)(x.n + (int64_t)nE)*8), i = 0, n = 0;
+      size_t j = 0;
+      if( a==0 ) rc = SQLITE_NOMEM;
+      while( a && (i<x.n || j<nE) ){
+        if( j>=nE || (i<x.n && x.a[i]<aE[j].k) ){ a[n++] = x.a[i++]; continue; }
+        if( i<x.n && x.a[i]==aE[j].k ) i++;
+        if( aE[j].bFound ) a[n++] = aE[j].k;
+        j++;
+      }
+      if( a ){ free(x.a); x.a = a; x.n = n; }
+    }
+  }
+  gpudsLatchReadEnd(p);
+  free(aE);
+  if( rc ){
+    free(x.a);
+    if( p->base.zErrMsg==0 ) gpudsVtabError(p, rc, "out of memory");
+    return rc;
+  }
+  *paKey = x.a; *pn = x.n;
+  return SQLITE_OK;
+}
+
+/* storeWalk() callback: free the rows of the entries. */
 static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
                       const uint64_t *aV, size_t n){
   size_t i;
@@ -671,11 +1127,12 @@ static int freeRowsCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   return SQLITE_OK;
 }
 
-/* Free the rows of the table's store (its entries' handles); the store
-** itself is left to gpudsStoreFree(). */
-void gpudsStoreFreeRows(GpudsTable *p){
-  gpudsStoreColsDrop(p);
-  if( p->pStore ) gpudsStoreEach(p, freeRowsCb, 0);
+/* Free the rows of copy c's store (its entries' handles), which nobody
+** reads any more, and its column set; the stores are left to
+** gpudsStoreFree(). */
+void gpudsStoreFreeRows(GpudsCopy *c){
+  gpudsStoreColsDrop(c);
+  if( c->pStore ) storeWalk(0, c, freeRowsCb, 0);
 }
 
 /* gpudsStoreEach() callback over the host mirror: every entry of the page
@@ -698,36 +1155,45 @@ static int mirrorCompareCb(GpudsTable *p, void *pCtx, const int64_t *aK,
   return rc;
 }
 
-/* Every key of the mirror is in the GPU store with the same value (with
-** equal counts: the two hold the same entries).  gpudsStoreEach() walks the
-** mirror when there is one. */
-static int mirrorCompare(GpudsTable *p){
-  return gpudsStoreEach(p, mirrorCompareCb, 0);
-}
-
 /* Check the store's invariants, and that the mirror agrees with it in
 ** size and passes its own.  SQLITE_OK, or an error with the message set. */
 int gpudsStoreCheck(GpudsTable *p){
-  int rc = MAIN(p->pOps->xCheck(p->pStore));
-  if( rc && movesOn(p->pOps, p->pMirror!=0, rc) ){
-    rc = mainFailed(p, rc, "check");
-    return rc ? rc : gpudsStoreCheck(p);
-  }
-  if( rc ){
-    return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "structure invariant failed: %s",
-                          p->pOps->xErrmsg(p->pStore));
-  }
-  if( p->pMirror ){
-    if( p->pMirOps->xCheck(p->pMirror)!=GPUDS_OK ){
-      return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror invariant failed: %s",
-                            p->pMirOps->xErrmsg(p->pMirror));
+  GpudsCopy *c = p->pCopy;
+  const gpuds_store_ops *pOps;
+  gpuds_store *pS;
+  int rc;
+  gpudsLatchRead(p);
+  for(;;){
+    pOps = c->pOps;
+    pS = c->pStore;
+    callBegin(c, pOps);
+    rc = MAIN(pOps->xCheck(pS));
+    if( rc && !movesOn(pOps, c->pMirror!=0, rc) ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "structure invariant failed: %s",
+                          pOps->xErrmsg(pS));
     }
-    if( p->pMirOps->xCount(p->pMirror)!=p->pOps->xCount(p->pStore) ){
-      return gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror holds %lld keys, the GPU store %lld",
-                            (long long)p->pMirOps->xCount(p->pMirror),
-                            (long long)p->pOps->xCount(p->pStore));
-    }
-    return mirrorCompare(p);
+    callEnd(c, pOps);
+    if( rc==SQLITE_OK || !movesOn(pOps, c->pMirror!=0, rc) ) break;
+    rc = mainFailed(p, pS, rc, "check", 0);     /* moved: check it there */
+    if( rc ) break;
   }
-  return SQLITE_OK;
+  if( rc==SQLITE_OK && c->pMirror ){
+    int64_t nMir, nMain;
+    callBegin(c, c->pMirOps);
+    if( c->pMirOps->xCheck(c->pMirror)!=GPUDS_OK ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror invariant failed: %s",
+                          c->pMirOps->xErrmsg(c->pMirror));
+    }
+    nMir = c->pMirOps->xCount(c->pMirror);
+    callEnd(c, c->pMirOps);
+    nMain = gpudsStoreCount(p);
+    if( rc==SQLITE_OK && nMir!=nMain ){
+      rc = gpudsVtabError(p, SQLITE_CORRUPT_VTAB, "host mirror holds %lld keys, the GPU store %lld",
+                          (long long)nMir, (long long)nMain);
+    }
+    /* every key of the mirror is in the GPU store with the same value */
+    if( rc==SQLITE_OK ) rc = gpudsStoreEach(p, mirrorCompareCb, 0);
+  }
+  gpudsLatchReadEnd(p);
+  return rc;
 }

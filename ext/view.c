@@ -385,8 +385,8 @@ static int viewBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo){
                   : gpudsTableFindExact(v->db, "temp", d->zTab);
     if( p==0 && d->zDb==0 ) p = gpudsTableFindExact(v->db, "main", d->zTab);
     if( p ){
-      const gpuds_cols_ops *pOps = p->cs.pCols ? p->cs.pOps : gpudsColsOps(p->pOps);
-      sqlite3_str_appendf(s, " on the %s column set", strcmp(pOps->zBackend, "host")==0 ? "host" : "GPU");
+      sqlite3_str_appendf(s, " on the %s column set",
+                          strcmp(gpudsColsBackend(p), "host")==0 ? "host" : "GPU");
     }
   }
   for(i=0; i<d->nParam && i<32; i++){

@@ -132,8 +132,7 @@ typedef struct GpudsViewStat {
 #define VIEW_EXACT_CACHE 16
 #define VIEW_MANY_CACHE 16
 typedef struct GpudsViewExact {
-  const gpuds_cols *pCols;    /* the set the verdicts are for */
-  int64_t nBuild;
+  int64_t iBuildId;           /* the set the verdicts are for */
   struct {
     int iCol;                 /* 0-based, non-key */
     GpudsValue v;             /* the constant (bytes sqlite3_malloc'd) */

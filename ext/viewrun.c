@@ -437,10 +437,10 @@ static int exactPass(VRun *r, XEval *x, int bMake, int64_t nMost, int64_t *pnSet
 /* pX's verdicts are about the table's current column set: forget those
 ** about another. */
 static void exactFor(VRun *r, GpudsViewExact *pX){
-  const GpudsColState *cs = &r->p->cs;
-  if( pX->pCols!=cs->pCols || pX->nBuild!=cs->nBuild ){
+  const GpudsColState *cs = &r->p->pCopy->cs;
+  if( pX->iBuildId!=cs->iBuildId ){
     gpudsViewExactClear(pX);
-    pX->pCols = cs->pCols; pX->nBuild = cs->nBuild;
+    pX->iBuildId = cs->iBuildId;
   }
 }
 
@@ -522,13 +522,12 @@ void gpudsViewExactClear(GpudsViewExact *pX){
 static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
                      const int64_t *aSkip, int64_t nSkip, int *pbOk){
   GpudsTable *p = r->p;
-  GpudsColState *cs = &p->cs;
   const uint64_t *aAmbig;
   int64_t nAmbig, lo = 0, hi, n = 0, *aK = 0;
   uint64_t *aR = 0;
   gpuds_query q;
   gpuds_term t;
-  int i, rc, bOk;
+  int i, rc, bOk, bAgain = 0;
   *pbOk = 0;
   exactFor(r, pX);
   for(i=0; i<pX->n; i++){
@@ -554,11 +553,8 @@ static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
   q.aSkip = aSkip; q.nSkip = nSkip;
   q.iOrderCol = -1;
   q.nFirst = 1;
-  rc = cs->pOps->xQuery(cs->pCols, &q, &n, &aK, &aR, 0);
-  if( rc ){
-    return gpudsVtabError(p, rc, "%s column set: %s", cs->pOps->zBackend,
-                          cs->pOps->xErrmsg(cs->pCols));
-  }
+  rc = gpudsStoreColsQuery(p, &q, &n, &aK, &aR, 0, &bAgain);
+  if( rc || bAgain ) return rc;     /* the set is gone (store.c): not known exact */
   bOk = n==0 || gpudsRowColCmp(gpudsRowOf(aR[0]), iCol, v, r->eText)==GPUDS_ORD_EQ;
   free(aK); free(aR);
   i = pX->n<VIEW_EXACT_CACHE ? pX->n++ : pX->iNext++ % VIEW_EXACT_CACHE;
@@ -759,46 +755,42 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
   if( rc==SQLITE_OK ) rc = termsMake(r, apOp);
   if( rc==SQLITE_OK ) rc = gpudsXInit(&x, r);
 
-  /* 2. a filter that may be selective: the rows it matches from the set
-  ** (an equality index where it has one), each evaluated on its record,
-  ** if they are few; else, or where it is not, the set's aggregation */
+  /* 2. the copy's latch held for reading from here on (the set and the
+  ** skipped keys must not change until its rows are read).  A filter that
+  ** may be selective: the rows it matches from the set (an equality index
+  ** where it has one), each evaluated on its record, if they are few; else,
+  ** or where it is not, the set's aggregation */
+  gpudsLatchRead(p);
   if( rc==SQLITE_OK && !r->bEmpty && indexWorth(r, pExact, &uPrint) ){
     int64_t nSet = 0;
-    if( p->cs.pCols==0 ) rc = gpudsColsBuild(p);
-    if( rc==SQLITE_OK ) rc = exactPass(r, &x, 1, indexCap(p->cs.nRows), &nSet, &pStat->nHost);
+    if( !gpudsColsBuilt(p) ) rc = gpudsColsBuild(p);
+    if( rc==SQLITE_OK ){
+      rc = exactPass(r, &x, 1, indexCap(p->pCopy->cs.nRows), &nSet, &pStat->nHost);
+    }
     if( rc==SQLITE_OK && nSet>=0 ){
       bIndex = 1;
       pStat->nRead = nSet;
-      sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s index", p->cs.pOps->zBackend);
+      sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s index", gpudsColsBackend(p));
     }else if( rc==SQLITE_OK ){
       exactFor(r, pExact);
       indexTooMany(pExact, uPrint);
     }
   }
   if( rc==SQLITE_OK && !r->bEmpty && !bIndex ){
-    if( p->cs.pCols==0 ) rc = gpudsColsBuild(p);
+    if( !gpudsColsBuilt(p) ) rc = gpudsColsBuild(p);
     if( rc==SQLITE_OK ) rc = gpudsColsSkipKeys(p, &aSkip, &nSkip);
     if( rc==SQLITE_OK ) rc = aggReqMake(r, pExact, aSkip, nSkip, &req);
     if( rc==SQLITE_OK ){
-      p->cs.nQuery++;
-      rc = p->cs.pOps->xAgg(p->cs.pCols, &req.a, &res);
+      __atomic_add_fetch(&p->pCopy->cs.nQuery, 1, __ATOMIC_RELAXED);
+      rc = gpudsStoreColsAgg(p, &req.a, &res);
       if( rc==GPUDS_OK ){
         bAgg = 1;
-        sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s", p->cs.pOps->zBackend);
+        sqlite3_snprintf(sizeof(pStat->zWhere), pStat->zWhere, "%s", gpudsColsBackend(p));
       }else if( rc==GPUDS_MISUSE ){
-        rc = SQLITE_OK;               /* no aggregation there: the host's */
-      }else if( rc==GPUDS_NOMEM && p->cs.pOps!=&gpudsHostColsOps ){
-        /* The GPU has no room for the aggregation's workspace: the set
-        ** moves to the host (built there by the next query, until the
-        ** table is loaded again: cs.zWhy), and this evaluation takes every
-        ** group from its rows. */
-        sqlite3_snprintf((int)sizeof(p->cs.zWhy), p->cs.zWhy, "%s",
-                         p->cs.pOps->xErrmsg(p->cs.pCols));
-        gpudsStoreColsDrop(p);
+        /* no aggregation there, or the GPU had no room for it (the set
+        ** moves to the host, built there by the next query: store.c,
+        ** colsToHost): every group from its rows */
         rc = SQLITE_OK;
-      }else{
-        rc = gpudsVtabError(p, rc, "%s column set: %s", p->cs.pOps->zBackend,
-                            p->cs.pOps->xErrmsg(p->cs.pCols));
       }
     }
     pStat->nRead = res.nRead;
@@ -866,6 +858,7 @@ int gpudsViewRun(GpudsTable *p, GpudsViewDef *d, sqlite3_stmt *pOps, sqlite3_val
       pStat->nExact = nExact;
     }
   }
+  gpudsLatchReadEnd(p);
   if( rc==RC_OVERFLOW ){
     rc = gpudsVtabError(p, SQLITE_ERROR, "integer overflow");
   }else if( rc && p->base.zErrMsg==0 ){

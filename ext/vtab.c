@@ -106,12 +106,13 @@ static void tableFree(GpudsTable *p){
   if( p->pBuild ) gpudsBuildCancel(p->pBuild);  /* its thread joined */
   p->pBuild = 0;
   gpudsDiskReset(p);
-  if( p->wb.pOver ) gpudsWbufRollback(p);   /* frees uncommitted rows */
+  if( p->wb.pOver ){
+    gpudsWbufRollback(p);                   /* frees uncommitted rows */
+    if( p->pCopy ) gpudsCopyRolledBack(p, gpudsWbufBrokenClear(p));
+  }
   gpudsWbufClear(p);
-  gpudsStoreFreeRows(p);
+  gpudsCopyDetach(p);                       /* with its last table, the copy */
   gpudsLoaderEnd(&p->wArena);
-  gpudsStoreFree(p);
-  gpudsFilterFree(&p->filter);
   for(i=0; i<p->nCol; i++) sqlite3_free(p->azCol[i]);
   sqlite3_free(p->azCol);
   sqlite3_free(p->aNotNull);
@@ -169,7 +170,6 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   GpudsSchema sch;
   GpudsTable *p = 0;
   GpudsVtab *pV;
-  GpudsStores st;
   char *zErr = 0;
   int rc;
 
@@ -236,7 +236,6 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
   sqlite3_free(sch.zDecl);
   p->zDb = sqlite3_mprintf("%s", argv[1]);
   p->zName = sqlite3_mprintf("%s", argv[2]);
-  p->pOps = gpudsStoreOps(eKind);
   p->nFlushRows = gpudsConfig()->nFlushRows;
   if( !p->zDb || !p->zName ){ tableFree(p); sqlite3_free(pV); return SQLITE_NOMEM; }
   if( p->eEnc==0 ){
@@ -246,8 +245,16 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     sqlite3_free(pV);
     return SQLITE_ERROR;
   }
-  rc = gpudsStoreCreate(p, &st);
-  if( rc==SQLITE_OK ) gpudsStoreInstall(p, &st);
+  {
+    /* an empty copy of its own until its first refresh (or, created, the
+    ** empty table's, which gpudsShadowCreate publishes) */
+    GpudsCopy *c = 0;
+    rc = gpudsCopyNew(p, &c);
+    if( rc==SQLITE_OK ){
+      rc = gpudsCopyAdopt(p, c, 0);
+      if( rc ) gpudsCopyDiscard(c);
+    }
+  }
   if( rc ){
     *pzErr = sqlite3_mprintf("%s: %s", argv[0], p->base.zErrMsg ? p->base.zErrMsg : "cannot create the store");
     tableFree(p);
@@ -255,7 +262,6 @@ static int gpudsInit(sqlite3 *db, void *pAux, int argc, const char *const*argv,
     return rc;
   }
   rc = gpudsWbufInit(p);
-  if( rc==SQLITE_OK ) rc = gpudsFilterReset(&p->filter, GPUDS_FILTER_INITIAL_KEYS);
   if( rc ){ tableFree(p); sqlite3_free(pV); return rc; }
   if( bCreate ){
     rc = gpudsShadowCreate(p);
@@ -794,7 +800,7 @@ static int tableUpdate(GpudsTable *p, int argc, sqlite3_value **argv,
     if( kOld==kNew ) bExists = 0;        /* an UPDATE in place */
   }
   if( bExists<0 && !p->bMaxValid && p->wb.nOver==0
-   && (gpudsStoreOrdered(p) || p->pOps->xCount(p->pStore)==0) ){
+   && (gpudsStoreOrdered(p) || gpudsStoreCount(p)==0) ){
     /* Learn the largest key while that is cheap (one key of an ordered
     ** store, or an empty table), for the test below. */
     int bAny = 0;
@@ -857,8 +863,10 @@ static int gpudsUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
 ** bring the structure up to date with what other connections committed. */
 static int gpudsBegin(sqlite3_vtab *pVtab){
   int rc = gpudsShadowRefresh(tab(pVtab));
-  /* writes need the store: wait for a build in the background */
+  /* writes need the store: wait for a build in the background; and a copy
+  ** whose newest commit is the connection's snapshot */
   if( rc==SQLITE_OK ) rc = gpudsShadowReady(tab(pVtab));
+  if( rc==SQLITE_OK ) rc = gpudsShadowWrite(tab(pVtab));
   return vtabDone(pVtab, rc);
 }
 
@@ -892,8 +900,8 @@ static int gpudsSync(sqlite3_vtab *pVtab){
 ** rollback needed. */
 static int gpudsCommit(sqlite3_vtab *pVtab){
   GpudsTable *p = tab(pVtab);
+  gpudsWbufCommit(p);           /* its flushes are the copy's from now on */
   gpudsShadowCommitted(p);
-  gpudsWbufCommit(p);
   return SQLITE_OK;
 }
 

@@ -14,15 +14,15 @@
 **                the overlay.
 ** Row records displaced by a write stay alive until the transaction commits
 ** (a rollback may bring them back) and, after that, until no cursor of the
-** table is open (a cursor page may still point at them).
+** table is open (a cursor page may still point at them); those a flush
+** displaced from the store, until the copy releases the flush (copy.c:
+** other connections' snapshots may still read them).
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
 #include "overlay.h"
 #include <string.h>
 #include <stdlib.h>
-#include <pthread.h>
-#include <unistd.h>
 
 #define UNDO_PUT   1
 #define UNDO_FLUSH 2
@@ -35,50 +35,11 @@ struct GpudsUndo {
   uint64_t neu;         /* PUT: value written */
 };
 
-struct GpudsFlush {
-  size_t n;
-  int64_t *aKey;        /* keys, ascending */
-  uint64_t *aNew;       /* values written (0 = deleted) */
-  uint8_t *aFound;      /* key was in the store before */
-  uint64_t *aOld;       /* its value then; NULL after a bulk load (every
-                        ** key was new: all 0) */
-  uint64_t *aOrig;      /* if the rows were repacked: the overlay's handles,
-                        ** which the undo log knows (aNew holds the copies) */
-};
-
-/* A flush of at least this many new rows copies them into load arenas in
-** key order (see repackRows): below it a scan's cache misses cost less than
-** the copy. */
-#define REPACK_MIN_ROWS 1024
-
-/* Rows of a flush lying more than REPACK_GAP bytes apart in memory (a page),
-** or backwards, break the key order a scan would read them in; a flush is
-** repacked when at least one row in REPACK_BREAK_DIV does so (fewer: the
-** rows are already mostly in key order, e.g. a sorted insert). */
-#define REPACK_GAP       4096
-#define REPACK_BREAK_DIV 8
-
-/* The key filter is rebuilt once the keys deleted from the store since the
-** last rebuild pass half of those added plus FILTER_STALE_SLACK: stale keys
-** only cost false "maybe" answers, and the slack spares a small table a
-** rebuild at every delete. */
-#define FILTER_STALE_SLACK 1024
-
 /* The undo log starts with room for this many entries and doubles; after a
 ** commit a log grown past UNDO_KEEP_MAX entries is freed rather than kept
 ** for the next transaction (a big transaction should not pin its log). */
 #define UNDO_INITIAL  1024
 #define UNDO_KEEP_MAX 65536
-
-/* A repack uses one thread per this many rows, at most REPACK_MAX_THREADS
-** (and no more than the machine's processors). */
-#define REPACK_ROWS_PER_THREAD 65536
-#define REPACK_MAX_THREADS     8
-
-/* A flush of at least this many new keys, all past the largest key of an
-** ordered store, is bulk-loaded rather than applied as a batch (see
-** flushAppends; the column set's threshold for dropping itself). */
-#define FLUSH_APPEND_MIN 65536
 
 /* A full rollback sweeps the overlay's unlogged rows in pages of this many
 ** keys: 64 KiB of buffers, enough to amortize a page's lookup. */
@@ -91,23 +52,13 @@ int gpudsWbufInit(GpudsTable *p){
   return p->wb.pOver ? SQLITE_OK : SQLITE_NOMEM;
 }
 
-/* Free a flush record. */
-static void flushFree(GpudsFlush *f){
-  if( f ){
-    free(f->aKey); free(f->aNew);
-    free(f->aFound); free(f->aOld);
-    free(f->aOrig);
-    sqlite3_free(f);
-  }
-}
-
 /* Release everything the write buffer holds (table teardown).  Rows are
 ** not freed here: the caller frees the overlay's rows first if it needs to. */
 void gpudsWbufClear(GpudsTable *p){
   int64_t i;
   for(i=0; i<p->wb.nUndo; i++){
     if( p->wb.aUndo[i].eType==UNDO_FLUSH ){
-      flushFree((GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev);
+      gpudsFlushFree((GpudsFlush*)(uintptr_t)p->wb.aUndo[i].prev);
     }
   }
   free(p->wb.aUndo);
@@ -136,10 +87,12 @@ void gpudsRowGarbage(GpudsTable *p, uint64_t hRow){
   w->aGarbage[w->nGarbage++] = hRow;
 }
 
-/* Free queued rows if no cursor can see them any more. */
+/* Free queued rows if no cursor can see them any more (the table holds no
+** row: its copy may also let its pin go). */
 void gpudsCollectGarbage(GpudsTable *p){
   int64_t i;
   if( p->nCursor>0 ) return;
+  gpudsSnapIdle(p);               /* its copy may let its pin go (copy.c) */
   for(i=0; i<p->wb.nGarbage; i++) gpudsRowFreeHandle(p->wb.aGarbage[i]);
   p->wb.nGarbage = 0;
 }
@@ -305,178 +258,14 @@ static void syncForget(GpudsWbuf *w){
   w->bSyncLost = 0;
 }
 
-/* Rebuild the key filter from the store's contents. */
-static int filterAddCb(GpudsTable *p, void *pCtx, const int64_t *aK,
-                       const uint64_t *aV, size_t n){
-  gpudsFilterAddMany(&p->filter, aK, (int64_t)n);
-  return SQLITE_OK;
-}
-static int filterRebuild(GpudsTable *p){
-  int64_t n = p->pOps->xCount(p->pStore);
-  if( gpudsFilterReset(&p->filter, n*2) ) return SQLITE_OK;  /* no filter: slower, never wrong */
-  if( gpudsStoreEach(p, filterAddCb, 0) ) gpudsFilterFree(&p->filter);
-  return SQLITE_OK;
-}
-
-/* Rebuild the key filter (after the store was replaced). */
-void gpudsFilterRebuild(GpudsTable *p){
-  filterRebuild(p);
-}
-
-/* Account the keys of a batch just applied to the store in the filter. */
-static void filterAfterBatch(GpudsTable *p, const GpudsFlush *f){
-  size_t i, nNew = 0;
-  int bFull = 0;
-  /* Only the batch's upserts add keys: its deletes only make it staler. */
-  for(i=0; i<f->n; i++) nNew += f->aNew[i]!=0;
-  if( p->filter.nAdded + (int64_t)nNew > p->filter.nCap ){
-    /* It would overflow: size it for the new contents in one rebuild.
-    ** When the batch found none of its keys and the store now holds as
-    ** many as it upserted, the store was empty and holds just those
-    ** (a first bulk load): the filter is made from the batch, not from a
-    ** scan of the store. */
-    size_t nFound = 0;
-    for(i=0; i<f->n; i++) nFound += f->aFound[i]!=0;
-    if( nFound==0 && p->pOps->xCount(p->pStore)==(int64_t)nNew ){
-      if( gpudsFilterReset(&p->filter, (int64_t)nNew*2) ) return;   /* none: slower, never wrong */
-      gpudsFilterAddIf(&p->filter, f->aKey, f->aNew, (int64_t)f->n);
-      return;
-    }
-    filterRebuild(p);
-    return;
-  }
-  /* the upserts' keys, their blocks prefetched (a random line each) */
-  if( nNew ) bFull = gpudsFilterAddIf(&p->filter, f->aKey, f->aNew, (int64_t)f->n);
-  for(i=0; i<f->n; i++){
-    if( !f->aNew[i] && f->aFound[i] ) p->filter.nStale++;
-  }
-  if( bFull || p->filter.nStale > p->filter.nAdded/2 + FILTER_STALE_SLACK ){
-    filterRebuild(p);
-  }
-}
-
-/* Free the copies a repack made (the flush that made them failed). */
-static void repackUndo(GpudsFlush *f){
-  size_t i;
-  if( f->aOrig==0 ) return;
-  for(i=0; i<f->n; i++){
-    if( f->aNew[i]!=f->aOrig[i] ) gpudsRowFreeHandle(f->aNew[i]);
-  }
-  memcpy(f->aNew, f->aOrig, f->n*8);
-  free(f->aOrig);
-  f->aOrig = 0;
-}
-
-/* One thread's share of a repack: rows [iFirst, iLast) of flush f, copied
-** into an arena of its own (so each thread's copies are in key order). */
-typedef struct RepackJob {
-  GpudsFlush *f;
-  size_t iFirst, iLast;
-  int bFail;              /* out of memory: some rows were not copied */
-  pthread_t tid;
-  int bThread;            /* tid is a running thread to join */
-} RepackJob;
-
-static void *repackJobRun(void *pArg){
-  RepackJob *j = (RepackJob*)pArg;
-  GpudsLoader L;
-  size_t i;
-  gpudsLoaderInit(&L);
-  for(i=j->iFirst; i<j->iLast; i++){
-    uint64_t h = j->f->aNew[i], hNew;
-    if( h==0 ) continue;
-    hNew = gpudsLoaderCopy(&L, h);
-    if( hNew==0 ){ j->bFail = 1; break; }
-    j->f->aNew[i] = hNew;
-  }
-  return 0;
-}
-
-/* Copy the rows of flush f (in key order) into load arenas, so that a
-** range scan later reads row records sequentially instead of one cache miss
-** per row wherever xUpdate put them (in the order written): that is most of
-** the cost of a long scan.  f->aNew gets the copies, f->aOrig keeps the
-** originals, which the overlay and the undo log refer to: an undo of the
-** flush puts those back, a commit frees them.  Rows already in key order
-** in memory (a sorted insert) and small flushes are left as they are; so
-** is everything when memory is short (this only saves time).  Only for
-** tables that read in key order (gpudsStoreOrdered: gfsl, or gpuhash with
-** its host mirror); a hash table without one scans its keys sorted, but
-** every row through a lookup anyway.  Big flushes are split
-** among threads (the copies are independent; each thread's arena holds a
-** contiguous key range), all joined before returning. */
-static void repackRows(GpudsTable *p, GpudsFlush *f){
-  size_t i, nRow = 0, nBreak = 0;
-  uintptr_t prev = 0;
-  RepackJob aJob[REPACK_MAX_THREADS];
-  int nJob, iJob, bFail = 0;
-  long nCpu = 1;
-  if( !gpudsStoreOrdered(p) ) return;
-  for(i=0; i<f->n; i++){
-    uint64_t h = f->aNew[i];
-    if( h==0 ) continue;
-    nRow++;
-    if( (uintptr_t)h < prev || (uintptr_t)h - prev > REPACK_GAP ) nBreak++;
-    prev = (uintptr_t)h;
-  }
-  if( nRow<REPACK_MIN_ROWS || nBreak<nRow/REPACK_BREAK_DIV ) return;
-  f->aOrig = malloc(f->n*8);
-  if( f->aOrig==0 ) return;
-  memcpy(f->aOrig, f->aNew, f->n*8);
-#ifdef _SC_NPROCESSORS_ONLN
-  nCpu = sysconf(_SC_NPROCESSORS_ONLN);
-#endif
-  nJob = (int)(f->n / REPACK_ROWS_PER_THREAD);
-  if( nJob>nCpu ) nJob = (int)nCpu;
-  if( nJob>REPACK_MAX_THREADS ) nJob = REPACK_MAX_THREADS;
-  if( nJob<1 ) nJob = 1;
-  memset(aJob, 0, sizeof(aJob));
-  for(iJob=0; iJob<nJob; iJob++){
-    aJob[iJob].f = f;
-    aJob[iJob].iFirst = f->n*iJob/nJob;
-    aJob[iJob].iLast = f->n*(iJob+1)/nJob;
-  }
-  for(iJob=1; iJob<nJob; iJob++){
-    aJob[iJob].bThread = pthread_create(&aJob[iJob].tid, 0, repackJobRun, &aJob[iJob])==0;
-  }
-  repackJobRun(&aJob[0]);
-  for(iJob=1; iJob<nJob; iJob++){
-    if( aJob[iJob].bThread ) pthread_join(aJob[iJob].tid, 0);
-    else repackJobRun(&aJob[iJob]);          /* no thread: do it here */
-  }
-  for(iJob=0; iJob<nJob; iJob++) bFail |= aJob[iJob].bFail;
-  if( bFail ) repackUndo(f);
-}
-
-/* True if the keys of flush f (ascending) all lie past the largest key of
-** an ordered store, and there are enough of them for a bulk load to beat a
-** batch (it drops the column set and, on the host, may rebuild the tree):
-** they are all new, so found/old are all 0. */
-static int flushAppends(GpudsTable *p, const GpudsFlush *f){
-  gpuds_scan s;
-  int64_t kMax = 0;
-  uint64_t v = 0;
-  size_t nOut = 0;
-  if( p->eKind!=GPUDS_ORDERED || f->n<FLUSH_APPEND_MIN ) return 0;
-  memset(&s, 0, sizeof(s));
-  s.lo = INT64_MIN; s.hi = INT64_MAX; s.desc = 1;
-  if( gpudsStoreScan(p, &s, 1, &kMax, &v, &nOut)!=SQLITE_OK ){
-    sqlite3_free(p->base.zErrMsg);         /* not an error: take the batch path */
-    p->base.zErrMsg = 0;
-    return 0;
-  }
-  return nOut==1 && f->aKey[0]>kMax;
-}
-
 /* Apply the overlay to the store as one batch and empty the overlay.
 ** Unless bForce, only when the overlay is past its bound and no cursor is
 ** open.  All-or-nothing: on error the store and the overlay are unchanged. */
 int gpudsWbufFlush(GpudsTable *p, int bForce){
   GpudsWbuf *w = &p->wb;
   GpudsFlush *f = 0;
-  uint8_t *aOp = 0;
-  size_t n = (size_t)w->nOver, i;
-  int rc = SQLITE_OK, bAllUpsert = 1;
+  size_t n = (size_t)w->nOver;
+  int rc = SQLITE_OK;
 
   if( n==0 ) return SQLITE_OK;
   if( !bForce && (w->nOver < p->nFlushRows || p->nCursor>0) ) return SQLITE_OK;
@@ -490,9 +279,8 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     f->aKey = malloc(n*8);
     f->aNew = malloc(n*8);
     f->aFound = malloc(n);
-    aOp = malloc(n);
   }
-  if( f==0 || !f->aKey || !f->aNew || !f->aFound || !aOp ){
+  if( f==0 || !f->aKey || !f->aNew || !f->aFound ){
     rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
     goto flush_out;
   }
@@ -506,30 +294,17 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
     rc = gpudsVtabError(p, rc, "write buffer: out of memory");
     goto flush_out;
   }
-  for(i=0; i<n; i++){
-    aOp[i] = f->aNew[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
-    if( f->aNew[i]==0 ) bAllUpsert = 0;
-  }
-  repackRows(p, f);
+  /* A table read in key order (gfsl, or gpuhash with its host mirror)
+  ** scans the rows in key order later: copy them there now (arena.c).  A
+  ** hash table without its mirror reads every row through a lookup
+  ** anyway. */
+  if( gpudsStoreOrdered(p) ) gpudsRowsRepack(f->aNew, n, gpudsLoaderCopy, &f->aOrig);
 
-  if( bAllUpsert && (p->pOps->xCount(p->pStore)==0 || flushAppends(p, f)) ){
-    /* Only inserts, into an empty store or past its largest key (keys
-    ** written in order): the bulk-build path. */
-    rc = gpudsStoreBulk(p, n, f->aKey, f->aNew);
-    memset(f->aFound, 0, n);      /* no old values: aOld stays NULL */
-  }else{
-    f->aOld = malloc(n*8);
-    if( f->aOld==0 ){
-      rc = gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-      goto flush_out;
-    }
-    rc = gpudsStoreBatch(p, n, aOp, f->aKey, f->aNew, f->aFound, f->aOld);
-  }
+  rc = gpudsStoreFlush(p, f);
   if( rc ) goto flush_out;
   p->nFlush++;
 
   /* Success: log the flush, swap in the empty overlay. */
-  filterAfterBatch(p, f);
   w->aUndo[w->nUndo].eType = UNDO_FLUSH;
   w->aUndo[w->nUndo].bHad = 0;
   w->aUndo[w->nUndo].k = 0;
@@ -541,9 +316,8 @@ int gpudsWbufFlush(GpudsTable *p, int bForce){
   w->nOver = 0;
 
 flush_out:
-  if( f ) repackUndo(f);
-  flushFree(f);
-  free(aOp);
+  if( f ) gpudsRowsRepackUndo(f->aNew, f->n, &f->aOrig);
+  gpudsFlushFree(f);
   return rc;
 }
 
@@ -558,26 +332,9 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
     else rc = overDel(p, u->k);
   }else{
     GpudsFlush *f = (GpudsFlush*)(uintptr_t)u->prev;
-    uint8_t *aOp = malloc(f->n ? f->n : 1);
     size_t i;
-    if( aOp==0 ) return gpudsVtabError(p, SQLITE_NOMEM, "out of memory");
-    for(i=0; i<f->n; i++){
-      aOp[i] = f->aFound[i] ? GPUDS_OP_UPSERT : GPUDS_OP_DELETE;
-    }
-    /* (after a bulk load aOld is NULL: every key was new, every operation
-    ** a delete, and xBatch takes no values for a batch without an upsert) */
-    rc = gpudsStoreBatch(p, f->n, aOp, f->aKey, f->aOld, 0, 0);
-    free(aOp);
+    rc = gpudsStoreUndo(p, f);
     if( rc ) return rc;
-    /* Keys the undo put back in the store may have left the filter in a
-    ** rebuild since the flush: add them again. */
-    {
-      int bFull = 0;
-      for(i=0; i<f->n; i++){
-        if( f->aFound[i] ) bFull |= gpudsFilterAdd(&p->filter, f->aKey[i]);
-      }
-      if( bFull ) filterRebuild(p);
-    }
     /* Put the flushed values back into the overlay.  In a partial rollback
     ** the overlay is empty here (everything after the flush was logged and
     ** has been undone).  In a full rollback it may still hold first writes
@@ -596,7 +353,7 @@ static int undoOne(GpudsTable *p, GpudsUndo *u){
         f->aNew[i] = v;
       }
     }
-    flushFree(f);
+    gpudsFlushFree(f);
   }
   return rc;
 }
@@ -719,7 +476,9 @@ int gpudsWbufRollback(GpudsTable *p){
 }
 
 /* The transaction committed (its writes are in the store, flushed by
-** xSync): free the rows it displaced and forget the log. */
+** xSync): free the rows it displaced in the overlay, hand its flushes to
+** the copy and forget the log.  Before the copy learns of the commit
+** (gpudsShadowCommitted), which may release the flushes. */
 void gpudsWbufCommit(GpudsTable *p){
   GpudsWbuf *w = &p->wb;
   int64_t i, nRows = w->nUndo;
@@ -729,14 +488,18 @@ void gpudsWbufCommit(GpudsTable *p){
     if( u->eType==UNDO_PUT ){
       if( u->bHad ) gpudsRowGarbage(p, u->prev);
     }else{
+      /* The flush is a version of the copy, which keeps it (and the rows
+      ** it displaced) while a snapshot older than the commit may read
+      ** them (copy.c); the originals of repacked rows were the write
+      ** buffer's alone. */
       GpudsFlush *f = (GpudsFlush*)(uintptr_t)u->prev;
       size_t j;
       nRows += (int64_t)f->n;
-      for(j=0; j<f->n; j++){
-        if( f->aOld && f->aFound[j] ) gpudsRowGarbage(p, f->aOld[j]);
-        if( f->aOrig && f->aOrig[j]!=f->aNew[j] ) gpudsRowGarbage(p, f->aOrig[j]);
+      for(j=0; f->aOrig && j<f->n; j++){
+        if( f->aOrig[j]!=f->aNew[j] ) gpudsRowGarbage(p, f->aOrig[j]);
       }
-      flushFree(f);
+      free(f->aOrig);
+      f->aOrig = 0;
     }
   }
   w->nUndo = 0;
