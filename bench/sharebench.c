@@ -3,8 +3,15 @@
 ** table's copy (ext/copy.c), and what a process costs: the figures of issue
 ** "One copy per process".
 **
-**   sharebench --ext build/gpuds [--rows N] [--db FILE] [--module gfsl|gpuhash]
-**              [--seconds S] [--threads 1,2,4,8] [--procs 4] [--json FILE]
+**   sharebench --ext build/gpuds [--rows N] [--db FILE] [--module gfsl|gpuhash|sqlite]
+**              [--seconds S] [--threads 1,2,4,8] [--procs 4] [--memstatus 0|1]
+**              [--json FILE]
+**
+** --module sqlite runs the same on an ordinary table (its page cache
+** holding it): how far SQLite itself lets threads scale on this machine.
+** --memstatus 0 turns off SQLite's memory statistics
+** (SQLITE_CONFIG_MEMSTATUS), whose one process-wide mutex every
+** allocation takes while they are on (SQLite's default).
 **
 ** 1. memory: one connection reads the table (a point query, a column
 **    query: the store and the column set built); then connections 2..8 do
@@ -84,7 +91,21 @@ static sqlite3 *openDb(void){
   sqlite3_busy_timeout(db, 60000);
   sqlite3_enable_load_extension(db, 1);
   if( sqlite3_load_extension(db, zExt, 0, &zErr) ) die("cannot load the extension: %s", zErr);
+  if( strcmp(zMod, "sqlite")==0 ){
+    char *z = sqlite3_mprintf("PRAGMA cache_size=%lld; PRAGMA mmap_size=34359738368",
+                              -(long long)(nRows/8 + 2000));
+    sqlite3_exec(db, z, 0, 0, 0);
+    sqlite3_free(z);
+  }
   return db;
+}
+
+/* Whether SQLite keeps its memory statistics (it counts no memory when
+** they are off). */
+static int memstatusOn(void){
+  sqlite3_int64 nNow = 0, nHigh = 0;
+  sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &nNow, &nHigh, 0);
+  return nNow>0;
 }
 
 static void exec(sqlite3 *db, const char *zSql){
@@ -120,10 +141,12 @@ static void makeTable(void){
   printf("making %lld rows in %s (%s)...\n", (long long)nRows, zDb, zMod);
   fflush(stdout);
   exec(db, "PRAGMA journal_mode=wal; DROP TABLE IF EXISTS t");
-  zSql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING %s(k INTEGER PRIMARY KEY, v INTEGER, s TEXT, r REAL);"
+  zSql = sqlite3_mprintf("CREATE %s t%s%s(k INTEGER PRIMARY KEY, v INTEGER, s TEXT, r REAL);"
       "BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<%lld)"
       " INSERT INTO t SELECT i, (i*7919)%%1000003, 's'||(i%%100003), i*0.5 FROM c; COMMIT",
-      zMod, (long long)nRows);
+      strcmp(zMod, "sqlite") ? "VIRTUAL TABLE" : "TABLE",
+      strcmp(zMod, "sqlite") ? " USING " : "", strcmp(zMod, "sqlite") ? zMod : "",
+      (long long)nRows);
   exec(db, zSql);
   sqlite3_free(zSql);
   sqlite3_close(db);
@@ -284,7 +307,8 @@ static void processes(sqlite3 *db0, int64_t gpu0){
 
 static void usage(void){
   fprintf(stderr, "usage: sharebench [--ext PATH] [--rows N] [--db FILE] [--module gfsl|gpuhash]\n"
-                  "                  [--seconds S] [--threads 1,2,4,8] [--procs P] [--json FILE]\n");
+                  "                  [--seconds S] [--threads 1,2,4,8] [--procs P] [--memstatus 0|1]\n"
+                  "                  [--json FILE]\n");
   exit(2);
 }
 
@@ -293,6 +317,11 @@ int main(int argc, char **argv){
   int64_t rss0, gpu0, aRss[MAX_CONN+1], aGpu[MAX_CONN+1];
   double rPt, rCol, aRate[2][16];
   int i, j, bChild = 0;
+  for(i=1; i+1<argc; i++){                /* before SQLite initializes */
+    if( strcmp(argv[i], "--memstatus")==0 ){
+      sqlite3_config(SQLITE_CONFIG_MEMSTATUS, atoi(argv[i+1]));
+    }
+  }
   for(i=1; i<argc; i++){
     if( i+1>=argc ) usage();
     if( strcmp(argv[i], "--ext")==0 ) zExt = argv[++i];
@@ -301,6 +330,7 @@ int main(int argc, char **argv){
     else if( strcmp(argv[i], "--module")==0 ) zMod = argv[++i];
     else if( strcmp(argv[i], "--seconds")==0 ) rSeconds = strtod(argv[++i], 0);
     else if( strcmp(argv[i], "--procs")==0 ) nProcs = atoi(argv[++i]);
+    else if( strcmp(argv[i], "--memstatus")==0 ) i++;
     else if( strcmp(argv[i], "--child")==0 ){ bChild = 1; i++; }
     else if( strcmp(argv[i], "--json")==0 ){
       pJson = fopen(argv[++i], "w");
@@ -334,9 +364,10 @@ int main(int argc, char **argv){
     aGpu[i+1] = gpuUsed(aDb[0]) - gpu0;
     if( i==0 ) printf("connection 1 (loads the table, builds the column set): point %.1f ms, column %.1f ms\n", a, b);
   }
-  printf("%s, %lld rows, %s; GPUDS_SHARE=%s\n", zMod, (long long)nRows,
+  printf("%s, %lld rows, %s; GPUDS_SHARE=%s; SQLite %s, memory statistics %s\n", zMod, (long long)nRows,
          oneInt(aDb[0], "SELECT json_extract(gpuds_info(), '$.backend')='cuda'") ? "cuda" : "host",
-         getenv("GPUDS_SHARE") ? getenv("GPUDS_SHARE") : "(unset: shared)");
+         getenv("GPUDS_SHARE") ? getenv("GPUDS_SHARE") : "(unset: shared)",
+         sqlite3_libversion(), memstatusOn() ? "on" : "off");
   printf("memory of the process beyond what it held before (resident; GPU in use):\n");
   for(i=1; i<=MAX_CONN; i++){
     if( i==1 || i==4 || i==8 ){
