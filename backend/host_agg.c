@@ -21,6 +21,7 @@
 ** rows were shared out, nor on whether the set is in key order.
 */
 #include "gpuds_backend.h"
+#include "gpuds_aggrules.h"
 #include "gpuds_colval.h"
 #include "gpuds_sort.h"
 #include "gpuds_mix.h"
@@ -105,26 +106,6 @@ static inline void colOf(const HostCols *p, int iCol, int64_t i, uint8_t *pT, ui
   *pV = p->aVal[(size_t)iCol*(size_t)p->n + (size_t)i];
 }
 
-/* Is v in the ascending list a[0..n)? */
-static int inList(const uint64_t *a, int64_t n, uint64_t v){
-  int64_t lo = 0, hi = n;
-  while( lo<hi ){
-    int64_t mid = lo + (hi-lo)/2;
-    if( a[mid]==v ) return 1;
-    if( a[mid]<v ) lo = mid+1; else hi = mid;
-  }
-  return 0;
-}
-
-/* Does a TEXT or BLOB value have 8 bytes listed as ambiguous? */
-static int ambiguous(uint8_t tag, uint64_t val, const uint64_t *a, int64_t n){
-  return n>0 && gpudsColClass(tag)>=2 && inList(a, n, val);
-}
-
-static int64_t satAdd(int64_t a, int64_t b){      /* a, b of one sign */
-  if( b>0 ) return a > INT64_MAX - b ? INT64_MAX : a + b;
-  return a < INT64_MIN - b ? INT64_MIN : a + b;
-}
 
 /* ------------------------------------------------------------- groups */
 
@@ -291,8 +272,8 @@ static void stateMerge(const AggPlan *P, Slot *S, const Slot *S2){
       case GPUDS_AGG_SUM:
         A[SUM_N].i += B[SUM_N].i;
         A[SUM_NREAL].i += B[SUM_NREAL].i;
-        A[SUM_POS].i = satAdd(A[SUM_POS].i, B[SUM_POS].i);
-        A[SUM_NEG].i = satAdd(A[SUM_NEG].i, B[SUM_NEG].i);
+        A[SUM_POS].i = aggSatAdd(A[SUM_POS].i, B[SUM_POS].i);
+        A[SUM_NEG].i = aggSatAdd(A[SUM_NEG].i, B[SUM_NEG].i);
         gpudsColKbnMerge(&A[SUM_S].d, &A[SUM_C].d, B[SUM_S].d, B[SUM_C].d);
         break;
       case GPUDS_AGG_MIN: case GPUDS_AGG_MAX:
@@ -330,8 +311,8 @@ static int rowAdd(AggPart *w, int64_t g, int64_t i){
         A[SUM_N].i++;
         if( tag==GPUDS_TAG_INT ){
           int64_t v = (int64_t)val;
-          if( v>0 ) A[SUM_POS].i = satAdd(A[SUM_POS].i, v);
-          else if( v<0 ) A[SUM_NEG].i = satAdd(A[SUM_NEG].i, v);
+          if( v>0 ) A[SUM_POS].i = aggSatAdd(A[SUM_POS].i, v);
+          else if( v<0 ) A[SUM_NEG].i = aggSatAdd(A[SUM_NEG].i, v);
         }else{
           A[SUM_NREAL].i++;
           gpudsColKbnAdd(&A[SUM_S].d, &A[SUM_C].d, gpudsColDouble(val));
@@ -371,7 +352,7 @@ static int rowUndecided(const AggPlan *P, int64_t i, uint8_t *kt, uint64_t *kv){
     uint64_t val, v2;
     colOf(p, pK->iCol, i, &tag, &val);
     if( pK->op==GPUDS_AGGKEY_COL ){
-      if( ambiguous(tag, val, pK->aAmbig, pK->nAmbig) ) return 1;
+      if( aggAmbiguous(tag, val, pK->aAmbig, pK->nAmbig) ) return 1;
       gpudsColCanon(tag, val, &kt[k], &kv[k]);
     }else{
       if( !gpudsColDivMod(pK->op, pK->n, tag, val, &t2, &v2) ) return 1;
@@ -386,7 +367,7 @@ static int rowUndecided(const AggPlan *P, int64_t i, uint8_t *kt, uint64_t *kv){
     colOf(p, pF->iCol, i, &tag, &val);
     if( gpudsColClass(tag)<2 ) continue;
     if( pF->fn==GPUDS_AGG_SUM ) return 1;
-    if( ambiguous(tag, val, pF->aAmbig, pF->nAmbig) ) return 1;
+    if( aggAmbiguous(tag, val, pF->aAmbig, pF->nAmbig) ) return 1;
   }
   return 0;
 }
