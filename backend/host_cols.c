@@ -64,16 +64,6 @@ static int colsLoad(gpuds_cols **pp, int nCol, int64_t n, int bSorted,
   return GPUDS_OK;
 }
 
-/* First index i in sorted a[0..n-1] with a[i] >= k. */
-int64_t gpudsHostLowerBound(const int64_t *a, int64_t n, int64_t k){
-  int64_t lo = 0, hi = n;
-  while( lo<hi ){
-    int64_t mid = lo + (hi-lo)/2;
-    if( a[mid]<k ) lo = mid+1; else hi = mid;
-  }
-  return lo;
-}
-
 /* ------------------------------------------------------------- queries */
 
 /* One thread's share of a query's filter: rows [r0, r1), their matches'
