@@ -317,11 +317,6 @@ int main(int argc, char **argv){
   int64_t rss0, gpu0, aRss[MAX_CONN+1], aGpu[MAX_CONN+1];
   double rPt, rCol, aRate[2][16];
   int i, j, bChild = 0;
-  for(i=1; i+1<argc; i++){                /* before SQLite initializes */
-    if( strcmp(argv[i], "--memstatus")==0 ){
-      sqlite3_config(SQLITE_CONFIG_MEMSTATUS, atoi(argv[i+1]));
-    }
-  }
   for(i=1; i<argc; i++){
     if( i+1>=argc ) usage();
     if( strcmp(argv[i], "--ext")==0 ) zExt = argv[++i];
@@ -330,7 +325,11 @@ int main(int argc, char **argv){
     else if( strcmp(argv[i], "--module")==0 ) zMod = argv[++i];
     else if( strcmp(argv[i], "--seconds")==0 ) rSeconds = strtod(argv[++i], 0);
     else if( strcmp(argv[i], "--procs")==0 ) nProcs = atoi(argv[++i]);
-    else if( strcmp(argv[i], "--memstatus")==0 ) i++;
+    else if( strcmp(argv[i], "--memstatus")==0 ){
+      /* No SQLite call comes before the arguments are read: SQLite is not
+      ** initialized yet, as sqlite3_config requires. */
+      sqlite3_config(SQLITE_CONFIG_MEMSTATUS, atoi(argv[++i]));
+    }
     else if( strcmp(argv[i], "--child")==0 ){ bChild = 1; i++; }
     else if( strcmp(argv[i], "--json")==0 ){
       pJson = fopen(argv[++i], "w");
