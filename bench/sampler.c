@@ -21,8 +21,15 @@
 ** extension) are still resolved.  Samples past SAMPLER_MAX (default 2^21)
 ** are counted and dropped.  Child processes are not sampled: SAMPLER_OUT
 ** and LD_PRELOAD are removed from the environment at start.
+**
+** SAMPLER_THREADS=1 samples every thread the process starts as well (this
+** library's pthread_create gives each new thread a timer of its own): where
+** threads that should run side by side wait for one another.  A thread
+** blocked in the kernel is sampled where it entered it (a futex wait, a
+** driver call), which is the point: wall-clock time, not CPU time.
 */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,12 +102,62 @@ static void writeSamples(void){
   fprintf(stderr, "sampler: %ld samples to %s (%ld dropped)\n", n, zOut, nSample-n);
 }
 
-__attribute__((constructor)) static void samplerStart(void){
-  const char *z = getenv("SAMPLER_OUT");
-  struct sigaction sa;
+static long nPeriodUs;           /* SAMPLER_US */
+static int bThreads;             /* SAMPLER_THREADS=1 */
+
+/* Aim a CLOCK_MONOTONIC timer at the calling thread: 1 if *pTm is it. */
+static int timerForThisThread(timer_t *pTm){
   struct sigevent se;
   struct itimerspec its;
   timer_t tm;
+  memset(&se, 0, sizeof(se));
+  se.sigev_notify = SIGEV_THREAD_ID;
+  se.sigev_signo = SIGPROF;
+  se._sigev_un._tid = gettid();
+  if( timer_create(CLOCK_MONOTONIC, &se, &tm) ){ perror("sampler: timer_create"); return 0; }
+  its.it_interval.tv_sec = nPeriodUs/1000000;
+  its.it_interval.tv_nsec = (nPeriodUs%1000000)*1000L;
+  its.it_value = its.it_interval;
+  timer_settime(tm, 0, &its, 0);
+  *pTm = tm;
+  return 1;
+}
+
+/* A new thread's start (SAMPLER_THREADS): its own timer, then its work. */
+typedef struct ThreadStart { void *(*xMain)(void*); void *pArg; } ThreadStart;
+static void *threadMain(void *pArg){
+  ThreadStart s = *(ThreadStart*)pArg;
+  timer_t tm;
+  int bTimer;
+  void *pRet;
+  free(pArg);
+  bTimer = timerForThisThread(&tm);
+  pRet = s.xMain(s.pArg);
+  if( bTimer ) timer_delete(tm);     /* it would fire on for nobody */
+  return pRet;
+}
+
+/* pthread_create, which with SAMPLER_THREADS samples the new thread too. */
+int pthread_create(pthread_t *pTid, const pthread_attr_t *pAttr,
+                   void *(*xMain)(void*), void *pArg){
+  static int (*xReal)(pthread_t*, const pthread_attr_t*, void *(*)(void*), void*);
+  ThreadStart *s;
+  if( xReal==0 ) xReal = dlsym(RTLD_NEXT, "pthread_create");
+  if( !bThreads || zOut[0]==0 || (s = malloc(sizeof(*s)))==0 ){
+    return xReal(pTid, pAttr, xMain, pArg);
+  }
+  s->xMain = xMain;
+  s->pArg = pArg;
+  {
+    int rc = xReal(pTid, pAttr, threadMain, s);
+    if( rc ) free(s);
+    return rc;
+  }
+}
+
+__attribute__((constructor)) static void samplerStart(void){
+  const char *z = getenv("SAMPLER_OUT");
+  struct sigaction sa;
   pthread_t tid;
   long us = getenv("SAMPLER_US") ? atol(getenv("SAMPLER_US")) : 1000;
   char zMaps[1100];
@@ -110,6 +167,8 @@ __attribute__((constructor)) static void samplerStart(void){
   unsetenv("LD_PRELOAD");
   nMax = getenv("SAMPLER_MAX") ? atol(getenv("SAMPLER_MAX")) : (1L<<21);
   if( us<10 ) us = 10;
+  nPeriodUs = us;
+  bThreads = getenv("SAMPLER_THREADS") && atoi(getenv("SAMPLER_THREADS"))==1;
   aPc = malloc(sizeof(uintptr_t)*2*(size_t)nMax);
   aT = malloc(sizeof(float)*(size_t)nMax);
   if( aPc==0 || aT==0 ){ zOut[0] = 0; return; }
@@ -120,15 +179,13 @@ __attribute__((constructor)) static void samplerStart(void){
   sa.sa_sigaction = onSample;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigaction(SIGPROF, &sa, 0);
-  memset(&se, 0, sizeof(se));
-  se.sigev_notify = SIGEV_THREAD_ID;
-  se.sigev_signo = SIGPROF;
-  se._sigev_un._tid = gettid();
-  if( timer_create(CLOCK_MONOTONIC, &se, &tm) ){ perror("sampler: timer_create"); return; }
-  its.it_interval.tv_sec = us/1000000;
-  its.it_interval.tv_nsec = (us%1000000)*1000L;
-  its.it_value = its.it_interval;
-  timer_settime(tm, 0, &its, 0);
-  pthread_create(&tid, 0, mapsThread, 0);
+  {
+    timer_t tm;
+    int b = bThreads;
+    timerForThisThread(&tm);
+    bThreads = 0;                 /* the maps thread is not sampled */
+    pthread_create(&tid, 0, mapsThread, 0);
+    bThreads = b;
+  }
   atexit(writeSamples);
 }

@@ -5,7 +5,7 @@
 **
 **   sharebench --ext build/gpuds [--rows N] [--db FILE] [--module gfsl|gpuhash|sqlite]
 **              [--seconds S] [--threads 1,2,4,8] [--procs 4] [--memstatus 0|1]
-**              [--json FILE]
+**              [--txn Q] [--json FILE]
 **
 ** --module sqlite runs the same on an ordinary table (its page cache
 ** holding it): how far SQLite itself lets threads scale on this machine.
@@ -24,7 +24,12 @@
 ** 3. threads: T threads, each with its own connection (opened and warmed
 **    first), run point queries (SELECT s FROM t WHERE k=?) for S seconds,
 **    then column queries (SELECT count(*) FROM t WHERE v=?): queries a
-**    second for each T, and the ratio to one thread's.
+**    second for each T, the ratio to one thread's, and the cores the
+**    process kept busy meanwhile (user and system CPU time over the
+**    wall-clock time: threads that wait for one another keep fewer busy
+**    than they are).  --txn Q runs each thread's queries Q to a read
+**    transaction (BEGIN ... COMMIT) instead of each in its own: what the
+**    per-statement transaction of SQLite (its WAL read lock) costs.
 ** 4. processes: P processes (this program again, --child), each opening
 **    the database and answering its first point and column query: each
 **    one's time and resident memory, and the GPU memory in use while all
@@ -43,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <sys/resource.h>
+#include <errno.h>
 
 #define MAX_CONN 8
 
@@ -54,6 +61,7 @@ static double rSeconds = 2.0;
 static int aThreads[16] = {1, 2, 4, 8};
 static int nThreadSet = 4;
 static int nProcs = 4;
+static int nTxn = 1;                /* --txn: queries a read transaction */
 static FILE *pJson = 0;
 
 static void die(const char *zFmt, const char *zArg){
@@ -182,39 +190,74 @@ static void firstAnswers(sqlite3 *db, double *pPoint, double *pCol){
 }
 
 /* ------------------------------------------------------------ threads */
+/* One thread's state, a cache line pair of its own: the counters every
+** query moves stay off its neighbours' lines. */
 typedef struct Worker {
   sqlite3 *db;
   const char *zSql;
   int bPoint;
-  uint64_t x;               /* PRNG state */
+  uint64_t x;               /* PRNG seed */
   int64_t nDone;
   pthread_t tid;
-} Worker;
+} __attribute__((aligned(128))) Worker;
 
 static volatile int bGo, bStop;
+
+/* Run zSql on db (BEGIN, COMMIT). */
+static void execOn(sqlite3 *db, const char *zSql){
+  if( sqlite3_exec(db, zSql, 0, 0, 0) ) die("%s", sqlite3_errmsg(db));
+}
 
 static void *workerMain(void *pArg){
   Worker *w = (Worker*)pArg;
   sqlite3_stmt *p;
+  uint64_t x = w->x;
+  int64_t nDone = 0;
   if( sqlite3_prepare_v2(w->db, w->zSql, -1, &p, 0) ) die("%s", sqlite3_errmsg(w->db));
   runOnce(p, 1);                          /* warm */
   while( !__atomic_load_n(&bGo, __ATOMIC_ACQUIRE) ) usleep(100);
   while( !__atomic_load_n(&bStop, __ATOMIC_ACQUIRE) ){
     int i;
+    if( nTxn>1 ) execOn(w->db, "BEGIN");
     for(i=0; i<64; i++){
-      w->x ^= w->x<<13; w->x ^= w->x>>7; w->x ^= w->x<<17;
-      runOnce(p, w->bPoint ? (int64_t)(w->x % (uint64_t)nRows) + 1 : (int64_t)(w->x % 1000003));
+      x ^= x<<13; x ^= x>>7; x ^= x<<17;
+      runOnce(p, w->bPoint ? (int64_t)(x % (uint64_t)nRows) + 1 : (int64_t)(x % 1000003));
+      if( nTxn>1 && (i+1)%nTxn==0 && i<63 ){ execOn(w->db, "COMMIT"); execOn(w->db, "BEGIN"); }
     }
-    w->nDone += 64;
+    if( nTxn>1 ) execOn(w->db, "COMMIT");
+    nDone += 64;
   }
   sqlite3_finalize(p);
+  w->nDone = nDone;
   return 0;
 }
 
-/* Queries a second of nT threads running zSql for rSeconds. */
-static double threadRate(sqlite3 **aDb, int nT, const char *zSql, int bPoint){
+/* Sleep rSec seconds of wall-clock time, whatever signals come (a
+** sampling profiler's every millisecond). */
+static void sleepFor(double rSec){
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_sec += (time_t)rSec;
+  t.tv_nsec += (long)((rSec - (double)(time_t)rSec)*1e9);
+  if( t.tv_nsec>=1000000000L ){ t.tv_sec++; t.tv_nsec -= 1000000000L; }
+  while( clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, 0)==EINTR ){}
+}
+
+/* CPU time the process has used, seconds: user (*pUser) + system. */
+static double cpuSeconds(double *pUser){
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  *pUser = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec*1e-6;
+  return *pUser + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec*1e-6;
+}
+
+/* Queries a second of nT threads running zSql for rSeconds; *pCores and
+** *pUser: the cores the process kept busy meanwhile (all, and in user
+** mode). */
+static double threadRate(sqlite3 **aDb, int nT, const char *zSql, int bPoint,
+                         double *pCores, double *pUser){
   Worker aW[MAX_CONN];
-  double t0, t1;
+  double t0, t1, c0, c1, u0, u1;
   int64_t n = 0;
   int i;
   bGo = bStop = 0;
@@ -226,13 +269,17 @@ static double threadRate(sqlite3 **aDb, int nT, const char *zSql, int bPoint){
     aW[i].x = 0x9e3779b97f4a7c15ULL * (uint64_t)(i+1);
     pthread_create(&aW[i].tid, 0, workerMain, &aW[i]);
   }
-  usleep(200000);                         /* every worker warmed */
+  sleepFor(0.2);                          /* every worker warmed */
   t0 = now();
+  c0 = cpuSeconds(&u0);
   __atomic_store_n(&bGo, 1, __ATOMIC_RELEASE);
-  usleep((useconds_t)(rSeconds*1e6));
+  sleepFor(rSeconds);
   __atomic_store_n(&bStop, 1, __ATOMIC_RELEASE);
   for(i=0; i<nT; i++){ pthread_join(aW[i].tid, 0); n += aW[i].nDone; }
   t1 = now();
+  c1 = cpuSeconds(&u1);
+  *pCores = (c1-c0)/(t1-t0);
+  *pUser = (u1-u0)/(t1-t0);
   return (double)n/(t1-t0);
 }
 
@@ -308,14 +355,14 @@ static void processes(sqlite3 *db0, int64_t gpu0){
 static void usage(void){
   fprintf(stderr, "usage: sharebench [--ext PATH] [--rows N] [--db FILE] [--module gfsl|gpuhash]\n"
                   "                  [--seconds S] [--threads 1,2,4,8] [--procs P] [--memstatus 0|1]\n"
-                  "                  [--json FILE]\n");
+                  "                  [--txn Q] [--json FILE]\n");
   exit(2);
 }
 
 int main(int argc, char **argv){
   sqlite3 *aDb[MAX_CONN];
   int64_t rss0, gpu0, aRss[MAX_CONN+1], aGpu[MAX_CONN+1];
-  double rPt, rCol, aRate[2][16];
+  double rPt, rCol, aRate[2][16], aCores[2][16], aUser[2][16];
   int i, j, bChild = 0;
   for(i=1; i<argc; i++){
     if( i+1>=argc ) usage();
@@ -325,6 +372,7 @@ int main(int argc, char **argv){
     else if( strcmp(argv[i], "--module")==0 ) zMod = argv[++i];
     else if( strcmp(argv[i], "--seconds")==0 ) rSeconds = strtod(argv[++i], 0);
     else if( strcmp(argv[i], "--procs")==0 ) nProcs = atoi(argv[++i]);
+    else if( strcmp(argv[i], "--txn")==0 ) nTxn = atoi(argv[++i]);
     else if( strcmp(argv[i], "--memstatus")==0 ){
       /* No SQLite call comes before the arguments are read: SQLite is not
       ** initialized yet, as sqlite3_config requires. */
@@ -363,10 +411,11 @@ int main(int argc, char **argv){
     aGpu[i+1] = gpuUsed(aDb[0]) - gpu0;
     if( i==0 ) printf("connection 1 (loads the table, builds the column set): point %.1f ms, column %.1f ms\n", a, b);
   }
-  printf("%s, %lld rows, %s; GPUDS_SHARE=%s; SQLite %s, memory statistics %s\n", zMod, (long long)nRows,
+  printf("%s, %lld rows, %s; GPUDS_SHARE=%s; SQLite %s, memory statistics %s; %d quer%s a read transaction\n",
+         zMod, (long long)nRows,
          oneInt(aDb[0], "SELECT json_extract(gpuds_info(), '$.backend')='cuda'") ? "cuda" : "host",
          getenv("GPUDS_SHARE") ? getenv("GPUDS_SHARE") : "(unset: shared)",
-         sqlite3_libversion(), memstatusOn() ? "on" : "off");
+         sqlite3_libversion(), memstatusOn() ? "on" : "off", nTxn, nTxn==1 ? "y" : "ies");
   printf("memory of the process beyond what it held before (resident; GPU in use):\n");
   for(i=1; i<=MAX_CONN; i++){
     if( i==1 || i==4 || i==8 ){
@@ -376,8 +425,8 @@ int main(int argc, char **argv){
     }
   }
   if( pJson ){
-    fprintf(pJson, "{\"module\":\"%s\",\"rows\":%lld,\"share\":\"%s\",\"memory\":[", zMod, (long long)nRows,
-            getenv("GPUDS_SHARE") ? getenv("GPUDS_SHARE") : "");
+    fprintf(pJson, "{\"module\":\"%s\",\"rows\":%lld,\"share\":\"%s\",\"txn\":%d,\"memory\":[", zMod,
+            (long long)nRows, getenv("GPUDS_SHARE") ? getenv("GPUDS_SHARE") : "", nTxn);
     for(i=1; i<=MAX_CONN; i++){
       fprintf(pJson, "%s{\"connections\":%d,\"rss_bytes\":%lld,\"gpu_bytes\":%lld}", i>1 ? "," : "", i,
               (long long)aRss[i], (long long)aGpu[i]);
@@ -410,14 +459,17 @@ int main(int argc, char **argv){
     const char *zWhat = j==0 ? "point" : "column";
     printf("%s queries, %s:\n", zWhat, j==0 ? SQL_POINT : SQL_COLUMN);
     for(i=0; i<nThreadSet; i++){
-      aRate[j][i] = threadRate(aDb, aThreads[i], j==0 ? SQL_POINT : SQL_COLUMN, j==0);
-      printf("  %d thread%s: %.0f queries/s (%.2fx one thread)\n", aThreads[i], aThreads[i]>1 ? "s" : " ",
-             aRate[j][i], aRate[j][i]/aRate[j][0]);
+      aRate[j][i] = threadRate(aDb, aThreads[i], j==0 ? SQL_POINT : SQL_COLUMN, j==0,
+                               &aCores[j][i], &aUser[j][i]);
+      printf("  %d thread%s: %.0f queries/s (%.2fx one thread), %.1f cores busy (%.1f user)\n",
+             aThreads[i], aThreads[i]>1 ? "s" : " ", aRate[j][i], aRate[j][i]/aRate[j][0],
+             aCores[j][i], aUser[j][i]);
     }
     if( pJson ){
       fprintf(pJson, ",\"%s_threads\":[", zWhat);
       for(i=0; i<nThreadSet; i++){
-        fprintf(pJson, "%s{\"threads\":%d,\"qps\":%.1f}", i ? "," : "", aThreads[i], aRate[j][i]);
+        fprintf(pJson, "%s{\"threads\":%d,\"qps\":%.1f,\"cores\":%.2f,\"user_cores\":%.2f}",
+                i ? "," : "", aThreads[i], aRate[j][i], aCores[j][i], aUser[j][i]);
       }
       fprintf(pJson, "]");
     }
