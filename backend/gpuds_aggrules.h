@@ -25,6 +25,7 @@
 #include <math.h>
 #include "gpuds_backend.h"
 #include "gpuds_colval.h"
+#include "gpuds_search.h"
 
 /* A row's class (aggClassify). */
 #define AGG_ST_OUT      0     /* not read: outside [lo, hi] or skipped */
@@ -112,30 +113,14 @@ GPUDS_HD void aggColOf(const AggReq *r, int iCol, int64_t i, uint8_t *pT, uint64
   *pV = r->val[(int64_t)iCol*r->n + i];
 }
 
-/* Is v in the ascending list a[0..n)? */
-GPUDS_HD int aggInList(const uint64_t *a, int64_t n, uint64_t v){
-  int64_t lo = 0, hi = n;
-  while( lo<hi ){
-    int64_t mid = lo + (hi-lo)/2;
-    if( a[mid]==v ) return 1;
-    if( a[mid]<v ) lo = mid+1; else hi = mid;
-  }
-  return 0;
-}
-
 /* Does a TEXT or BLOB value have 8 bytes listed as ambiguous? */
 GPUDS_HD int aggAmbiguous(uint8_t tag, uint64_t val, const uint64_t *a, int64_t n){
-  return n>0 && gpudsColClass(tag)>=2 && aggInList(a, n, val);
+  return n>0 && gpudsColClass(tag)>=2 && gpudsHasWord(a, n, val);
 }
 
 /* Is key k in the skip list? */
 GPUDS_HD int aggSkipped(const AggReq *r, int64_t k){
-  int64_t a = 0, b = r->nSkip;
-  while( a<b ){
-    int64_t mid = a + (b-a)/2;
-    if( r->skip[mid]<k ) a = mid+1; else b = mid;
-  }
-  return a<r->nSkip && r->skip[a]==k;
+  return gpudsHasKey(r->skip, r->nSkip, k);
 }
 
 /* The canonical value of group key k in row i: 1, or 0 where it is

@@ -627,8 +627,8 @@ static int planMake(const HostCols *p, const gpuds_agg *a, AggPlan *P){
    && a->aFn[a->iRepFn].fn!=GPUDS_AGG_MAX ) return GPUDS_MISUSE;
   P->i0 = 0; P->i1 = p->n;
   if( p->bSorted ){
-    P->i0 = gpudsHostLowerBound(p->aKey, p->n, q->lo);
-    P->i1 = q->hi==INT64_MAX ? p->n : gpudsHostLowerBound(p->aKey, p->n, q->hi+1);
+    P->i0 = gpudsLowerBound(p->aKey, p->n, q->lo);
+    P->i1 = q->hi==INT64_MAX ? p->n : gpudsLowerBound(p->aKey, p->n, q->hi+1);
     if( P->i1<P->i0 ) P->i1 = P->i0;
   }
   return GPUDS_OK;

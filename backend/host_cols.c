@@ -168,8 +168,8 @@ static int colsQuery(gpuds_cols *pCols, const gpuds_query *q, int64_t *pn,
   }
   if( q->iOrderCol>=p->nCol ) return GPUDS_MISUSE;
   if( p->bSorted ){
-    i0 = gpudsHostLowerBound(p->aKey, p->n, q->lo);
-    i1 = q->hi==INT64_MAX ? p->n : gpudsHostLowerBound(p->aKey, p->n, q->hi+1);
+    i0 = gpudsLowerBound(p->aKey, p->n, q->lo);
+    i1 = q->hi==INT64_MAX ? p->n : gpudsLowerBound(p->aKey, p->n, q->hi+1);
   }
   aIdx = malloc((size_t)(i1>i0 ? i1-i0 : 1)*8);
   if( !aIdx ){ rc = GPUDS_NOMEM; goto query_out; }

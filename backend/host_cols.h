@@ -6,6 +6,7 @@
 #define GPUDS_HOST_COLS_H
 
 #include "gpuds_backend.h"
+#include "gpuds_search.h"
 
 typedef struct HostCols {
   int nCol;
@@ -17,17 +18,6 @@ typedef struct HostCols {
   uint64_t *aVal;
   char zErr[128];
 } HostCols;
-
-/* First index i in sorted a[0..n-1] with a[i] >= k (inline: the filter's
-** blocks call it, host_filter.h). */
-static inline int64_t gpudsHostLowerBound(const int64_t *a, int64_t n, int64_t k){
-  int64_t lo = 0, hi = n;
-  while( lo<hi ){
-    int64_t mid = lo + (hi-lo)/2;
-    if( a[mid]<k ) lo = mid+1; else hi = mid;
-  }
-  return lo;
-}
 
 /* A pass over a set's rows takes one thread a share of at least
 ** HOST_SHARE_MIN rows, and at most HOST_MAX_THREADS threads:

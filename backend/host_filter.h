@@ -44,7 +44,7 @@ static inline int64_t gpudsHostBlock(const HostCols *p, const gpuds_query *q, in
     return n;
   }
   if( p->bSorted && q->nSkip>0 && iSkip<0 && b0<b1 ){
-    iSkip = gpudsHostLowerBound(q->aSkip, q->nSkip, p->aKey[b0]);
+    iSkip = gpudsLowerBound(q->aSkip, q->nSkip, p->aKey[b0]);
   }
   for(i=b0; i<b1; i++){
     int64_t key = p->aKey[i];
@@ -54,7 +54,7 @@ static inline int64_t gpudsHostBlock(const HostCols *p, const gpuds_query *q, in
         while( iSkip<q->nSkip && q->aSkip[iSkip]<key ) iSkip++;
         if( iSkip<q->nSkip && q->aSkip[iSkip]==key ) continue;
       }else{
-        int64_t k = gpudsHostLowerBound(q->aSkip, q->nSkip, key);
+        int64_t k = gpudsLowerBound(q->aSkip, q->nSkip, key);
         if( k<q->nSkip && q->aSkip[k]==key ) continue;
       }
     }

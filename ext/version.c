@@ -34,6 +34,7 @@
 */
 #include "gpuds_int.h"
 SQLITE_EXTENSION_INIT3
+#include "gpuds_search.h"
 #include <string.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -281,12 +282,7 @@ int gpudsVersionNewer(const GpudsTable *p){
 
 /* First index of f's ascending keys that is >= k. */
 static size_t flushLower(const GpudsFlush *f, int64_t k){
-  size_t lo = 0, hi = f->n;
-  while( lo<hi ){
-    size_t mid = lo + (hi-lo)/2;
-    if( f->aKey[mid]<k ) lo = mid+1; else hi = mid;
-  }
-  return lo;
+  return (size_t)gpudsLowerBound(f->aKey, (int64_t)f->n, k);
 }
 
 /* Index of k in the ascending keys of f, or -1. */

@@ -35,6 +35,7 @@ SQLITE_EXTENSION_INIT3
 #include "view_int.h"
 #include "schema.h"
 #include "gpuds_mix.h"
+#include "gpuds_search.h"
 #include <string.h>
 #include <stdlib.h>
 #include <math.h>
@@ -523,7 +524,7 @@ static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
                      const int64_t *aSkip, int64_t nSkip, int *pbOk){
   GpudsTable *p = r->p;
   const uint64_t *aAmbig;
-  int64_t nAmbig, lo = 0, hi, n = 0, *aK = 0;
+  int64_t nAmbig, n = 0, *aK = 0;
   uint64_t *aR = 0;
   gpuds_query q;
   gpuds_term t;
@@ -539,12 +540,7 @@ static int exactText(VRun *r, GpudsViewExact *pX, int iCol, const GpudsValue *v,
   }
   rc = gpudsColsAmbig(p, iCol, &aAmbig, &nAmbig);
   if( rc ) return rc;
-  hi = nAmbig;
-  while( lo<hi ){
-    int64_t mid = lo + (hi-lo)/2;
-    if( aAmbig[mid]==v->val ) return SQLITE_OK;      /* ambiguous: not exact */
-    if( aAmbig[mid]<v->val ) lo = mid+1; else hi = mid;
-  }
+  if( gpudsHasWord(aAmbig, nAmbig, v->val) ) return SQLITE_OK;  /* ambiguous: not exact */
   memset(&q, 0, sizeof(q));
   memset(&t, 0, sizeof(t));
   t.iCol = iCol; t.op = GPUDS_CMP_EQ; t.tag = v->tag; t.val = v->val;
