@@ -33,8 +33,8 @@
 ** copy's latch (version.c), for reading around a read, for writing around
 ** a batch, and a read gives the table's snapshot: the store's answer with
 ** the versions newer than the snapshot laid over it (version.c).  Calls on
-** a backend that takes no concurrent reads (gpudsStoreReadsShared) are
-** also serialised by the copy's muCall.
+** a backend that takes no concurrent reads (its ops' bConcurrentReads is
+** 0) are also serialised by the copy's muCall.
 **
 ** No statement fails because the GPU is full.  A GPU store that runs out of
 ** memory (the GPU's, or the GPUDS_GPU_MEMORY cap's) moves the copy's store
@@ -67,20 +67,20 @@ SQLITE_EXTENSION_INIT3
 #define COLS_DIRTY_MIN 65536
 #define COLS_DIRTY_DIV 8
 
-/* Serialise a read call on a store of pOps where its backend needs it
-** (gpudsStoreReadsShared). */
+/* Serialise a call on a store of pOps where its backend takes no
+** concurrent reads (bConcurrentReads). */
 static void callBegin(GpudsCopy *c, const gpuds_store_ops *pOps){
-  if( !gpudsStoreReadsShared(pOps) ) pthread_mutex_lock(&c->muCall);
+  if( !pOps->bConcurrentReads ) pthread_mutex_lock(&c->muCall);
 }
 static void callEnd(GpudsCopy *c, const gpuds_store_ops *pOps){
-  if( !gpudsStoreReadsShared(pOps) ) pthread_mutex_unlock(&c->muCall);
+  if( !pOps->bConcurrentReads ) pthread_mutex_unlock(&c->muCall);
 }
 /* ... and on a column set of pOps. */
 static void colsCallBegin(GpudsCopy *c, const gpuds_cols_ops *pOps){
-  if( !gpudsColsReadsShared(pOps) ) pthread_mutex_lock(&c->muCall);
+  if( !pOps->bConcurrentReads ) pthread_mutex_lock(&c->muCall);
 }
 static void colsCallEnd(GpudsCopy *c, const gpuds_cols_ops *pOps){
-  if( !gpudsColsReadsShared(pOps) ) pthread_mutex_unlock(&c->muCall);
+  if( !pOps->bConcurrentReads ) pthread_mutex_unlock(&c->muCall);
 }
 
 /* Drop copy c's column set and its log of changed keys (nobody reads it:
@@ -181,6 +181,12 @@ static const char *whyFailed(const gpuds_store_ops *pOps, gpuds_store *pS){
 
 /* True if pOps runs on the GPU. */
 static int opsGpu(const gpuds_store_ops *pOps){
+  return strcmp(pOps->zBackend, "host")!=0;
+}
+
+/* True if column sets of pOps live on the GPU: one that runs out of
+** memory moves to the host (colsToHost); one already there cannot. */
+static int colsOpsGpu(const gpuds_cols_ops *pOps){
   return strcmp(pOps->zBackend, "host")!=0;
 }
 
@@ -331,7 +337,7 @@ int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
   for(cs->pOps = colsOpsFor(p->pCopy); ; cs->pOps = &gpudsHostColsOps){
     rc = cs->pOps->xLoad(&pCols, nCol, n, gpudsStoreOrdered(p),
                          aKey, aRow, aTag, aVal, &zErr);
-    if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
+    if( rc!=GPUDS_NOMEM || !colsOpsGpu(cs->pOps) ) break;
     sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", zErr ? zErr : "out of memory");
     free(zErr);
     zErr = 0;
@@ -371,35 +377,59 @@ static void colsToHost(GpudsTable *p, const gpuds_cols *pFailed, const char *zWh
   if( bUp ) gpudsLatchWriteEnd(p);
 }
 
-/* Query the table's column set (built: gpudsColsBuilt; the caller holds
-** the latch for reading since it learnt the skipped keys): xQuery, its
-** error in the table's message.  *pbAgain where the set is gone (the GPU
-** had no room for the query: colsToHost; or another table dropped it while
-** p waited): the caller builds it again, learns the skipped keys again and
-** asks again. */
-int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
-                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
-                        int *pbAgain){
+/* One read call on a column set: xQuery (pAgg NULL) or xAgg. */
+typedef struct ColsCall {
+  const gpuds_query *q;          /* xQuery's arguments */
+  int64_t *pn;
+  int64_t **paKey;
+  uint64_t **paRow, **paSort;
+  const gpuds_agg *pAgg;         /* xAgg's */
+  gpuds_aggres *pRes;
+} ColsCall;
+
+/* Make call a on the table's column set (the caller holds the latch for
+** reading since it learnt the skipped keys), under muCall where the
+** backend needs it.  *pbGone where the set is gone: the GPU had no room
+** for the call (the set moves to the host: colsToHost), or another table
+** dropped it while p waited; the caller builds it again, learns the
+** skipped keys again and asks again.  Otherwise the backend's code, with
+** its message in the table's, except for GPUDS_MISUSE from xAgg (no
+** aggregation this time: no message). */
+static int colsCall(GpudsTable *p, const ColsCall *a, int *pbGone){
   GpudsCopy *c = p->pCopy;
   const gpuds_cols_ops *pOps = c->cs.pOps;
   gpuds_cols *pCols = c->cs.pCols;
   char zMsg[GPUDS_WHY_MAX];
   int rc;
-  *pbAgain = 0;
-  if( pCols==0 ){ *pbAgain = 1; return SQLITE_OK; }
+  *pbGone = 0;
+  if( pCols==0 ){ *pbGone = 1; return SQLITE_OK; }
   colsCallBegin(c, pOps);
-  rc = pOps->xQuery(pCols, q, pn, paKey, paRow, paSort);
+  rc = a->pAgg ? pOps->xAgg(pCols, a->pAgg, a->pRes)
+               : pOps->xQuery(pCols, a->q, a->pn, a->paKey, a->paRow, a->paSort);
+  /* read now, on this thread: with concurrent reads the message is the
+  ** calling thread's (gpuds_backend.h) */
   if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
   colsCallEnd(c, pOps);
-  if( rc==GPUDS_NOMEM && pOps!=&gpudsHostColsOps ){
+  if( rc==GPUDS_NOMEM && colsOpsGpu(pOps) ){
     colsToHost(p, pCols, zMsg);
-    *pbAgain = 1;
+    *pbGone = 1;
     return SQLITE_OK;
   }
-  if( rc ){
+  if( rc && !(a->pAgg && rc==GPUDS_MISUSE) ){
     rc = gpudsVtabError(p, rc, "%s column set: %s", pOps->zBackend, zMsg);
   }
   return rc;
+}
+
+/* Query the table's column set (built: gpudsColsBuilt): xQuery, as
+** colsCall makes it; *pbAgain where the set is gone. */
+int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
+                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
+                        int *pbAgain){
+  ColsCall a;
+  memset(&a, 0, sizeof(a));
+  a.q = q; a.pn = pn; a.paKey = paKey; a.paRow = paRow; a.paSort = paSort;
+  return colsCall(p, &a, pbAgain);
 }
 
 /* Aggregate on the table's column set (as gpudsStoreColsQuery): xAgg.
@@ -408,24 +438,12 @@ int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
 ** (the set then moves to the host: colsToHost), or the set is gone;
 ** another error with its message. */
 int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes){
-  GpudsCopy *c = p->pCopy;
-  const gpuds_cols_ops *pOps = c->cs.pOps;
-  gpuds_cols *pCols = c->cs.pCols;
-  char zMsg[GPUDS_WHY_MAX];
-  int rc;
-  if( pCols==0 ) return GPUDS_MISUSE;
-  colsCallBegin(c, pOps);
-  rc = pOps->xAgg(pCols, pAgg, pRes);
-  if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
-  colsCallEnd(c, pOps);
-  if( rc==GPUDS_NOMEM && pOps!=&gpudsHostColsOps ){
-    colsToHost(p, pCols, zMsg);
-    return GPUDS_MISUSE;
-  }
-  if( rc && rc!=GPUDS_MISUSE ){
-    rc = gpudsVtabError(p, rc, "%s column set: %s", pOps->zBackend, zMsg);
-  }
-  return rc;
+  ColsCall a;
+  int bGone = 0, rc;
+  memset(&a, 0, sizeof(a));
+  a.pAgg = pAgg; a.pRes = pRes;
+  rc = colsCall(p, &a, &bGone);
+  return bGone ? GPUDS_MISUSE : rc;
 }
 
 /* Bytes the table's column set holds (0 if none). */

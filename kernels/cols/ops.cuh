@@ -190,5 +190,5 @@ const char *colsErrmsg(gpuds_cols *pCols){
 }  // namespace
 
 extern "C" const gpuds_cols_ops gpudsCudaColsOps = {
-  "cuda", colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg, colsAgg
+  "cuda", 0, colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg, colsAgg
 };

@@ -278,6 +278,7 @@ const char *hashErrmsg(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pS
 extern "C" const gpuds_store_ops gpudsCudaHashOps = {
   "cuda",
   GPUDS_HASH,
+  0,              /* one stream and workspace a store */
   hashCreate,
   hashDestroy,
   hashBatch,
