@@ -179,15 +179,10 @@ static const char *whyFailed(const gpuds_store_ops *pOps, gpuds_store *pS){
 
 /* ------------------------------------------------------------ placement */
 
-/* True if pOps runs on the GPU. */
-static int opsGpu(const gpuds_store_ops *pOps){
-  return strcmp(pOps->zBackend, "host")!=0;
-}
-
-/* True if column sets of pOps live on the GPU: one that runs out of
-** memory moves to the host (colsToHost); one already there cannot. */
-static int colsOpsGpu(const gpuds_cols_ops *pOps){
-  return strcmp(pOps->zBackend, "host")!=0;
+/* True if the backend named zBackend (a store's or a column set's ops)
+** runs on the GPU: what runs out of memory there moves to the host. */
+static int onGpu(const char *zBackend){
+  return strcmp(zBackend, "host")!=0;
 }
 
 /* True if a store of pOps gets a host mirror (GPUDS_MIRROR=1 mirrors a
@@ -195,7 +190,7 @@ static int colsOpsGpu(const gpuds_cols_ops *pOps){
 ** with no GPU). */
 static int mirrorWanted(const gpuds_store_ops *pOps){
   int eMirror = gpudsConfig()->eMirror;
-  return (opsGpu(pOps) && eMirror!=GPUDS_MIRROR_NEVER) || eMirror==GPUDS_MIRROR_ALWAYS;
+  return (onGpu(pOps->zBackend) && eMirror!=GPUDS_MIRROR_NEVER) || eMirror==GPUDS_MIRROR_ALWAYS;
 }
 
 /* The host store copy c's store becomes where the GPU cannot hold it: a
@@ -212,7 +207,7 @@ static const gpuds_store_ops *hostOpsFor(const GpudsCopy *c){
 ** if bMirror) moves that store to the host: out of memory on the GPU, or
 ** with a mirror to take over (GPUDS_MIRROR=1 on the host), or the hook. */
 static int movesOn(const gpuds_store_ops *pOps, int bMirror, int rc){
-  return rc==GPUDS_NOMEM && (opsGpu(pOps) || bMirror || hooked());
+  return rc==GPUDS_NOMEM && (onGpu(pOps->zBackend) || bMirror || hooked());
 }
 
 /* The ops copy c's next column set is built with: the host's where a build
@@ -337,7 +332,7 @@ int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
   for(cs->pOps = colsOpsFor(p->pCopy); ; cs->pOps = &gpudsHostColsOps){
     rc = cs->pOps->xLoad(&pCols, nCol, n, gpudsStoreOrdered(p),
                          aKey, aRow, aTag, aVal, &zErr);
-    if( rc!=GPUDS_NOMEM || !colsOpsGpu(cs->pOps) ) break;
+    if( rc!=GPUDS_NOMEM || !onGpu(cs->pOps->zBackend) ) break;
     sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", zErr ? zErr : "out of memory");
     free(zErr);
     zErr = 0;
@@ -377,24 +372,18 @@ static void colsToHost(GpudsTable *p, const gpuds_cols *pFailed, const char *zWh
   if( bUp ) gpudsLatchWriteEnd(p);
 }
 
-/* One read call on a column set: xQuery (pAgg NULL) or xAgg. */
+/* One read call on a column set: xQuery's arguments, or xAgg's (pAgg). */
 typedef struct ColsCall {
-  const gpuds_query *q;          /* xQuery's arguments */
-  int64_t *pn;
-  int64_t **paKey;
-  uint64_t **paRow, **paSort;
-  const gpuds_agg *pAgg;         /* xAgg's */
-  gpuds_aggres *pRes;
+  const gpuds_query *q; int64_t *pn, **paKey; uint64_t **paRow, **paSort;
+  const gpuds_agg *pAgg; gpuds_aggres *pRes;
 } ColsCall;
 
 /* Make call a on the table's column set (the caller holds the latch for
-** reading since it learnt the skipped keys), under muCall where the
-** backend needs it.  *pbGone where the set is gone: the GPU had no room
-** for the call (the set moves to the host: colsToHost), or another table
-** dropped it while p waited; the caller builds it again, learns the
-** skipped keys again and asks again.  Otherwise the backend's code, with
-** its message in the table's, except for GPUDS_MISUSE from xAgg (no
-** aggregation this time: no message). */
+** reading since it learnt the skipped keys).  *pbGone where the set is
+** gone (the GPU had no room for the call: colsToHost; or another table
+** dropped it while p waited): the caller builds it again, learns the
+** skipped keys again and asks again.  Else the backend's code, with its
+** message in the table's (none for xAgg's GPUDS_MISUSE). */
 static int colsCall(GpudsTable *p, const ColsCall *a, int *pbGone){
   GpudsCopy *c = p->pCopy;
   const gpuds_cols_ops *pOps = c->cs.pOps;
@@ -406,11 +395,10 @@ static int colsCall(GpudsTable *p, const ColsCall *a, int *pbGone){
   colsCallBegin(c, pOps);
   rc = a->pAgg ? pOps->xAgg(pCols, a->pAgg, a->pRes)
                : pOps->xQuery(pCols, a->q, a->pn, a->paKey, a->paRow, a->paSort);
-  /* read now, on this thread: with concurrent reads the message is the
-  ** calling thread's (gpuds_backend.h) */
+  /* now, on this thread: with concurrent reads the message is its own */
   if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
   colsCallEnd(c, pOps);
-  if( rc==GPUDS_NOMEM && colsOpsGpu(pOps) ){
+  if( rc==GPUDS_NOMEM && onGpu(pOps->zBackend) ){
     colsToHost(p, pCols, zMsg);
     *pbGone = 1;
     return SQLITE_OK;
@@ -421,28 +409,22 @@ static int colsCall(GpudsTable *p, const ColsCall *a, int *pbGone){
   return rc;
 }
 
-/* Query the table's column set (built: gpudsColsBuilt): xQuery, as
-** colsCall makes it; *pbAgain where the set is gone. */
+/* Query the table's column set (built: gpudsColsBuilt): xQuery through
+** colsCall; *pbAgain where the set is gone. */
 int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
                         int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
                         int *pbAgain){
-  ColsCall a;
-  memset(&a, 0, sizeof(a));
-  a.q = q; a.pn = pn; a.paKey = paKey; a.paRow = paRow; a.paSort = paSort;
+  ColsCall a = { q, pn, paKey, paRow, paSort, 0, 0 };
   return colsCall(p, &a, pbAgain);
 }
 
 /* Aggregate on the table's column set (as gpudsStoreColsQuery): xAgg.
 ** GPUDS_MISUSE, with no message, where the set does not aggregate this
-** time: its backend has no aggregation, or the GPU had no room for it
-** (the set then moves to the host: colsToHost), or the set is gone;
+** time: its backend has none, or the set is gone (colsCall's *pbGone);
 ** another error with its message. */
 int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes){
-  ColsCall a;
-  int bGone = 0, rc;
-  memset(&a, 0, sizeof(a));
-  a.pAgg = pAgg; a.pRes = pRes;
-  rc = colsCall(p, &a, &bGone);
+  ColsCall a = { 0, 0, 0, 0, 0, pAgg, pRes };
+  int bGone = 0, rc = colsCall(p, &a, &bGone);
   return bGone ? GPUDS_MISUSE : rc;
 }
 
