@@ -24,8 +24,11 @@
 ** set's xQuery, xAgg, xBytes, xErrmsg) on one store from several threads
 ** at once, while no other call runs on it.  Distinct stores may always be
 ** used from distinct threads.  xErrmsg is asked right after the call that
-** failed, on the thread that made it: with concurrent reads it gives that
-** thread's message (the CUDA column set keeps one a thread).
+** failed, on the thread that made it (ext/store.c does): with concurrent
+** reads it gives that thread's message.  (The CUDA column set keeps a
+** message a thread.  The host backends keep one a store: their read calls
+** fail only where memory runs out or xCheck finds a broken invariant, and
+** two such failures at once may leave either's text.)
 */
 #ifndef GPUDS_BACKEND_H
 #define GPUDS_BACKEND_H
