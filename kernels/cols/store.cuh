@@ -16,9 +16,9 @@
 //     acquire (kernels/cols/index.cuh); once published it never changes;
 //   - mem: atomics (kernels/common/devmem.cuh), so the bytes of the arrays,
 //     the indexes and every context's workspaces stay exact;
-//   - the pool (pFree, pAll, nCtx): under muPool; a context taken from it
-//     belongs to one call until it is given back, so nothing in ColsCtx is
-//     shared;
+//   - the pool (pFree, pAll, nCtx, and cvPool's wait): under muPool; a
+//     context taken from it belongs to one call until it is given back, so
+//     nothing in ColsCtx is shared;
 //   - the error text: a failed call's, copied from its context into the
 //     calling thread's slot (errSlot) as the context goes back, so xErrmsg
 //     on that thread gives it whatever the other threads do;
@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <condition_variable>
 #include <mutex>
 #include <new>
 
@@ -49,7 +50,8 @@ struct CudaCols;
 
 // What one call uses alone: taken from the set's pool for the call
 // (ctxTake), given back after it (ctxGive).  Made only where calls overlap
-// (the pool holds as many as ran at once), freed with the set.
+// (the pool holds as many as ran at once, at most kCtxMax), freed with the
+// set.
 struct ColsCtx {
   CudaCols *set;         // the set it belongs to
   cudaStream_t st;       // every launch and copy of the call
@@ -84,9 +86,10 @@ struct CudaCols {
   gpuds_mem::DevMem mem; // device bytes held (atomics), and the test hooks
   // the contexts
   std::mutex muPool;
+  std::condition_variable cvPool;  // a context was given back (or not made)
   ColsCtx *pFree;        // idle
   ColsCtx *pAll;         // all (pNextAll)
-  int nCtx;
+  int nCtx;              // made or being made
   // test hooks (kernels/cols/hooks.cuh), set while no call runs
   int64_t nFewMax;       // few(): most results it returns (kFewMax; tests lower it)
   int aggForceL;         // never dense group numbers (path W) where keys are, no kAggOne
@@ -211,40 +214,52 @@ void ctxFree(ColsCtx *cx){
   delete cx;
 }
 
+// Contexts a set makes at most: more calls at once than this wait for one
+// to be given back (the GPU gains nothing from more, and each keeps its
+// workspaces).
+constexpr int kCtxMax = 16;
+
 // A context for a call on p: an idle one of the pool, else a new one
-// (where calls overlap).  On failure the message is the calling thread's
-// (errToThread) and *pcx is NULL.
+// (where calls overlap), else, with kCtxMax made, the first one given
+// back.  On failure the message is the calling thread's (errToThread) and
+// *pcx is NULL.
 int ctxTake(CudaCols *p, ColsCtx **pcx){
   *pcx = nullptr;
   {
-    std::lock_guard<std::mutex> g(p->muPool);
+    std::unique_lock<std::mutex> g(p->muPool);
+    p->cvPool.wait(g, [p]{ return p->pFree!=nullptr || p->nCtx<kCtxMax; });
     if( p->pFree ){
       *pcx = p->pFree;
       p->pFree = p->pFree->pNextFree;
       (*pcx)->pNextFree = nullptr;
       return GPUDS_OK;
     }
-  }
-  // made outside the lock: a stream takes a while, and the calls that find
-  // an idle context need not wait for it
+    p->nCtx++;            // this one, made outside the lock: a stream takes
+  }                       // a while, and the calls that find one idle need
+                          // not wait for it
+  int rc = GPUDS_OK;
   ColsCtx *cx = new (std::nothrow) ColsCtx();
   if( !cx ){
     errToThread(p, "cudacols: out of memory");
-    return GPUDS_NOMEM;
-  }
-  cx->set = p;
-  cudaError_t e = cudaStreamCreateWithFlags(&cx->st, cudaStreamNonBlocking);
-  if( e!=cudaSuccess ){
-    cx->st = nullptr;
-    int rc = gpudsCudaFail(cx, e, "stream of a call", __FILE__, __LINE__);
-    errToThread(p, cx->zErr);
-    ctxFree(cx);
-    return rc;
+    rc = GPUDS_NOMEM;
+  }else{
+    cx->set = p;
+    cudaError_t e = cudaStreamCreateWithFlags(&cx->st, cudaStreamNonBlocking);
+    if( e!=cudaSuccess ){
+      cx->st = nullptr;
+      rc = gpudsCudaFail(cx, e, "stream of a call", __FILE__, __LINE__);
+      errToThread(p, cx->zErr);
+      ctxFree(cx);
+    }
   }
   std::lock_guard<std::mutex> g(p->muPool);
+  if( rc ){
+    p->nCtx--;
+    p->cvPool.notify_one();
+    return rc;
+  }
   cx->pNextAll = p->pAll;
   p->pAll = cx;
-  p->nCtx++;
   *pcx = cx;
   return GPUDS_OK;
 }
@@ -254,9 +269,12 @@ int ctxTake(CudaCols *p, ColsCtx **pcx){
 void ctxGive(CudaCols *p, ColsCtx *cx, int rc){
   if( rc!=GPUDS_OK ) errToThread(p, cx->zErr);
   cx->zErr[0] = 0;
-  std::lock_guard<std::mutex> g(p->muPool);
-  cx->pNextFree = p->pFree;
-  p->pFree = cx;
+  {
+    std::lock_guard<std::mutex> g(p->muPool);
+    cx->pNextFree = p->pFree;
+    p->pFree = cx;
+  }
+  p->cvPool.notify_one();
 }
 
 size_t alignUp(size_t x){ return (x+255) & ~(size_t)255; }
