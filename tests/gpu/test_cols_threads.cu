@@ -48,8 +48,8 @@ static uint64_t gSeed = 0;
 static int gThreads = 8;
 
 // Calls per thread in phase 2, rows of a set.
-static int nCalls(){ return gSmall ? 24 : 160; }
-static int64_t nRows(){ return gSmall ? 20000 : 400000; }
+static int nCalls(){ return gSmall ? 24 : 120; }
+static int64_t nRows(){ return gSmall ? 20000 : 200000; }
 
 static uint64_t held(){
   gpuds_gpumem m;
