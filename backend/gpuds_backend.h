@@ -18,12 +18,17 @@
 ** available from xErrmsg().  A function that fails leaves the store exactly as
 ** it was before the call: no half-applied batch.
 **
-** Nothing here is thread-safe; the caller serialises calls on one store.
-** Distinct stores may be used from distinct threads.  A backend for which
-** gpudsStoreReadsShared() (gpudsColsReadsShared()) is true also takes its
+** Threads: the caller serialises the calls on one store, except where
+** its ops table's bConcurrentReads is set: such a backend also takes its
 ** read calls (xLookup, xScan, xCount, xInfo, xCheck, xErrmsg; a column
 ** set's xQuery, xAgg, xBytes, xErrmsg) on one store from several threads
-** at once, while no other call runs on it.
+** at once, while no other call runs on it.  Distinct stores may always be
+** used from distinct threads.  xErrmsg is asked right after the call that
+** failed, on the thread that made it (ext/store.c does): with concurrent
+** reads it gives that thread's message.  (The CUDA column set keeps a
+** message a thread.  The host backends keep one a store: their read calls
+** fail only where memory runs out or xCheck finds a broken invariant, and
+** two such failures at once may leave either's text.)
 */
 #ifndef GPUDS_BACKEND_H
 #define GPUDS_BACKEND_H
@@ -74,6 +79,9 @@ typedef struct gpuds_scan {
 typedef struct gpuds_store_ops {
   const char *zBackend;    /* "cuda" or "host" */
   int kind;                /* GPUDS_ORDERED or GPUDS_HASH */
+  int bConcurrentReads;    /* read calls may run on one store from several
+                           ** threads at once, with no other call running
+                           ** (see the top) */
 
   /* Create an empty store.  On failure *pp is NULL and, if pzErr is not NULL,
   ** *pzErr is set to a message from malloc() that the caller frees. */
@@ -127,7 +135,8 @@ typedef struct gpuds_store_ops {
   int (*xCheck)(gpuds_store *p);
 
   /* Message of the last failed call on this store ("" if none; a call that
-  ** succeeds need not clear it). */
+  ** succeeds need not clear it).  With bConcurrentReads: of the calling
+  ** thread's last failed call (see the top). */
   const char *(*xErrmsg)(gpuds_store *p);
 
 } gpuds_store_ops;
@@ -392,6 +401,9 @@ static inline void gpudsAggResFree(gpuds_aggres *pRes){
 
 typedef struct gpuds_cols_ops {
   const char *zBackend;      /* "cuda" or "host" */
+  int bConcurrentReads;      /* xQuery, xAgg, xBytes and xErrmsg may run on
+                             ** one set from several threads at once (see
+                             ** the top); xLoad and xFree never do */
 
   /* Make a column set of n rows and nCol columns from aKey[i], aRow[i] and,
   ** for column c, aTag[c*n+i], aVal[c*n+i].  bSorted: aKey is ascending.
@@ -417,7 +429,9 @@ typedef struct gpuds_cols_ops {
   /* Bytes the column set holds (device memory for the CUDA one). */
   int64_t (*xBytes)(gpuds_cols *p);
 
-  /* Message of the last failed call ("" if none). */
+  /* Message of the last failed call ("" if none).  With bConcurrentReads:
+  ** of the calling thread's last failed call on this set, valid until
+  ** that thread's next call (see the top). */
   const char *(*xErrmsg)(gpuds_cols *p);
 
   /* GROUP BY and aggregates over the rows that match a filter: see
@@ -432,12 +446,6 @@ extern const gpuds_cols_ops gpudsCudaColsOps;    /* kernels/cols.cu */
 /* The column-set implementation matching the store ops pOps (the CUDA one
 ** for a CUDA store, the host one otherwise).  (backend/select.c) */
 const gpuds_cols_ops *gpudsColsOps(const gpuds_store_ops *pOps);
-
-/* True if the read calls of a store of pOps (a column set of pCols) may
-** run on several threads at once (see the top): the host's.
-** (backend/select.c) */
-int gpudsStoreReadsShared(const gpuds_store_ops *pOps);
-int gpudsColsReadsShared(const gpuds_cols_ops *pOps);
 
 #ifdef __cplusplus
 }

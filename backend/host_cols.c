@@ -236,5 +236,5 @@ static const char *colsErrmsg(gpuds_cols *pCols){
 }
 
 const gpuds_cols_ops gpudsHostColsOps = {
-  "host", colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg, gpudsHostColsAgg
+  "host", 1, colsLoad, colsFree, colsQuery, colsBytes, colsErrmsg, gpudsHostColsAgg
 };

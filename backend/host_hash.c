@@ -693,6 +693,7 @@ static const char *htErrmsg(gpuds_store *pStore){
 const gpuds_store_ops gpudsHostHashOps = {
   "host",
   GPUDS_HASH,
+  1,              /* reads change nothing shared */
   htCreate,
   htDestroy,
   htBatch,

@@ -260,6 +260,8 @@ static const char *btErrmsg(gpuds_store *pStore){
 const gpuds_store_ops gpudsHostOrderedOps = {
   "host",
   GPUDS_ORDERED,
+  1,              /* reads: the hint table is replaced whole
+                  ** (host_ordered_lookup.c) */
   btCreate,
   btDestroy,
   btBatch,

@@ -59,13 +59,3 @@ const gpuds_cols_ops *gpudsColsOps(const gpuds_store_ops *pOps){
   (void)pOps;
   return &gpudsHostColsOps;
 }
-
-/* The host stores' and column set's read calls change nothing shared (the
-** B+tree's hint table is replaced whole, host_ordered_lookup.c); the CUDA
-** ones share their workspaces and streams. */
-int gpudsStoreReadsShared(const gpuds_store_ops *pOps){
-  return pOps==&gpudsHostOrderedOps || pOps==&gpudsHostHashOps;
-}
-int gpudsColsReadsShared(const gpuds_cols_ops *pOps){
-  return pOps==&gpudsHostColsOps;
-}

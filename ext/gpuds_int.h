@@ -342,7 +342,7 @@ struct GpudsCopy {
   GpudsLatchSlot *pSlots;     /* one per attached table (muLatch) */
   /* calls that must not run at once (store.c): column set builds and text
   ** passes; calls on a store or set whose backend takes no concurrent
-  ** reads (gpudsStoreReadsShared) */
+  ** reads (its ops' bConcurrentReads is 0) */
   pthread_mutex_t muCols;
   pthread_mutex_t muCall;
 };

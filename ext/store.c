@@ -33,8 +33,8 @@
 ** copy's latch (version.c), for reading around a read, for writing around
 ** a batch, and a read gives the table's snapshot: the store's answer with
 ** the versions newer than the snapshot laid over it (version.c).  Calls on
-** a backend that takes no concurrent reads (gpudsStoreReadsShared) are
-** also serialised by the copy's muCall.
+** a backend that takes no concurrent reads (its ops' bConcurrentReads is
+** 0) are also serialised by the copy's muCall.
 **
 ** No statement fails because the GPU is full.  A GPU store that runs out of
 ** memory (the GPU's, or the GPUDS_GPU_MEMORY cap's) moves the copy's store
@@ -67,20 +67,20 @@ SQLITE_EXTENSION_INIT3
 #define COLS_DIRTY_MIN 65536
 #define COLS_DIRTY_DIV 8
 
-/* Serialise a read call on a store of pOps where its backend needs it
-** (gpudsStoreReadsShared). */
+/* Serialise a call on a store of pOps where its backend takes no
+** concurrent reads (bConcurrentReads). */
 static void callBegin(GpudsCopy *c, const gpuds_store_ops *pOps){
-  if( !gpudsStoreReadsShared(pOps) ) pthread_mutex_lock(&c->muCall);
+  if( !pOps->bConcurrentReads ) pthread_mutex_lock(&c->muCall);
 }
 static void callEnd(GpudsCopy *c, const gpuds_store_ops *pOps){
-  if( !gpudsStoreReadsShared(pOps) ) pthread_mutex_unlock(&c->muCall);
+  if( !pOps->bConcurrentReads ) pthread_mutex_unlock(&c->muCall);
 }
 /* ... and on a column set of pOps. */
 static void colsCallBegin(GpudsCopy *c, const gpuds_cols_ops *pOps){
-  if( !gpudsColsReadsShared(pOps) ) pthread_mutex_lock(&c->muCall);
+  if( !pOps->bConcurrentReads ) pthread_mutex_lock(&c->muCall);
 }
 static void colsCallEnd(GpudsCopy *c, const gpuds_cols_ops *pOps){
-  if( !gpudsColsReadsShared(pOps) ) pthread_mutex_unlock(&c->muCall);
+  if( !pOps->bConcurrentReads ) pthread_mutex_unlock(&c->muCall);
 }
 
 /* Drop copy c's column set and its log of changed keys (nobody reads it:
@@ -179,9 +179,10 @@ static const char *whyFailed(const gpuds_store_ops *pOps, gpuds_store *pS){
 
 /* ------------------------------------------------------------ placement */
 
-/* True if pOps runs on the GPU. */
-static int opsGpu(const gpuds_store_ops *pOps){
-  return strcmp(pOps->zBackend, "host")!=0;
+/* True if the backend named zBackend (a store's or a column set's ops)
+** runs on the GPU: what runs out of memory there moves to the host. */
+static int onGpu(const char *zBackend){
+  return strcmp(zBackend, "host")!=0;
 }
 
 /* True if a store of pOps gets a host mirror (GPUDS_MIRROR=1 mirrors a
@@ -189,7 +190,7 @@ static int opsGpu(const gpuds_store_ops *pOps){
 ** with no GPU). */
 static int mirrorWanted(const gpuds_store_ops *pOps){
   int eMirror = gpudsConfig()->eMirror;
-  return (opsGpu(pOps) && eMirror!=GPUDS_MIRROR_NEVER) || eMirror==GPUDS_MIRROR_ALWAYS;
+  return (onGpu(pOps->zBackend) && eMirror!=GPUDS_MIRROR_NEVER) || eMirror==GPUDS_MIRROR_ALWAYS;
 }
 
 /* The host store copy c's store becomes where the GPU cannot hold it: a
@@ -206,7 +207,7 @@ static const gpuds_store_ops *hostOpsFor(const GpudsCopy *c){
 ** if bMirror) moves that store to the host: out of memory on the GPU, or
 ** with a mirror to take over (GPUDS_MIRROR=1 on the host), or the hook. */
 static int movesOn(const gpuds_store_ops *pOps, int bMirror, int rc){
-  return rc==GPUDS_NOMEM && (opsGpu(pOps) || bMirror || hooked());
+  return rc==GPUDS_NOMEM && (onGpu(pOps->zBackend) || bMirror || hooked());
 }
 
 /* The ops copy c's next column set is built with: the host's where a build
@@ -331,7 +332,7 @@ int gpudsStoreColsLoad(GpudsTable *p, int nCol, int64_t n, const int64_t *aKey,
   for(cs->pOps = colsOpsFor(p->pCopy); ; cs->pOps = &gpudsHostColsOps){
     rc = cs->pOps->xLoad(&pCols, nCol, n, gpudsStoreOrdered(p),
                          aKey, aRow, aTag, aVal, &zErr);
-    if( rc!=GPUDS_NOMEM || cs->pOps==&gpudsHostColsOps ) break;
+    if( rc!=GPUDS_NOMEM || !onGpu(cs->pOps->zBackend) ) break;
     sqlite3_snprintf((int)sizeof(cs->zWhy), cs->zWhy, "%s", zErr ? zErr : "out of memory");
     free(zErr);
     zErr = 0;
@@ -371,61 +372,60 @@ static void colsToHost(GpudsTable *p, const gpuds_cols *pFailed, const char *zWh
   if( bUp ) gpudsLatchWriteEnd(p);
 }
 
-/* Query the table's column set (built: gpudsColsBuilt; the caller holds
-** the latch for reading since it learnt the skipped keys): xQuery, its
-** error in the table's message.  *pbAgain where the set is gone (the GPU
-** had no room for the query: colsToHost; or another table dropped it while
-** p waited): the caller builds it again, learns the skipped keys again and
-** asks again. */
-int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
-                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
-                        int *pbAgain){
+/* One read call on a column set: xQuery's arguments, or xAgg's (pAgg). */
+typedef struct ColsCall {
+  const gpuds_query *q; int64_t *pn, **paKey; uint64_t **paRow, **paSort;
+  const gpuds_agg *pAgg; gpuds_aggres *pRes;
+} ColsCall;
+
+/* Make call a on the table's column set (the caller holds the latch for
+** reading since it learnt the skipped keys).  *pbGone where the set is
+** gone (the GPU had no room for the call: colsToHost; or another table
+** dropped it while p waited): the caller builds it again, learns the
+** skipped keys again and asks again.  Else the backend's code, with its
+** message in the table's (none for xAgg's GPUDS_MISUSE). */
+static int colsCall(GpudsTable *p, const ColsCall *a, int *pbGone){
   GpudsCopy *c = p->pCopy;
   const gpuds_cols_ops *pOps = c->cs.pOps;
   gpuds_cols *pCols = c->cs.pCols;
   char zMsg[GPUDS_WHY_MAX];
   int rc;
-  *pbAgain = 0;
-  if( pCols==0 ){ *pbAgain = 1; return SQLITE_OK; }
+  *pbGone = 0;
+  if( pCols==0 ){ *pbGone = 1; return SQLITE_OK; }
   colsCallBegin(c, pOps);
-  rc = pOps->xQuery(pCols, q, pn, paKey, paRow, paSort);
+  rc = a->pAgg ? pOps->xAgg(pCols, a->pAgg, a->pRes)
+               : pOps->xQuery(pCols, a->q, a->pn, a->paKey, a->paRow, a->paSort);
+  /* now, on this thread: with concurrent reads the message is its own */
   if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
   colsCallEnd(c, pOps);
-  if( rc==GPUDS_NOMEM && pOps!=&gpudsHostColsOps ){
+  if( rc==GPUDS_NOMEM && onGpu(pOps->zBackend) ){
     colsToHost(p, pCols, zMsg);
-    *pbAgain = 1;
+    *pbGone = 1;
     return SQLITE_OK;
   }
-  if( rc ){
+  if( rc && !(a->pAgg && rc==GPUDS_MISUSE) ){
     rc = gpudsVtabError(p, rc, "%s column set: %s", pOps->zBackend, zMsg);
   }
   return rc;
 }
 
+/* Query the table's column set (built: gpudsColsBuilt): xQuery through
+** colsCall; *pbAgain where the set is gone. */
+int gpudsStoreColsQuery(GpudsTable *p, const gpuds_query *q, int64_t *pn,
+                        int64_t **paKey, uint64_t **paRow, uint64_t **paSort,
+                        int *pbAgain){
+  ColsCall a = { q, pn, paKey, paRow, paSort, 0, 0 };
+  return colsCall(p, &a, pbAgain);
+}
+
 /* Aggregate on the table's column set (as gpudsStoreColsQuery): xAgg.
 ** GPUDS_MISUSE, with no message, where the set does not aggregate this
-** time: its backend has no aggregation, or the GPU had no room for it
-** (the set then moves to the host: colsToHost), or the set is gone;
+** time: its backend has none, or the set is gone (colsCall's *pbGone);
 ** another error with its message. */
 int gpudsStoreColsAgg(GpudsTable *p, const gpuds_agg *pAgg, gpuds_aggres *pRes){
-  GpudsCopy *c = p->pCopy;
-  const gpuds_cols_ops *pOps = c->cs.pOps;
-  gpuds_cols *pCols = c->cs.pCols;
-  char zMsg[GPUDS_WHY_MAX];
-  int rc;
-  if( pCols==0 ) return GPUDS_MISUSE;
-  colsCallBegin(c, pOps);
-  rc = pOps->xAgg(pCols, pAgg, pRes);
-  if( rc ) sqlite3_snprintf((int)sizeof(zMsg), zMsg, "%s", pOps->xErrmsg(pCols));
-  colsCallEnd(c, pOps);
-  if( rc==GPUDS_NOMEM && pOps!=&gpudsHostColsOps ){
-    colsToHost(p, pCols, zMsg);
-    return GPUDS_MISUSE;
-  }
-  if( rc && rc!=GPUDS_MISUSE ){
-    rc = gpudsVtabError(p, rc, "%s column set: %s", pOps->zBackend, zMsg);
-  }
-  return rc;
+  ColsCall a = { 0, 0, 0, 0, 0, pAgg, pRes };
+  int bGone = 0, rc = colsCall(p, &a, &bGone);
+  return bGone ? GPUDS_MISUSE : rc;
 }
 
 /* Bytes the table's column set holds (0 if none). */

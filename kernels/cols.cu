@@ -5,9 +5,15 @@
 //
 // DATA (xLoad): on the device, as given: keys (int64), row words (u64) and,
 // per column, tags (u8) and values (u64), column-major (column c of row i at
-// c*n+i).  One stream per column set; every call leaves nothing in flight.
+// c*n+i).  Calls may run on one set from several threads at once: each
+// runs on a context of its own (ColsCtx: a stream, the workspaces, a
+// pinned buffer, the error text), taken from the set's pool and given back
+// after it, so the GPU work of several connections overlaps.  The arrays
+// are only read; the equality indexes are built once each and published
+// complete (kernels/cols/store.cuh says what makes each shared field
+// safe).  Every call leaves nothing in flight on its stream.
 //
-// A QUERY (xQuery), all on the set's stream:
+// A QUERY (xQuery), all on its context's stream:
 //   1. the terms, the skip list and a small header (Hdr: counters the host
 //      reads back) go up in one copy from a pinned buffer;
 //   2. key bounds: sorted keys -> one warp per bound does a 33-ary search
@@ -61,7 +67,7 @@
 // function of backend/gpuds_aggrules.h, which tests/test_agg_rules.c runs
 // on the host against host_agg.c.  The kernels fix the order of every
 // merge by the data's sizes, never by timing: no atomic touches a REAL sum,
-// and a run repeats bit for bit.  On the set's stream:
+// and a run repeats bit for bit.  On its context's stream:
 //   1. one copy up: counters (AggHdr), the request (AggReq), terms, skip
 //      list, IN values, ambiguous values; sorted keys: kAggBounds finds
 //      [i0, i1) on the device;
@@ -106,14 +112,16 @@
 // Memory (xAgg): a byte a row (classes); path L and COUNTD 3-4 row
 // numbers and 2 words a counted row; the states (48 B) of at most 64 MiB
 // a launch (more aggregates: more launches); the result.  The workspaces
-// are the set's, given back as the query's are.
+// are the context's, given back as the query's are.
 //
-// MEMORY: the arrays, a small parameter buffer, the equality indexes built
-// (8 + sizeof(IdxT) bytes a row each, kept until xFree; none where there
-// is no room), and workspaces that grow and are given back after a query
-// that left them holding more than a store keeps (trimWorkspace) (sel: the
-// matches; sort: the words and the second row-number buffer; out: the
-// gathered result; tmp: CUB's temporary storage).
+// MEMORY: the arrays, the equality indexes built (8 + sizeof(IdxT) bytes a
+// row each, kept until xFree; none where there is no room), and per
+// context a small parameter buffer and workspaces that grow and are given
+// back after a call that left them holding more than a store keeps
+// (trimWorkspace) (sel: the matches; sort: the words and the second
+// row-number buffer; out: the gathered result; tmp: CUB's temporary
+// storage).  All of it is counted in the set's DevMem (atomics: contexts
+// allocate at once), which xBytes reports.
 // Running out of device (or pinned) memory returns GPUDS_NOMEM and leaves the
 // set usable.  Every CUDA call and launch is checked with kernels/common/check.cuh's
 // GPUDS_CK / GPUDS_CK_LAUNCH.
@@ -123,7 +131,8 @@
 //   kernels/cols/layout.cuh   limits, DTerm, Hdr, kProbe's arguments, ColIdx
 //   kernels/cols/kernels.cuh  the query kernels (bounds, predicate, words,
 //                             top-k, ties, output, the one-pass filter)
-//   kernels/cols/store.cuh    the host set CudaCols and its memory helpers
+//   kernels/cols/store.cuh    the set CudaCols, a call's context ColsCtx, the
+//                             pool, the memory helpers
 //   kernels/cols/index.cuh    the equality index: build and probe
 //   kernels/cols.cu (this file) the query (queryT, few()) and its steps
 //   kernels/cols/agg_kernels.cuh  the aggregation's kernels (AggHdr)
@@ -157,19 +166,19 @@
 namespace {
 
 // Copy the device Hdr to the pinned read-back slot and wait: returns it.
-int readHdr(CudaCols *p, Hdr *pOut){
-  Hdr *hDown = (Hdr*)p->hPin;
-  GPUDS_CK(p, cudaMemcpyAsync(hDown, p->par.p, sizeof(Hdr), cudaMemcpyDeviceToHost, p->st));
-  GPUDS_CK(p, cudaStreamSynchronize(p->st));
+int readHdr(CudaCols *p, ColsCtx *cx, Hdr *pOut){
+  Hdr *hDown = (Hdr*)cx->hPin;
+  GPUDS_CK(cx, cudaMemcpyAsync(hDown, cx->par.p, sizeof(Hdr), cudaMemcpyDeviceToHost, cx->st));
+  GPUDS_CK(cx, cudaStreamSynchronize(cx->st));
   *pOut = *hDown;
   return GPUDS_OK;
 }
 
 // Reset h->orv to 0 and h->andv to ~0 (before kWords).
-int resetOrAnd(CudaCols *p){
-  Hdr *d = (Hdr*)p->par.p;
-  GPUDS_CK(p, cudaMemsetAsync(&d->orv, 0, sizeof(ull), p->st));
-  GPUDS_CK(p, cudaMemsetAsync(&d->andv, 0xff, sizeof(ull), p->st));
+int resetOrAnd(ColsCtx *cx){
+  Hdr *d = (Hdr*)cx->par.p;
+  GPUDS_CK(cx, cudaMemsetAsync(&d->orv, 0, sizeof(ull), cx->st));
+  GPUDS_CK(cx, cudaMemsetAsync(&d->andv, 0xff, sizeof(ull), cx->st));
   return GPUDS_OK;
 }
 
@@ -177,7 +186,7 @@ int resetOrAnd(CudaCols *p){
 // kBitsMin, their varying bits in *pDiff (read back); ~0 otherwise (all bits
 // taken as varying).  *pAnd: their AND (valid when *pDiff was read).
 template<typename IdxT>
-int words(CudaCols *p, const IdxT *idx, int64_t m, int col, int inv, uint64_t *out,
+int words(CudaCols *p, ColsCtx *cx, const IdxT *idx, int64_t m, int col, int inv, uint64_t *out,
           uint64_t *pDiff, uint64_t *pAnd){
   const uint8_t *tag = nullptr;
   const uint64_t *val = nullptr;
@@ -185,17 +194,17 @@ int words(CudaCols *p, const IdxT *idx, int64_t m, int col, int inv, uint64_t *o
     tag = p->dTag + (size_t)col*(size_t)p->n;
     val = p->dVal + (size_t)col*(size_t)p->n;
   }
-  int rc = resetOrAnd(p);
+  int rc = resetOrAnd(cx);
   if( rc ) return rc;
-  kWords<IdxT><<<gridFor(p, m), kBlock, 0, p->st>>>(idx, m, p->dKey, tag, val,
+  kWords<IdxT><<<gridFor(p, m), kBlock, 0, cx->st>>>(idx, m, p->dKey, tag, val,
                                                     col>=0 ? 1 : 0, inv, out,
-                                                    (Hdr*)p->par.p);
-  GPUDS_CK_LAUNCH(p, "kWords");
+                                                    (Hdr*)cx->par.p);
+  GPUDS_CK_LAUNCH(cx, "kWords");
   *pDiff = ~0ULL;
   *pAnd = 0;
   if( m>=kBitsMin ){
     Hdr h;
-    rc = readHdr(p, &h);
+    rc = readHdr(p, cx, &h);
     if( rc ) return rc;
     *pDiff = h.orv ^ h.andv;
     *pAnd = h.andv;
@@ -206,14 +215,14 @@ int words(CudaCols *p, const IdxT *idx, int64_t m, int col, int inv, uint64_t *o
 // selectTo with the count into the device Hdr's nSel, then read back into
 // *pnSel.
 template<typename IdxT, typename Pred>
-int selectIf(CudaCols *p, int64_t first, int64_t nItems, Pred pred, IdxT *out,
+int selectIf(CudaCols *p, ColsCtx *cx, int64_t first, int64_t nItems, Pred pred, IdxT *out,
              int64_t *pnSel){
-  int rc = selectTo<IdxT>(p, first, nItems, pred, out, &((Hdr*)p->par.p)->nSel);
+  int rc = selectTo<IdxT>(p, cx, first, nItems, pred, out, &((Hdr*)cx->par.p)->nSel);
   if( rc ) return rc;
   Hdr h;
-  rc = readHdr(p, &h);
+  rc = readHdr(p, cx, &h);
   if( rc ) return rc;
-  if( h.nSel<0 || h.nSel>nItems ) return colsSetErr(p, GPUDS_ERROR, "internal error: select count out of range");
+  if( h.nSel<0 || h.nSel>nItems ) return colsSetErr(cx, GPUDS_ERROR, "internal error: select count out of range");
   *pnSel = h.nSel;
   return GPUDS_OK;
 }
@@ -222,38 +231,38 @@ int selectIf(CudaCols *p, int64_t first, int64_t nItems, Pred pred, IdxT *out,
 // diff, AND andv), keep those whose word is <= the nFirst-th smallest, in
 // their order, in idxOut; their count in *pc.  pos: scratch of nOut IdxT.
 template<typename IdxT>
-int topk(CudaCols *p, const IdxT *idx, int64_t nOut, const uint64_t *s, uint64_t diff,
+int topk(CudaCols *p, ColsCtx *cx, const IdxT *idx, int64_t nOut, const uint64_t *s, uint64_t diff,
          uint64_t andv, int64_t nFirst, IdxT *pos, IdxT *idxOut, int64_t *pc){
   static const int aShift[] = {53, 42, 31, 20, 9, 0};
   static const int aW[] = {11, 11, 11, 11, 11, 9};
-  Hdr *d = (Hdr*)p->par.p;
-  ull *hist = (ull*)((char*)p->par.p + p->par.n - kHistMax*sizeof(ull));
+  Hdr *d = (Hdr*)cx->par.p;
+  ull *hist = (ull*)((char*)cx->par.p + cx->par.n - kHistMax*sizeof(ull));
   ull init[3] = {0, 0, (ull)nFirst};       // prefix, mask, rank
   ull mask = 0;
   int rc;
   // the pinned upload area is idle here (the query's upload finished at the
   // first read-back), so it carries the state's initial values
-  memcpy((char*)p->hPin + kHdrBytes, init, sizeof(init));
-  GPUDS_CK(p, cudaMemcpyAsync(&d->prefix, (char*)p->hPin + kHdrBytes, sizeof(init),
-                          cudaMemcpyHostToDevice, p->st));
+  memcpy((char*)cx->hPin + kHdrBytes, init, sizeof(init));
+  GPUDS_CK(cx, cudaMemcpyAsync(&d->prefix, (char*)cx->hPin + kHdrBytes, sizeof(init),
+                          cudaMemcpyHostToDevice, cx->st));
   for(int k=0; k<6; k++){
     ull win = ((1ULL<<aW[k])-1) << aShift[k];
     if( (diff & win)==0 ) continue;      // the same bits in every word
-    GPUDS_CK(p, cudaMemsetAsync(hist, 0, kHistMax*sizeof(ull), p->st));
-    kHist<<<gridFor(p, nOut), kBlock, 0, p->st>>>(s, nOut, d, aShift[k], aW[k], hist);
-    GPUDS_CK_LAUNCH(p, "kHist");
-    kChoose<<<1, 32, 0, p->st>>>(hist, aShift[k], aW[k], d);
-    GPUDS_CK_LAUNCH(p, "kChoose");
+    GPUDS_CK(cx, cudaMemsetAsync(hist, 0, kHistMax*sizeof(ull), cx->st));
+    kHist<<<gridFor(p, nOut), kBlock, 0, cx->st>>>(s, nOut, d, aShift[k], aW[k], hist);
+    GPUDS_CK_LAUNCH(cx, "kHist");
+    kChoose<<<1, 32, 0, cx->st>>>(hist, aShift[k], aW[k], d);
+    GPUDS_CK_LAUNCH(cx, "kChoose");
     mask |= win;
   }
   LeThr pred{s, d, (ull)(andv & ~mask)};
   int64_t c = 0;
-  rc = selectIf<IdxT>(p, 0, nOut, pred, pos, &c);
+  rc = selectIf<IdxT>(p, cx, 0, nOut, pred, pos, &c);
   if( rc ) return rc;
-  if( c<nFirst || c>nOut ) return colsSetErr(p, GPUDS_ERROR, "internal error: top-k candidates out of range");
+  if( c<nFirst || c>nOut ) return colsSetErr(cx, GPUDS_ERROR, "internal error: top-k candidates out of range");
   if( c>0 ){
-    kGatherIdx<IdxT><<<gridFor(p, c), kBlock, 0, p->st>>>(pos, c, idx, idxOut);
-    GPUDS_CK_LAUNCH(p, "kGatherIdx");
+    kGatherIdx<IdxT><<<gridFor(p, c), kBlock, 0, cx->st>>>(pos, c, idx, idxOut);
+    GPUDS_CK_LAUNCH(cx, "kGatherIdx");
   }
   *pc = c;
   return GPUDS_OK;
@@ -271,13 +280,13 @@ struct Up {
 // Send the query's parameters (Hdr, terms, skip list, IN values) if not
 // yet sent; with bBounds, the key bounds again after them (the Hdr going
 // up resets them).
-int upSend(CudaCols *p, Up &u, const gpuds_query *q, int bBounds){
+int upSend(CudaCols *p, ColsCtx *cx, Up &u, const gpuds_query *q, int bBounds){
   if( u.bSent ) return GPUDS_OK;
-  GPUDS_CK(p, cudaMemcpyAsync(p->par.p, u.h, u.n, cudaMemcpyHostToDevice, p->st));
+  GPUDS_CK(cx, cudaMemcpyAsync(cx->par.p, u.h, u.n, cudaMemcpyHostToDevice, cx->st));
   u.bSent = true;
   if( bBounds ){
-    kBounds<<<1, 64, 0, p->st>>>(p->dKey, p->n, q->lo, q->hi, (Hdr*)p->par.p);
-    GPUDS_CK_LAUNCH(p, "kBounds");
+    kBounds<<<1, 64, 0, cx->st>>>(p->dKey, p->n, q->lo, q->hi, (Hdr*)cx->par.p);
+    GPUDS_CK_LAUNCH(cx, "kBounds");
   }
   return GPUDS_OK;
 }
@@ -288,23 +297,23 @@ int upSend(CudaCols *p, Up &u, const gpuds_query *q, int bBounds){
 // written into mapped pinned memory at oDirect) nothing is copied until a
 // scan needs the parameters (u).  *pbDone: the result is complete.
 template<typename IdxT>
-int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, const ProbeArg &pa,
+int few(CudaCols *p, ColsCtx *cx, const gpuds_query *q, const SelPred &pred, ColIdx *x, const ProbeArg &pa,
         bool bDirect, size_t oDirect, Up &u, int bBounds, int64_t *pn, int64_t **paKey,
         uint64_t **paRow, int *pbDone){
   const int64_t cap = p->nFewMax;
   const size_t nStage = (size_t)(1 + 3*cap)*8;
-  Hdr *dH = (Hdr*)p->par.p;
+  Hdr *dH = (Hdr*)cx->par.p;
   int rc;
   *pbDone = 0;
-  if( (rc = ensure(p, p->sel, (size_t)cap*sizeof(IdxT)))!=0 ) return rc;
-  if( (rc = ensure(p, p->out, nStage))!=0 ) return rc;
+  if( (rc = ensure(cx, cx->sel, (size_t)cap*sizeof(IdxT)))!=0 ) return rc;
+  if( (rc = ensure(cx, cx->out, nStage))!=0 ) return rc;
   if( bBounds ){
-    kBounds<<<1, 64, 0, p->st>>>(p->dKey, p->n, q->lo, q->hi, dH);
-    GPUDS_CK_LAUNCH(p, "kBounds");
+    kBounds<<<1, 64, 0, cx->st>>>(p->dKey, p->n, q->lo, q->hi, dH);
+    GPUDS_CK_LAUNCH(cx, "kBounds");
   }
   // lands over the upload area: the copy going up came first on the stream
   // (queryT made the pinned area big enough for both)
-  int64_t *hStage = (int64_t*)p->hPin;
+  int64_t *hStage = (int64_t*)cx->hPin;
   if( x ){
     // an equality term with an index: its few candidates, checked
     TermArg ta;
@@ -312,34 +321,34 @@ int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, const
     if( bDirect ){
       ta.n = q->nTerm;
       for(int t=0; t<q->nTerm; t++) ta.t[t] = dtermOf(q->aTerm[t], p->n);
-      hStage = (int64_t*)((char*)p->hPin + oDirect);
+      hStage = (int64_t*)((char*)cx->hPin + oDirect);
     }
-    int64_t *dOut = bDirect ? (int64_t*)((char*)p->dPin + oDirect) : (int64_t*)p->out.p;
-    kProbe<IdxT><<<1, kBlock, 0, p->st>>>(pred, ta, pa, (u.bSent || bBounds) ? dH : nullptr, p->n,
+    int64_t *dOut = bDirect ? (int64_t*)((char*)cx->dPin + oDirect) : (int64_t*)cx->out.p;
+    kProbe<IdxT><<<1, kBlock, 0, cx->st>>>(pred, ta, pa, (u.bSent || bBounds) ? dH : nullptr, p->n,
                                           x->val, (const IdxT*)x->row, *(const Segs*)x->seg,
                                           cap, p->dKey, p->dRow, dOut);
-    GPUDS_CK_LAUNCH(p, "kProbe");
+    GPUDS_CK_LAUNCH(cx, "kProbe");
     if( !bDirect ){
-      GPUDS_CK(p, cudaMemcpyAsync(hStage, p->out.p, nStage, cudaMemcpyDeviceToHost, p->st));
+      GPUDS_CK(cx, cudaMemcpyAsync(hStage, cx->out.p, nStage, cudaMemcpyDeviceToHost, cx->st));
     }
-    GPUDS_CK(p, cudaStreamSynchronize(p->st));
+    GPUDS_CK(cx, cudaStreamSynchronize(cx->st));
     if( hStage[0]==-2 ){                      // more candidates than cap: scan
       x = nullptr;
-      hStage = (int64_t*)p->hPin;
+      hStage = (int64_t*)cx->hPin;
     }
   }
   if( !x ){
-    if( (rc = upSend(p, u, q, bBounds))!=0 ) return rc;
-    kAppend<IdxT><<<gridFor(p, p->n), kBlock, 0, p->st>>>(pred, dH, (IdxT*)p->sel.p, cap);
-    GPUDS_CK_LAUNCH(p, "kAppend");
-    kFewOut<IdxT><<<gridFor(p, cap), kBlock, 0, p->st>>>((const IdxT*)p->sel.p, dH, cap,
-                                                        p->dKey, p->dRow, (int64_t*)p->out.p);
-    GPUDS_CK_LAUNCH(p, "kFewOut");
-    GPUDS_CK(p, cudaMemcpyAsync(hStage, p->out.p, nStage, cudaMemcpyDeviceToHost, p->st));
-    GPUDS_CK(p, cudaStreamSynchronize(p->st));
+    if( (rc = upSend(p, cx, u, q, bBounds))!=0 ) return rc;
+    kAppend<IdxT><<<gridFor(p, p->n), kBlock, 0, cx->st>>>(pred, dH, (IdxT*)cx->sel.p, cap);
+    GPUDS_CK_LAUNCH(cx, "kAppend");
+    kFewOut<IdxT><<<gridFor(p, cap), kBlock, 0, cx->st>>>((const IdxT*)cx->sel.p, dH, cap,
+                                                        p->dKey, p->dRow, (int64_t*)cx->out.p);
+    GPUDS_CK_LAUNCH(cx, "kFewOut");
+    GPUDS_CK(cx, cudaMemcpyAsync(hStage, cx->out.p, nStage, cudaMemcpyDeviceToHost, cx->st));
+    GPUDS_CK(cx, cudaStreamSynchronize(cx->st));
   }
   const int64_t nSel = hStage[0];
-  if( nSel<0 || nSel>p->n ) return colsSetErr(p, GPUDS_ERROR, "internal error: select count out of range");
+  if( nSel<0 || nSel>p->n ) return colsSetErr(cx, GPUDS_ERROR, "internal error: select count out of range");
   if( q->nMost>0 && nSel>q->nMost ){ *pbDone = 1; *pn = -1; return GPUDS_OK; }   // the caller scans
   if( nSel>cap ) return GPUDS_OK;
   *pbDone = 1;
@@ -356,7 +365,7 @@ int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, const
   int64_t m = q->nFirst>0 && nSel>q->nFirst ? q->nFirst : nSel;
   int64_t *aK = (int64_t*)malloc((size_t)m*8);
   uint64_t *aR = (uint64_t*)malloc((size_t)m*8);
-  if( !aK || !aR ){ free(aK); free(aR); return colsSetErr(p, GPUDS_NOMEM, "out of memory"); }
+  if( !aK || !aR ){ free(aK); free(aR); return colsSetErr(cx, GPUDS_NOMEM, "out of memory"); }
   for(int64_t j=0; j<m; j++){
     aK[j] = sK[ord[(size_t)j]];
     aR[j] = (uint64_t)hStage[1 + cap + ord[(size_t)j]];
@@ -367,7 +376,7 @@ int few(CudaCols *p, const gpuds_query *q, const SelPred &pred, ColIdx *x, const
 
 // xQuery for a set whose row numbers fit IdxT (q validated, p->n > 0).
 template<typename IdxT>
-int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
+int queryT(CudaCols *p, ColsCtx *cx, const gpuds_query *q, int64_t *pn, int64_t **paKey,
            uint64_t **paRow, uint64_t **paSort){
   const int64_t n = p->n;
   const int nTerm = q->nTerm>0 ? q->nTerm : 0;
@@ -379,13 +388,13 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   if( q->lo>q->hi ) return GPUDS_OK;                    // no key qualifies
 
   // 1. parameters: Hdr | terms | skip list, one upload; histogram at the end
-  if( (uint64_t)nSkip > ((uint64_t)1<<56) ) return colsSetErr(p, GPUDS_NOMEM, "skip list too large");
+  if( (uint64_t)nSkip > ((uint64_t)1<<56) ) return colsSetErr(cx, GPUDS_NOMEM, "skip list too large");
   const int64_t nIn = q->nIn>0 && q->aInVal && q->aInTag ? q->nIn : 0;
-  if( (uint64_t)nIn > ((uint64_t)1<<31) ) return colsSetErr(p, GPUDS_NOMEM, "IN list too large");
+  if( (uint64_t)nIn > ((uint64_t)1<<31) ) return colsSetErr(cx, GPUDS_NOMEM, "IN list too large");
   for(int t=0; t<nTerm; t++){
     const gpuds_term *pT = &q->aTerm[t];
     if( pT->op==GPUDS_CMP_IN && (pT->val>>32) + (uint32_t)pT->val > (uint64_t)nIn ){
-      return colsSetErr(p, GPUDS_MISUSE, "IN term past the query's IN values");
+      return colsSetErr(cx, GPUDS_MISUSE, "IN term past the query's IN values");
     }
   }
   // Hdr | terms | skip list | IN values | IN tags
@@ -395,11 +404,11 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   const bool bFew = nTerm>0 && !byCol && p->nFewMax>0 && (q->nFirst<=0 || q->nFirst<=p->nFewMax);
   const size_t nFewStage = bFew ? (size_t)(1 + 3*p->nFewMax)*8 : 0;
   const size_t oDirect = kHdrBytes + alignUp(nUp);      // kProbe's results, mapped
-  if( (rc = ensurePin(p, oDirect + nFewStage))!=0 ) return rc;
-  if( p->par.n<nPar ){
-    if( (rc = ensure(p, p->par, nPar))!=0 ) return rc;
+  if( (rc = ensurePin(cx, oDirect + nFewStage))!=0 ) return rc;
+  if( cx->par.n<nPar ){
+    if( (rc = ensure(cx, cx->par, nPar))!=0 ) return rc;
   }
-  char *hUp = (char*)p->hPin + kHdrBytes;
+  char *hUp = (char*)cx->hPin + kHdrBytes;
   {
     Hdr h0;
     memset(&h0, 0, sizeof(h0));
@@ -415,9 +424,9 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
       memcpy(zIn + (size_t)nIn*8, q->aInTag, (size_t)nIn);
     }
   }
-  Hdr *dH = (Hdr*)p->par.p;
-  const DTerm *dTerm = (const DTerm*)((char*)p->par.p + kHdrBytes);
-  const int64_t *dSkip = (const int64_t*)((char*)p->par.p + kHdrBytes + (size_t)nTerm*sizeof(DTerm));
+  Hdr *dH = (Hdr*)cx->par.p;
+  const DTerm *dTerm = (const DTerm*)((char*)cx->par.p + kHdrBytes);
+  const int64_t *dSkip = (const int64_t*)((char*)cx->par.p + kHdrBytes + (size_t)nTerm*sizeof(DTerm));
   const uint64_t *dInVal = (const uint64_t*)(dSkip + nSkip);
   const uint8_t *dInTag = (const uint8_t*)(dInVal + nIn);
 
@@ -479,42 +488,42 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   // the equality index of that term's column, for few()
   ColIdx *x = nullptr;
   if( bFew && iProbe>=0 ){
-    x = idxEnsure<IdxT>(p, q->aTerm[iProbe].iCol, &rc);
+    x = idxEnsure<IdxT>(p, cx, q->aTerm[iProbe].iCol, &rc);
     if( rc ) return rc;
   }
-  const bool bDirect = x && p->dPin && nSkip==0 && nIn==0 && nTerm<=kTermsArg;
+  const bool bDirect = x && cx->dPin && nSkip==0 && nIn==0 && nTerm<=kTermsArg;
   Up up = { hUp, nUp, false };
-  if( !bDirect && (rc = upSend(p, up, q, 0))!=0 ) return rc;
+  if( !bDirect && (rc = upSend(p, cx, up, q, 0))!=0 ) return rc;
   if( bFew ){
     int bDone = 0;
-    rc = few<IdxT>(p, q, pred, x, pa, bDirect, oDirect, up, p->bSorted && !fullRange,
+    rc = few<IdxT>(p, cx, q, pred, x, pa, bDirect, oDirect, up, p->bSorted && !fullRange,
                    pn, paKey, paRow, &bDone);
     if( rc || bDone ) return rc;
     // too many matches for few(): the ordered path, from nSel = 0 again
-    GPUDS_CK(p, cudaMemsetAsync(&dH->nSel, 0, sizeof(int64_t), p->st));
+    GPUDS_CK(cx, cudaMemsetAsync(&dH->nSel, 0, sizeof(int64_t), cx->st));
   }
-  if( (rc = upSend(p, up, q, 0))!=0 ) return rc;
+  if( (rc = upSend(p, cx, up, q, 0))!=0 ) return rc;
 
   // 2. key bounds
   int64_t i0 = 0, i1 = n;
   if( p->bSorted && !fullRange ){
-    kBounds<<<1, 64, 0, p->st>>>(p->dKey, n, q->lo, q->hi, dH);
-    GPUDS_CK_LAUNCH(p, "kBounds");
+    kBounds<<<1, 64, 0, cx->st>>>(p->dKey, n, q->lo, q->hi, dH);
+    GPUDS_CK_LAUNCH(cx, "kBounds");
     Hdr h;
-    if( (rc = readHdr(p, &h))!=0 ) return rc;
+    if( (rc = readHdr(p, cx, &h))!=0 ) return rc;
     i0 = h.i0; i1 = h.i1;
-    if( i0<0 || i1>n ) return colsSetErr(p, GPUDS_ERROR, "internal error: key bounds out of range");
+    if( i0<0 || i1>n ) return colsSetErr(cx, GPUDS_ERROR, "internal error: key bounds out of range");
   }
   if( i1<=i0 ){
-    GPUDS_CK(p, cudaStreamSynchronize(p->st));
+    GPUDS_CK(cx, cudaStreamSynchronize(cx->st));
     return GPUDS_OK;
   }
   const int64_t nRange = i1-i0;
 
   // 3. the matches, ascending row numbers
-  if( (rc = ensure(p, p->sel, (size_t)nRange*sizeof(IdxT)))!=0 ) return rc;
+  if( (rc = ensure(cx, cx->sel, (size_t)nRange*sizeof(IdxT)))!=0 ) return rc;
   int64_t nOut = 0;
-  if( (rc = selectIf<IdxT>(p, i0, nRange, pred, (IdxT*)p->sel.p, &nOut))!=0 ) return rc;
+  if( (rc = selectIf<IdxT>(p, cx, i0, nRange, pred, (IdxT*)cx->sel.p, &nOut))!=0 ) return rc;
   if( nOut==0 ) return GPUDS_OK;
   if( q->nMost>0 && nOut>q->nMost ){ *pn = -1; return GPUDS_OK; }   // the caller scans
 
@@ -522,36 +531,36 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   const bool needSort = byCol || !p->bSorted;
   const size_t oA = 0, oB = alignUp((size_t)nOut*8), oI = 2*oB;
   if( needSort ){
-    if( (rc = ensure(p, p->sort, oI + alignUp((size_t)nOut*sizeof(IdxT))))!=0 ) return rc;
+    if( (rc = ensure(cx, cx->sort, oI + alignUp((size_t)nOut*sizeof(IdxT))))!=0 ) return rc;
   }
-  uint64_t *wA = needSort ? (uint64_t*)((char*)p->sort.p + oA) : nullptr;
-  uint64_t *wB = needSort ? (uint64_t*)((char*)p->sort.p + oB) : nullptr;
-  IdxT *idx = (IdxT*)p->sel.p;
-  IdxT *idxAlt = needSort ? (IdxT*)((char*)p->sort.p + oI) : nullptr;
+  uint64_t *wA = needSort ? (uint64_t*)((char*)cx->sort.p + oA) : nullptr;
+  uint64_t *wB = needSort ? (uint64_t*)((char*)cx->sort.p + oB) : nullptr;
+  IdxT *idx = (IdxT*)cx->sel.p;
+  IdxT *idxAlt = needSort ? (IdxT*)((char*)cx->sort.p + oI) : nullptr;
   uint64_t diff = 0, andv = 0;
   if( needSort && q->nFirst>0 && nOut>=kTopkMin && q->nFirst<=nOut/8 ){
     // words of the final order: the column's, else the key (descending:
     // the largest keys come first after the reversal)
-    if( (rc = words<IdxT>(p, idx, nOut, byCol ? q->iOrderCol : -1, q->bDesc ? 1 : 0,
+    if( (rc = words<IdxT>(p, cx, idx, nOut, byCol ? q->iOrderCol : -1, q->bDesc ? 1 : 0,
                           wA, &diff, &andv))!=0 ) return rc;
     int64_t c = 0;
-    if( (rc = topk<IdxT>(p, idx, nOut, wA, diff, andv, q->nFirst, (IdxT*)wB, idxAlt, &c))!=0 ) return rc;
+    if( (rc = topk<IdxT>(p, cx, idx, nOut, wA, diff, andv, q->nFirst, (IdxT*)wB, idxAlt, &c))!=0 ) return rc;
     IdxT *x = idx; idx = idxAlt; idxAlt = x;
     nOut = c;
   }
   if( !p->bSorted && nOut>1 ){
-    if( (rc = words<IdxT>(p, idx, nOut, -1, 0, wA, &diff, &andv))!=0 ) return rc;
+    if( (rc = words<IdxT>(p, cx, idx, nOut, -1, 0, wA, &diff, &andv))!=0 ) return rc;
     cub::DoubleBuffer<uint64_t> keys(wA, wB);
     cub::DoubleBuffer<IdxT> vals(idx, idxAlt);
-    if( (rc = sortPairs<IdxT>(p, keys, vals, nOut, diff))!=0 ) return rc;
+    if( (rc = sortPairs<IdxT>(p, cx, keys, vals, nOut, diff))!=0 ) return rc;
     idx = vals.Current(); idxAlt = vals.Alternate();
   }
   const uint64_t *sk = nullptr;
   if( byCol ){
-    if( (rc = words<IdxT>(p, idx, nOut, q->iOrderCol, q->bDesc ? 1 : 0, wA, &diff, &andv))!=0 ) return rc;
+    if( (rc = words<IdxT>(p, cx, idx, nOut, q->iOrderCol, q->bDesc ? 1 : 0, wA, &diff, &andv))!=0 ) return rc;
     cub::DoubleBuffer<uint64_t> keys(wA, wB);
     cub::DoubleBuffer<IdxT> vals(idx, idxAlt);
-    if( (rc = sortPairs<IdxT>(p, keys, vals, nOut, diff))!=0 ) return rc;
+    if( (rc = sortPairs<IdxT>(p, cx, keys, vals, nOut, diff))!=0 ) return rc;
     idx = vals.Current(); idxAlt = vals.Alternate();
     sk = keys.Current();
   }
@@ -561,38 +570,38 @@ int queryT(CudaCols *p, const gpuds_query *q, int64_t *pn, int64_t **paKey,
   if( q->nFirst>0 && nOut>q->nFirst ){
     m = q->nFirst;
     if( byCol ){
-      kTies<<<1, 32, 0, p->st>>>(sk, nOut, q->nFirst, dH);
-      GPUDS_CK_LAUNCH(p, "kTies");
+      kTies<<<1, 32, 0, cx->st>>>(sk, nOut, q->nFirst, dH);
+      GPUDS_CK_LAUNCH(cx, "kTies");
       Hdr h;
-      if( (rc = readHdr(p, &h))!=0 ) return rc;
-      if( h.m<q->nFirst || h.m>nOut ) return colsSetErr(p, GPUDS_ERROR, "internal error: tie run out of range");
+      if( (rc = readHdr(p, cx, &h))!=0 ) return rc;
+      if( h.m<q->nFirst || h.m>nOut ) return colsSetErr(cx, GPUDS_ERROR, "internal error: tie run out of range");
       m = h.m;
     }
   }
   const bool wantSort = paSort && byCol;
   const size_t nA = alignUp((size_t)m*8);
-  if( (rc = ensure(p, p->out, nA*(wantSort ? 3 : 2)))!=0 ) return rc;
-  int64_t *oK = (int64_t*)p->out.p;
-  uint64_t *oR = (uint64_t*)((char*)p->out.p + nA);
-  uint64_t *oS = wantSort ? (uint64_t*)((char*)p->out.p + 2*nA) : nullptr;
-  kOut<IdxT><<<gridFor(p, m), kBlock, 0, p->st>>>(idx, nOut, m, (!byCol && q->bDesc) ? 1 : 0,
+  if( (rc = ensure(cx, cx->out, nA*(wantSort ? 3 : 2)))!=0 ) return rc;
+  int64_t *oK = (int64_t*)cx->out.p;
+  uint64_t *oR = (uint64_t*)((char*)cx->out.p + nA);
+  uint64_t *oS = wantSort ? (uint64_t*)((char*)cx->out.p + 2*nA) : nullptr;
+  kOut<IdxT><<<gridFor(p, m), kBlock, 0, cx->st>>>(idx, nOut, m, (!byCol && q->bDesc) ? 1 : 0,
                                                  p->dKey, p->dRow, sk, q->bDesc ? 1 : 0,
                                                  oK, oR, oS);
-  GPUDS_CK_LAUNCH(p, "kOut");
+  GPUDS_CK_LAUNCH(cx, "kOut");
   int64_t *aK = (int64_t*)malloc((size_t)m*8);
   uint64_t *aR = (uint64_t*)malloc((size_t)m*8);
   uint64_t *aS = wantSort ? (uint64_t*)malloc((size_t)m*8) : nullptr;
   if( !aK || !aR || (wantSort && !aS) ){
-    (void)cudaStreamSynchronize(p->st);
+    (void)cudaStreamSynchronize(cx->st);
     free(aK); free(aR); free(aS);
-    return colsSetErr(p, GPUDS_NOMEM, "out of memory");
+    return colsSetErr(cx, GPUDS_NOMEM, "out of memory");
   }
-  cudaError_t e = cudaMemcpyAsync(aK, oK, (size_t)m*8, cudaMemcpyDeviceToHost, p->st);
-  if( e==cudaSuccess ) e = cudaMemcpyAsync(aR, oR, (size_t)m*8, cudaMemcpyDeviceToHost, p->st);
-  if( e==cudaSuccess && aS ) e = cudaMemcpyAsync(aS, oS, (size_t)m*8, cudaMemcpyDeviceToHost, p->st);
-  if( e==cudaSuccess ) e = cudaStreamSynchronize(p->st);
+  cudaError_t e = cudaMemcpyAsync(aK, oK, (size_t)m*8, cudaMemcpyDeviceToHost, cx->st);
+  if( e==cudaSuccess ) e = cudaMemcpyAsync(aR, oR, (size_t)m*8, cudaMemcpyDeviceToHost, cx->st);
+  if( e==cudaSuccess && aS ) e = cudaMemcpyAsync(aS, oS, (size_t)m*8, cudaMemcpyDeviceToHost, cx->st);
+  if( e==cudaSuccess ) e = cudaStreamSynchronize(cx->st);
   if( e!=cudaSuccess ){
-    rc = gpudsCudaFail(p, e, "copy of the result to the host", __FILE__, __LINE__);   // waits for the stream
+    rc = gpudsCudaFail(cx, e, "copy of the result to the host", __FILE__, __LINE__);   // waits for the stream
     free(aK); free(aR); free(aS);
     return rc;
   }

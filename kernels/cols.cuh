@@ -1,7 +1,8 @@
 // cols.cuh -- the CUDA column set's test hooks (kernels/cols/hooks.cuh).
 //
 // The SQLite side only sees gpudsCudaColsOps (gpuds_backend.h).  Tests
-// (tests/gpu/test_cols.cu) also steer the set through these.
+// (tests/gpu/test_cols.cu) also steer the set through these, while no
+// other call runs on it.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,13 @@ extern "C" int gpudsCudaColsIndexed(gpuds_cols *pCols);
 extern "C" void gpudsCudaColsAggTune(gpuds_cols *pCols, int bSorted, int64_t laneRows,
                                      int64_t r2BlockMax, int yBatch);
 
-// Time xAgg on the set's stream from now on; the last xAgg's time in ms
+// Time xAgg on its stream from now on; the last timed xAgg's time in ms
 // (-1: none timed yet).
 extern "C" double gpudsCudaColsAggTime(gpuds_cols *pCols);
+
+// The contexts the set has made (as many as its calls ran at once).
+extern "C" int gpudsCudaColsContexts(gpuds_cols *pCols);
+
+// While bOn, every device allocation the calling thread makes fails as one
+// the full GPU refuses (any store or set).
+extern "C" void gpudsCudaColsFailThread(int bOn);

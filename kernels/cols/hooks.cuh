@@ -1,14 +1,18 @@
 // kernels/cols/hooks.cuh -- the column set's test hooks, declared in
-// kernels/cols.cuh.
+// kernels/cols.cuh.  Those that steer a set are called while no other call
+// runs on it (kernels/cols/store.cuh: the calls read their fields
+// unguarded).
 //
 // Part of the CUDA column set's one translation unit: included by
 // kernels/cols.cu.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 
 #include "gpuds_backend.h"
 #include "cols.cuh"
+#include "common/devmem.cuh"
 #include "cols/store.cuh"
 
 // Test hook: simulate a device holding only `limit` bytes for this set's
@@ -27,8 +31,23 @@ extern "C" void gpudsCudaColsSetFewMax(gpuds_cols *pCols, int64_t n){
 extern "C" int gpudsCudaColsIndexed(gpuds_cols *pCols){
   int n = 0;
   CudaCols *p = cc(pCols);
-  for(int c=0; p && p->aIdx && c<p->nCol; c++) n += p->aIdx[c].state==1;
+  for(int c=0; p && p->aIdx && c<p->nCol; c++) n += p->aIdx[c].state.load()==1;
   return n;
+}
+
+// Test hook: the contexts the set has made (as many as calls ran at once).
+extern "C" int gpudsCudaColsContexts(gpuds_cols *pCols){
+  CudaCols *p = cc(pCols);
+  if( !p ) return 0;
+  std::lock_guard<std::mutex> g(p->muPool);
+  return p->nCtx;
+}
+
+// Test hook: while bOn, every device allocation the calling thread makes
+// (for any store or set) fails as one the full GPU refuses: a test fails
+// one thread's call among several running on one set.
+extern "C" void gpudsCudaColsFailThread(int bOn){
+  gpuds_mem::threadFails() = bOn!=0;
 }
 
 // Test hook: steer xAgg's paths.  bSorted: groups always sorted (path L),
@@ -46,19 +65,12 @@ extern "C" void gpudsCudaColsAggTune(gpuds_cols *pCols, int bSorted, int64_t lan
   p->aggYBatch = yBatch>0 ? yBatch : 0;
 }
 
-// Test hook: time xAgg on the set's stream (CUDA events, from the first
-// launch to the last copy back) from now on; returns the last xAgg's time
-// in ms (-1 where none was timed).
+// Test hook: time xAgg on its context's stream (CUDA events, from the
+// first launch to the last copy back) from now on; returns the last timed
+// xAgg's time in ms (-1 where none was timed).
 extern "C" double gpudsCudaColsAggTime(gpuds_cols *pCols){
   CudaCols *p = cc(pCols);
   if( !p ) return -1;
-  if( !p->aggTime ){
-    if( cudaEventCreate(&p->aggEv[0])!=cudaSuccess || cudaEventCreate(&p->aggEv[1])!=cudaSuccess ){
-      (void)cudaGetLastError();
-      return -1;
-    }
-    p->aggTime = true;
-    p->aggMs = -1;
-  }
-  return p->aggMs;
+  p->aggTime = true;
+  return p->aggMs.load();
 }

@@ -11,6 +11,7 @@
 #include <cub/cub.cuh>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 #include "gpuds_backend.h"
 #include "common/check.cuh"
@@ -147,12 +148,14 @@ void idxDrop(CudaCols *p, int c){
   x->val = nullptr; x->row = nullptr; x->nBytes = 0;
 }
 
-// Build column c's equality index (ColIdx): the row numbers sorted by value
-// (a radix sort of all 64 bits), then stably by tag (3 bits), then the
-// values gathered in that order.  Temporary buffers are freed before it
-// returns; the index holds 8 + sizeof(IdxT) bytes a row.
+// Build column c's equality index (ColIdx, not yet published: idxEnsure
+// does that) on cx's stream: the row numbers sorted by value (a radix sort
+// of all 64 bits), then stably by tag (3 bits), then the values gathered
+// in that order.  Temporary buffers are freed before it returns, and the
+// stream is idle: what it wrote is complete on the device.  The index holds
+// 8 + sizeof(IdxT) bytes a row.
 template<typename IdxT>
-int idxBuild(CudaCols *p, int c){
+int idxBuild(CudaCols *p, ColsCtx *cx, int c){
   const int64_t n = p->n;
   const size_t nn = (size_t)n;
   const uint8_t *tag = p->dTag + (size_t)c*nn;
@@ -165,59 +168,58 @@ int idxBuild(CudaCols *p, int c){
   ull hCnt[5];
   cudaError_t e;
 #define IDX_CK(call) do{ e = (call); if( e!=cudaSuccess ){ \
-    rc = gpudsCudaFail(p, e, "equality index", __FILE__, __LINE__); goto idx_out; } }while(0)
+    rc = gpudsCudaFail(cx, e, "equality index", __FILE__, __LINE__); goto idx_out; } }while(0)
   // 1. rows by value: keys (a copy of the values) and rows, double buffers
   IDX_CK(devAlloc(p, &aBuf[0], nn*8 + 512));    // (+ the tag counts, step 2)
   IDX_CK(devAlloc(p, &aBuf[1], nn*8));
   IDX_CK(devAlloc(p, &aBuf[2], nn*sizeof(IdxT)));
   IDX_CK(devAlloc(p, &aBuf[3], nn*sizeof(IdxT)));
   r0 = (IdxT*)aBuf[2]; r1 = (IdxT*)aBuf[3];
-  IDX_CK(cudaMemcpyAsync(aBuf[0], val, nn*8, cudaMemcpyDeviceToDevice, p->st));
-  kIota<IdxT><<<gridFor(p, n), kBlock, 0, p->st>>>(r0, n);
+  IDX_CK(cudaMemcpyAsync(aBuf[0], val, nn*8, cudaMemcpyDeviceToDevice, cx->st));
+  kIota<IdxT><<<gridFor(p, n), kBlock, 0, cx->st>>>(r0, n);
   IDX_CK(cudaGetLastError());
   {
     cub::DoubleBuffer<uint64_t> k((uint64_t*)aBuf[0], (uint64_t*)aBuf[1]);
     cub::DoubleBuffer<IdxT> v(r0, r1);
-    IDX_CK(cub::DeviceRadixSort::SortPairs(nullptr, nTmp, k, v, (IdxT)n, 0, 64, p->st));
-    if( (rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp))!=0 ) goto idx_out;
-    nTmp = p->tmp.n;
-    IDX_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, nTmp, k, v, (IdxT)n, 0, 64, p->st));
+    IDX_CK(cub::DeviceRadixSort::SortPairs(nullptr, nTmp, k, v, (IdxT)n, 0, 64, cx->st));
+    if( (rc = ensure(cx, cx->tmp, nTmp<1 ? 1 : nTmp))!=0 ) goto idx_out;
+    nTmp = cx->tmp.n;
+    IDX_CK(cub::DeviceRadixSort::SortPairs(cx->tmp.p, nTmp, k, v, (IdxT)n, 0, 64, cx->st));
     r0 = v.Current(); r1 = v.Alternate();
   }
   // 2. stably by tag: the keys' buffers hold the tags now (and the counts)
   {
     uint8_t *t0 = (uint8_t*)aBuf[0], *t1 = (uint8_t*)aBuf[1];
     ull *dCnt = (ull*)((char*)aBuf[0] + ((nn + 255) & ~(size_t)255));
-    IDX_CK(cudaMemsetAsync(dCnt, 0, 5*sizeof(ull), p->st));
-    kIdxGather<IdxT><<<gridFor(p, n), kBlock, 0, p->st>>>(r0, n, tag, nullptr, t0, nullptr, dCnt);
+    IDX_CK(cudaMemsetAsync(dCnt, 0, 5*sizeof(ull), cx->st));
+    kIdxGather<IdxT><<<gridFor(p, n), kBlock, 0, cx->st>>>(r0, n, tag, nullptr, t0, nullptr, dCnt);
     IDX_CK(cudaGetLastError());
-    IDX_CK(cudaMemcpyAsync(hCnt, dCnt, sizeof(hCnt), cudaMemcpyDeviceToHost, p->st));
+    IDX_CK(cudaMemcpyAsync(hCnt, dCnt, sizeof(hCnt), cudaMemcpyDeviceToHost, cx->st));
     cub::DoubleBuffer<uint8_t> k(t0, t1);
     cub::DoubleBuffer<IdxT> v(r0, r1);
     nTmp = 0;
-    IDX_CK(cub::DeviceRadixSort::SortPairs(nullptr, nTmp, k, v, (IdxT)n, 0, 3, p->st));
-    if( (rc = ensure(p, p->tmp, nTmp<1 ? 1 : nTmp))!=0 ) goto idx_out;
-    nTmp = p->tmp.n;
-    IDX_CK(cub::DeviceRadixSort::SortPairs(p->tmp.p, nTmp, k, v, (IdxT)n, 0, 3, p->st));
+    IDX_CK(cub::DeviceRadixSort::SortPairs(nullptr, nTmp, k, v, (IdxT)n, 0, 3, cx->st));
+    if( (rc = ensure(cx, cx->tmp, nTmp<1 ? 1 : nTmp))!=0 ) goto idx_out;
+    nTmp = cx->tmp.n;
+    IDX_CK(cub::DeviceRadixSort::SortPairs(cx->tmp.p, nTmp, k, v, (IdxT)n, 0, 3, cx->st));
     r0 = v.Current(); r1 = v.Alternate();
   }
   // 3. the values in that order; the index keeps r0 and them
   IDX_CK(devAlloc(p, &aBuf[4], nn*8));
-  kIdxGather<IdxT><<<gridFor(p, n), kBlock, 0, p->st>>>(r0, n, nullptr, val, nullptr,
+  kIdxGather<IdxT><<<gridFor(p, n), kBlock, 0, cx->st>>>(r0, n, nullptr, val, nullptr,
                                                       (uint64_t*)aBuf[4], nullptr);
   IDX_CK(cudaGetLastError());
-  IDX_CK(cudaStreamSynchronize(p->st));
+  IDX_CK(cudaStreamSynchronize(cx->st));
   x->seg[0] = 0;
   for(int t=0; t<5; t++) x->seg[t+1] = x->seg[t] + (int64_t)hCnt[t];
-  if( x->seg[5]!=n ){ rc = colsSetErr(p, GPUDS_ERROR, "internal error: index tags do not add up"); goto idx_out; }
+  if( x->seg[5]!=n ){ rc = colsSetErr(cx, GPUDS_ERROR, "internal error: index tags do not add up"); goto idx_out; }
   x->val = (uint64_t*)aBuf[4]; aBuf[4] = nullptr;
   x->row = r0;
   if( r0==(IdxT*)aBuf[2] ) aBuf[2] = nullptr; else aBuf[3] = nullptr;
   x->nBytes = nn*(8 + sizeof(IdxT));
-  x->state = 1;
 idx_out:
 #undef IDX_CK
-  if( rc && p->st ) (void)cudaStreamSynchronize(p->st);
+  if( rc && cx->st ) (void)cudaStreamSynchronize(cx->st);
   devFree(p, aBuf[0], nn*8 + 512); devFree(p, aBuf[1], nn*8);
   devFree(p, aBuf[2], nn*sizeof(IdxT)); devFree(p, aBuf[3], nn*sizeof(IdxT));
   devFree(p, aBuf[4], nn*8);
@@ -229,20 +231,33 @@ idx_out:
 // second such query (a one-off query does not pay for it), never where
 // there was no room (the query scans; the message is dropped).  NULL if
 // none; a code other than GPUDS_NOMEM from the build is returned in *pRc.
+// Calls run at once: one builds at a time (muIdx), and publishes the index
+// complete (state 1, release; read with acquire); a call that finds
+// another building does not wait for it but scans, and the column's index
+// is built at a later query if that build was another column's.
 template<typename IdxT>
-ColIdx *idxEnsure(CudaCols *p, int c, int *pRc){
+ColIdx *idxEnsure(CudaCols *p, ColsCtx *cx, int c, int *pRc){
   ColIdx *x = &p->aIdx[c];
   *pRc = GPUDS_OK;
-  if( x->state==0 && ++x->nAsk>=2 ){
-    int rc = idxBuild<IdxT>(p, c);
-    if( rc ){
-      idxDrop(p, c);
-      x->state = -1;
-      p->zErr[0] = 0;
-      if( rc!=GPUDS_NOMEM ){ *pRc = rc; return nullptr; }
+  int st = x->state.load(std::memory_order_acquire);
+  if( st==0 && x->nAsk.fetch_add(1, std::memory_order_relaxed)+1>=2 ){
+    std::unique_lock<std::mutex> g(p->muIdx, std::try_to_lock);
+    // under muIdx, the last builder's writes are visible
+    if( g.owns_lock() && x->state.load(std::memory_order_relaxed)==0 ){
+      int rc = idxBuild<IdxT>(p, cx, c);
+      if( rc ){
+        idxDrop(p, c);
+        x->state.store(-1, std::memory_order_release);
+        cx->zErr[0] = 0;
+        if( rc!=GPUDS_NOMEM ){ *pRc = rc; return nullptr; }
+      }else{
+        p->nIdxBytes += x->nBytes;
+        x->state.store(1, std::memory_order_release);
+      }
     }
+    st = x->state.load(std::memory_order_acquire);
   }
-  return x->state==1 ? x : nullptr;
+  return st==1 ? x : nullptr;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // where the design is described).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -71,14 +72,16 @@ struct DevBuf {
 // A column's equality index (built on demand, idxEnsure): the row numbers
 // ordered by (tag, value) and the values in that order, tag t's rows at
 // [seg[t], seg[t+1]).  The set's arrays never change, so it stays exact for
-// the set's life.
+// the set's life.  val, row, nBytes and seg are written once, by the call
+// that builds it, before the release store of state 1; a call reads them
+// only after loading state 1 with acquire.
 struct ColIdx {
   uint64_t *val;         // values in (tag, value) order
   void *row;             // row numbers (IdxT) in that order
   size_t nBytes;         // device bytes of val and row
   int64_t seg[6];        // tag segments (GPUDS_TAG_xxx 0..4)
-  int state;             // 0 none yet, 1 built, -1 not built (no room)
-  int nAsk;              // queries that could have used it
+  std::atomic<int> state{0};  // 0 none yet, 1 built, -1 not built (no room)
+  std::atomic<int> nAsk{0};   // queries that could have used it
 };
 
 // The tag segments of an index, by value, for kProbe.

@@ -4,14 +4,19 @@
 // Every cudaMalloc/cudaFree of a store goes through its DevMem accountant:
 // alloc() and release() keep `bytes` (the device memory the store holds:
 // what xInfo reports as device_bytes), so no store walks its buffers to
-// count them.  Two test hooks sit here, below every allocation a store makes:
+// count them.  Its fields are atomics: the calls of a CUDA column set run
+// on several threads at once, each allocating for its own context.  Two
+// test hooks sit here, below every allocation a store makes:
 //   limit    allocations that would bring `bytes` above it fail (0: none);
 //   failAt   allocation number failAt (counted in nAlloc) fails (0: none);
 //            set by failAfter(), it fires once.
-// and one for the whole process (faultPoint(), driven by the exported
+// one for the whole process (faultPoint(), driven by the exported
 // gpuds_test_device_faults() in device.cu): the N-th allocation of device
 // or pinned host memory by any store of the process fails, so a test at the
-// SQL level can fail each allocation of a workload in turn.
+// SQL level can fail each allocation of a workload in turn; and one for a
+// thread (threadFails()): while on, every device allocation the calling
+// thread makes fails, so a test can fail one thread's call among several
+// running on one store.
 // All fail as cudaMalloc fails when the GPU is full
 // (cudaErrorMemoryAllocation), so they take the store's real error paths.
 //
@@ -133,27 +138,48 @@ inline void refusalText(char *z, size_t nz){
   }
 }
 
+// The thread test hook: while true, the calling thread's device
+// allocations fail.
+inline bool &threadFails(){ static thread_local bool b = false; return b; }
+
+// A store's device memory.  Atomics: allocations of one store may run on
+// several threads at once (a column set's concurrent calls), and `bytes`
+// stays exact (a store's allocation in flight is counted from before its
+// cudaMalloc until it fails or is freed).
 struct DevMem {
-  uint64_t bytes = 0;    // device bytes held
-  uint64_t limit = 0;    // test hook: most bytes allocations may reach (0: none)
-  uint64_t nAlloc = 0;   // allocations asked for so far
-  uint64_t failAt = 0;   // test hook: the allocation (nAlloc) that fails (0: none)
+  std::atomic<uint64_t> bytes{0};  // device bytes held
+  std::atomic<uint64_t> limit{0};  // test hook: most bytes allocations may reach (0: none)
+  std::atomic<uint64_t> nAlloc{0}; // allocations asked for so far
+  std::atomic<uint64_t> failAt{0}; // test hook: the allocation (nAlloc) that fails (0: none)
 };
+
+// Take n bytes in M.bytes: false, nothing taken, if that would pass
+// M.limit.
+inline bool reserveIn(DevMem &M, uint64_t n){
+  const uint64_t lim = M.limit.load();
+  uint64_t cur = M.bytes.load();
+  do{
+    if( lim && (n > lim || cur > lim - n) ) return false;
+  }while( !M.bytes.compare_exchange_weak(cur, cur + n) );
+  return true;
+}
 
 // Allocate n bytes of device memory into *pp, counted in M.bytes and in
 // the process's account.  Fails (cudaErrorMemoryAllocation, *pp NULL,
 // nothing held, the reason in lastRefusal()) past M.limit, at the
-// allocation M.failAt, past GPUDS_GPU_MEMORY, or when cudaMalloc fails.
+// allocation M.failAt, on a thread whose threadFails() is on, past
+// GPUDS_GPU_MEMORY, or when cudaMalloc fails.
 inline cudaError_t alloc(DevMem &M, void **pp, size_t n){
   *pp = nullptr;
-  M.nAlloc++;
-  const bool bFailAt = M.failAt && M.nAlloc==M.failAt;
-  if( bFailAt ) M.failAt = 0;
-  if( bFailAt || faultHere() || (M.limit && M.bytes + n > M.limit) ){
+  const uint64_t k = ++M.nAlloc;
+  uint64_t at = M.failAt.load();
+  const bool bFailAt = at!=0 && k==at && M.failAt.compare_exchange_strong(at, 0);
+  if( bFailAt || faultHere() || threadFails() || !reserveIn(M, n) ){
     refuse(kWhyTest, n);
     return cudaErrorMemoryAllocation;
   }
   if( !reserve(n) ){
+    M.bytes -= n;
     refuse(kWhyCap, n);
     account().refusedCap++;
     return cudaErrorMemoryAllocation;
@@ -161,12 +187,12 @@ inline cudaError_t alloc(DevMem &M, void **pp, size_t n){
   cudaError_t e = cudaMalloc(pp, n);
   if( e!=cudaSuccess ){
     *pp = nullptr;
+    M.bytes -= n;
     account().held -= n;
     refuse(e==cudaErrorMemoryAllocation ? kWhyGpu : kWhyNone, n);
     if( e==cudaErrorMemoryAllocation ) account().refusedGpu++;
     return e;
   }
-  M.bytes += n;
   return cudaSuccess;
 }
 
@@ -197,7 +223,7 @@ inline void release(DevMem &M, void *p, size_t n){
 }
 
 // Test hook: the k-th allocation from now fails (k >= 1; 0: none).
-inline void failAfter(DevMem &M, uint64_t k){ M.failAt = k ? M.nAlloc + k : 0; }
+inline void failAfter(DevMem &M, uint64_t k){ M.failAt = k ? M.nAlloc.load() + k : 0; }
 
 // A workspace buffer; grows, never shrinks.
 struct DBuf { void *p = nullptr; size_t cap = 0; };

@@ -344,6 +344,7 @@ const char *gfslErrmsg(gpuds_store *pStore){
 extern "C" const gpuds_store_ops gpudsCudaOrderedOps = {
   "cuda",
   GPUDS_ORDERED,
+  0,              /* one stream and workspace a store */
   gfslCreate,
   gfslDestroy,
   gfslBatch,

@@ -52,7 +52,7 @@ void setLookupIlp(int nOps){ gLookupIlp = nOps==1 ? 1 : 2; }
 uint64_t rehashCount(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->nRehash : 0; }
 void setDeviceLimit(gpuds_store *pStore, uint64_t bytes){ GpuHashStore *p = (GpuHashStore*)pStore; if( p ) p->mem.limit = bytes; }
 void failAlloc(gpuds_store *pStore, uint64_t k){ GpuHashStore *p = (GpuHashStore*)pStore; if( p ) gpuds_mem::failAfter(p->mem, k); }
-uint64_t allocCount(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->mem.nAlloc : 0; }
+uint64_t allocCount(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->mem.nAlloc.load() : 0; }
 cudaStream_t stream(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pStore; return p ? p->st : nullptr; }
 void setHostChunk(gpuds_store *pStore, size_t nKeys){
   GpuHashStore *p = (GpuHashStore*)pStore;

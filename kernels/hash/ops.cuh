@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include "gpuds_backend.h"
 #include "common/check.cuh"
 #include "common/devmem.cuh"
@@ -65,7 +66,7 @@ int hashCreate(gpuds_store **ppStore, char **pzErr){
     }
     return GPUDS_ERROR;
   }
-  p = (GpuHashStore*)calloc(1, sizeof(GpuHashStore));
+  p = new (std::nothrow) GpuHashStore();   // (its DevMem holds atomics)
   if( !p ){
     if( pzErr ) *pzErr = strdup("gpuhash: out of host memory");
     return GPUDS_NOMEM;
@@ -91,7 +92,7 @@ void hashDestroy(gpuds_store *pStore){
   gpuds_pipe::release(p->pipe);
   if( p->st ) cudaStreamDestroy(p->st);
   (void)cudaGetLastError();
-  free(p);
+  delete p;
 }
 
 // xBatch: the keys are distinct (the backend contract), so no op needs
@@ -278,6 +279,7 @@ const char *hashErrmsg(gpuds_store *pStore){ GpuHashStore *p = (GpuHashStore*)pS
 extern "C" const gpuds_store_ops gpudsCudaHashOps = {
   "cuda",
   GPUDS_HASH,
+  0,              /* one stream and workspace a store */
   hashCreate,
   hashDestroy,
   hashBatch,

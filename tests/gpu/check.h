@@ -1,19 +1,24 @@
 // check.h -- shared by the GPU tests (tests/gpu/test_*.cu): the failure
 // count, the "small" mode flag and CHECK, which prints a failure with its
-// place and stops the test after 20.
+// place and stops the test after 20.  CHECK may be used from several
+// threads at once (the count is an atomic, a failure prints whole).
 #ifndef GPUDS_TEST_CHECK_H
 #define GPUDS_TEST_CHECK_H
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include "gpuds_backend.h"
 
-static int gFail = 0;
+static std::atomic<int> gFail{0};
+static std::mutex gFailPrint;
 static bool gSmall = false;
 
 #define CHECK(cond, ...) do{                                                  \
     if( !(cond) ){                                                            \
+      std::lock_guard<std::mutex> lk_(gFailPrint);                            \
       fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
       fprintf(stderr, __VA_ARGS__);                                           \
       fprintf(stderr, "\n");                                                  \

@@ -550,7 +550,7 @@ int main(int argc, char **argv){
   testRandom();
   if( !gSmall ) testTiming();
   if( gFail ){
-    printf("FAILED: %d checks\n", gFail);
+    printf("FAILED: %d checks\n", gFail.load());
     return 1;
   }
   printf("PASS\n");

@@ -228,6 +228,6 @@ int main(int argc, char **argv){
   testCapZero();
   testCap(seed, gSmall ? 4096 : 65536);
   testThreads(seed, gSmall ? 4096 : 65536);
-  printf("%s: %d failure(s)\n", gFail ? "FAILED" : "PASSED", gFail);
+  printf("%s: %d failure(s)\n", gFail ? "FAILED" : "PASSED", gFail.load());
   return gFail ? 1 : 0;
 }

@@ -944,7 +944,7 @@ int main(int argc, char **argv){
   testDeviceApi();
   testChunked();
   if( gFail ){
-    printf("FAILED: %d checks\n", gFail);
+    printf("FAILED: %d checks\n", gFail.load());
     return 1;
   }
   printf("PASS\n");
