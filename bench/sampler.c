@@ -3,7 +3,7 @@
 ** without perf (the GPU machines have neither perf nor gdb).  Built as a
 ** shared object and preloaded:
 **
-**   cc -O2 -shared -fPIC -o sampler.so bench/sampler.c -lpthread -lrt
+**   cc -O2 -shared -fPIC -o sampler.so bench/sampler.c -lpthread -lrt -ldl
 **   SAMPLER_OUT=/tmp/s SAMPLER_US=250 LD_PRELOAD=./sampler.so ./sqlbench ...
 **   python3 bench/sampler.py resolve /tmp/s > /tmp/s.sym
 **   python3 bench/sampler.py bins /tmp/s.sym        (find a phase's window)
