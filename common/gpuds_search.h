@@ -16,25 +16,21 @@
 # endif
 #endif
 
-/* The first index of ascending a[0..n) whose key is >= k (n if none). */
-GPUDS_HD int64_t gpudsLowerBound(const int64_t *a, int64_t n, int64_t k){
-  int64_t lo = 0, hi = n;
-  while( lo<hi ){
-    int64_t mid = lo + (hi-lo)/2;
-    if( a[mid]<k ) lo = mid+1; else hi = mid;
-  }
-  return lo;
+/* gpudsLowerBound (int64_t keys) and gpudsLowerBoundU (uint64_t words):
+** the first index of ascending a[0..n) whose entry is >= k (n if none).
+** One body for both types. */
+#define GPUDS_LOWER_BOUND(zName, T)                                  \
+GPUDS_HD int64_t zName(const T *a, int64_t n, T k){                  \
+  int64_t lo = 0, hi = n;                                            \
+  while( lo<hi ){                                                    \
+    int64_t mid = lo + (hi-lo)/2;                                    \
+    if( a[mid]<k ) lo = mid+1; else hi = mid;                        \
+  }                                                                  \
+  return lo;                                                         \
 }
-
-/* The same over unsigned words. */
-GPUDS_HD int64_t gpudsLowerBoundU(const uint64_t *a, int64_t n, uint64_t v){
-  int64_t lo = 0, hi = n;
-  while( lo<hi ){
-    int64_t mid = lo + (hi-lo)/2;
-    if( a[mid]<v ) lo = mid+1; else hi = mid;
-  }
-  return lo;
-}
+GPUDS_LOWER_BOUND(gpudsLowerBound, int64_t)
+GPUDS_LOWER_BOUND(gpudsLowerBoundU, uint64_t)
+#undef GPUDS_LOWER_BOUND
 
 /* Is k among ascending a[0..n)? */
 GPUDS_HD int gpudsHasKey(const int64_t *a, int64_t n, int64_t k){
