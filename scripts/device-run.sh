@@ -82,7 +82,7 @@ case "${1:-test}" in
     tail -25 "$OUT/ctest.log" | tee -a "$OUT/summary.txt"
     log "test_persist*.py on the cuda backend"
     for t in tests/test_persist*.py; do
-      GPUDS_BACKEND=cuda GPUDS_EXT=$B/gpuds.so python3 $t >> "$OUT/persist-cuda.log" 2>&1
+      GPUDS_BACKEND=auto GPUDS_EXT=$B/gpuds.so python3 $t >> "$OUT/persist-cuda.log" 2>&1
       tail -1 "$OUT/persist-cuda.log" | sed "s|^|$(basename $t): |" | tee -a "$OUT/summary.txt"
     done
     log "test_reliability with the machine's own SQLite (>= 3.44: xIntegrity)"
