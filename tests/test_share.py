@@ -102,6 +102,13 @@ def write_ops(rng, t):
     return out
 
 
+def write_both(c, rng, t):
+    """A few writes (write_ops) to table t and the same to its twin."""
+    for sql, args in write_ops(rng, t):
+        c.execute(sql % t, args)
+        c.execute(sql % (t + "_o"), args)
+
+
 def writer(p, seed, stop, errors, stats, timeout):
     rng = random.Random(seed)
     c = connect(p, timeout=timeout)
@@ -110,14 +117,10 @@ def writer(p, seed, stop, errors, stats, timeout):
             t = rng.choice("gh")
             try:
                 c.execute("BEGIN IMMEDIATE" if rng.random() < 0.5 else "BEGIN")
-                for sql, args in write_ops(rng, t):
-                    c.execute(sql % t, args)
-                    c.execute(sql % (t + "_o"), args)
+                write_both(c, rng, t)
                 if rng.random() < 0.2:
                     c.execute("SAVEPOINT s")
-                    for sql, args in write_ops(rng, t):
-                        c.execute(sql % t, args)
-                        c.execute(sql % (t + "_o"), args)
+                    write_both(c, rng, t)
                     c.execute("ROLLBACK TO s" if rng.random() < 0.5 else "RELEASE s")
                 if rng.random() < 0.15:
                     c.execute("ROLLBACK")
